@@ -1,0 +1,116 @@
+//! Conversions between arrowcert's ABI structs and arrow-rs's FFI structs.
+//!
+//! arrow-rs's `FFI_ArrowSchema`, `FFI_ArrowArray` and `FFI_ArrowArrayStream`
+//! are `#[repr(C)]` definitions of the same C structs; the compile-time
+//! assertions below pin their sizes to ours (the C cross-check pins ours to
+//! C). Ownership passes with the value: arrow-rs's types release on drop,
+//! ours never do.
+
+use std::sync::Arc;
+
+use arrow_array::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{Array, RecordBatch, StructArray};
+use arrow_schema::{ArrowError, Schema};
+
+use super::{ArrowArray, ArrowArrayStream, ArrowSchema};
+
+const _: () = assert!(std::mem::size_of::<FFI_ArrowSchema>() == std::mem::size_of::<ArrowSchema>());
+const _: () = assert!(std::mem::size_of::<FFI_ArrowArray>() == std::mem::size_of::<ArrowArray>());
+const _: () =
+    assert!(std::mem::size_of::<FFI_ArrowArrayStream>() == std::mem::size_of::<ArrowArrayStream>());
+const _: () = assert!(std::mem::align_of::<FFI_ArrowArray>() == std::mem::align_of::<ArrowArray>());
+
+pub fn schema_from_arrow_rs(s: FFI_ArrowSchema) -> ArrowSchema {
+    // SAFETY: both types are repr(C) definitions of `struct ArrowSchema`
+    // (sizes asserted above); transmute moves ownership without running
+    // arrow-rs's Drop, so the structure stays live in the result.
+    unsafe { std::mem::transmute::<FFI_ArrowSchema, ArrowSchema>(s) }
+}
+
+pub fn array_from_arrow_rs(a: FFI_ArrowArray) -> ArrowArray {
+    // SAFETY: as in schema_from_arrow_rs, for `struct ArrowArray`.
+    unsafe { std::mem::transmute::<FFI_ArrowArray, ArrowArray>(a) }
+}
+
+pub fn stream_from_arrow_rs(s: FFI_ArrowArrayStream) -> ArrowArrayStream {
+    // SAFETY: as in schema_from_arrow_rs, for `struct ArrowArrayStream`.
+    unsafe { std::mem::transmute::<FFI_ArrowArrayStream, ArrowArrayStream>(s) }
+}
+
+/// # Safety
+/// `s` must be released or a live schema that follows the C data interface;
+/// arrow-rs will read it and call its release callback on drop.
+pub unsafe fn schema_into_arrow_rs(s: ArrowSchema) -> FFI_ArrowSchema {
+    // SAFETY: same layout (asserted above); the caller vouches for validity.
+    unsafe { std::mem::transmute::<ArrowSchema, FFI_ArrowSchema>(s) }
+}
+
+/// # Safety
+/// `a` must be released or a live array that follows the C data interface.
+pub unsafe fn array_into_arrow_rs(a: ArrowArray) -> FFI_ArrowArray {
+    // SAFETY: same layout (asserted above); the caller vouches for validity.
+    unsafe { std::mem::transmute::<ArrowArray, FFI_ArrowArray>(a) }
+}
+
+/// # Safety
+/// `s` must be released or a live stream that follows the C stream interface.
+pub unsafe fn stream_into_arrow_rs(s: ArrowArrayStream) -> FFI_ArrowArrayStream {
+    // SAFETY: same layout (asserted above); the caller vouches for validity.
+    unsafe { std::mem::transmute::<ArrowArrayStream, FFI_ArrowArrayStream>(s) }
+}
+
+/// Exports a schema (a record batch's schema is a struct; its metadata goes
+/// on the root, as the C data interface specifies).
+pub fn export_schema(schema: &Schema) -> Result<ArrowSchema, ArrowError> {
+    Ok(schema_from_arrow_rs(FFI_ArrowSchema::try_from(schema)?))
+}
+
+/// Exports a record batch as a struct array, zero-copy.
+pub fn export_batch(batch: &RecordBatch) -> ArrowArray {
+    let data = StructArray::from(batch.clone()).into_data();
+    array_from_arrow_rs(FFI_ArrowArray::new(&data))
+}
+
+/// Imports a schema, taking ownership (the schema is released on return).
+///
+/// # Safety
+/// `schema` must be a live schema that follows the C data interface.
+pub unsafe fn import_schema(schema: ArrowSchema) -> Result<Schema, ArrowError> {
+    // SAFETY: forwarded from the caller.
+    let ffi = unsafe { schema_into_arrow_rs(schema) };
+    Schema::try_from(&ffi)
+}
+
+/// Imports a struct array as a record batch, taking ownership of both.
+///
+/// # Safety
+/// `schema` and `array` must be live structures that follow the C data
+/// interface and describe a struct array.
+pub unsafe fn import_batch(schema: ArrowSchema, array: ArrowArray) -> Result<RecordBatch, ArrowError> {
+    // SAFETY: forwarded from the caller.
+    let ffi_schema = unsafe { schema_into_arrow_rs(schema) };
+    // SAFETY: forwarded from the caller.
+    let ffi_array = unsafe { array_into_arrow_rs(array) };
+    let arrow_schema = Schema::try_from(&ffi_schema)?;
+    // SAFETY: the caller vouches that array and schema match and are valid.
+    let data = unsafe { from_ffi(ffi_array, &ffi_schema) }?;
+    batch_from_struct(Arc::new(arrow_schema), StructArray::from(data))
+}
+
+/// A record batch from a struct array and the schema it was described with
+/// (keeps schema-level metadata, which `StructArray` cannot carry).
+pub fn batch_from_struct(schema: Arc<Schema>, array: StructArray) -> Result<RecordBatch, ArrowError> {
+    if array.null_count() > 0 {
+        return Err(ArrowError::InvalidArgumentError(
+            "a record batch's root struct array has null entries".into(),
+        ));
+    }
+    let len = array.len();
+    let (_, columns, _) = array.into_parts();
+    RecordBatch::try_new_with_options(
+        schema,
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(len)),
+    )
+}

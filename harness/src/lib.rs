@@ -1,0 +1,9 @@
+//! arrowcert: conformance and fuzz testing for the Apache Arrow C data,
+//! stream, device and async device stream interfaces.
+//!
+//! Module map (see ARCHITECTURE.md): [`abi`] holds every raw layout; [`plugin`]
+//! loads libraries under test and calls them; everything above those two is
+//! safe Rust.
+
+pub mod abi;
+pub mod sdk;
