@@ -6,4 +6,10 @@
 //! safe Rust.
 
 pub mod abi;
+pub mod cli;
+pub mod compare;
+pub mod plugin;
+pub mod report;
+pub mod roundtrip;
+pub mod scenario;
 pub mod sdk;

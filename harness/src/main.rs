@@ -1,1 +1,161 @@
-fn main(){}
+//! The `arrowcert` binary: parses the command line and dispatches to
+//! `arrowcert::cli`. Bad input is one line on stderr and exit code 2.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use arrowcert::cli::{self, BadInput, EXIT_BAD_INPUT};
+use arrowcert::roundtrip::Filter;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "arrowcert",
+    version,
+    about = "Conformance testing for the Apache Arrow C data, stream, device and async interfaces"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show a plugin's name, ABI version, entry points and devices.
+    Inspect {
+        /// Path to the plugin's shared library (or a bundled name: `reference`).
+        lib: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send every scenario from a producer through the harness into a
+    /// consumer on every interface path, and compare what was read.
+    Roundtrip {
+        /// Producer plugin: a path, or a bundled name.
+        #[arg(long, default_value = "reference")]
+        producer: String,
+        /// Consumer plugin: a path, or a bundled name.
+        #[arg(long, default_value = "reference")]
+        consumer: String,
+        /// A directory of Arrow IPC stream files (`*.stream`), e.g. Arrow's
+        /// integration gold files; without it, the built-in scenarios.
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// Where to write the JSON report (default: reports/roundtrip-<time>.json).
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Run only cases whose ID contains one of these.
+        filters: Vec<String>,
+        /// Filters match whole case IDs.
+        #[arg(long)]
+        exact: bool,
+        /// Skip cases whose ID contains this (repeatable).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// List the case IDs and exit.
+        #[arg(long)]
+        list: bool,
+        /// Print every case, not only failures.
+        #[arg(short, long)]
+        verbose: bool,
+        /// How long an async consumer may wait for the stream to end.
+        #[arg(long, default_value_t = 30_000)]
+        timeout_ms: i64,
+    },
+    /// Print the JSON Schema of reports.
+    ReportSchema,
+    /// Check a C header's Arrow structs and constants against arrowcert's
+    /// (size, alignment and offset of every field), with the C compiler.
+    AbiCheck {
+        /// The header (default: the bundled arrowcert_plugin.h).
+        header: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("arrowcert: internal error (a bug in arrowcert, please report it): {info}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                EXIT_BAD_INPUT as u8
+            } else {
+                0
+            });
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(BadInput(msg)) => {
+            eprintln!("arrowcert: {msg}");
+            ExitCode::from(EXIT_BAD_INPUT as u8)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<i32, BadInput> {
+    match cli.command {
+        Command::Inspect { lib, json } => {
+            let path = cli::resolve_plugin(&lib, "producer")
+                .or_else(|_| cli::resolve_plugin(&lib, "consumer"))?;
+            let plugin =
+                arrowcert::plugin::Plugin::load(&path).map_err(|e| BadInput(e.to_string()))?;
+            Ok(cli::inspect::run(&plugin, json))
+        }
+        Command::Roundtrip {
+            producer,
+            consumer,
+            gold,
+            report,
+            filters,
+            exact,
+            skip,
+            list,
+            verbose,
+            timeout_ms,
+        } => cli::roundtrip::run(cli::roundtrip::Args {
+            producer: cli::resolve_plugin(&producer, "producer")?,
+            consumer: cli::resolve_plugin(&consumer, "consumer")?,
+            producer_arg: producer,
+            consumer_arg: consumer,
+            gold,
+            report,
+            filter: Filter {
+                patterns: filters,
+                exact,
+                skip,
+            },
+            list,
+            verbose,
+            timeout_ms,
+            invocation: std::env::args().collect(),
+        }),
+        Command::ReportSchema => {
+            print!("{}", arrowcert::report::json_schema());
+            Ok(0)
+        }
+        Command::AbiCheck { header } => {
+            let header = header.unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/arrowcert_plugin.h")
+            });
+            let mismatches = arrowcert::abi::layout::check_header(&header).map_err(BadInput)?;
+            if mismatches.is_empty() {
+                println!(
+                    "{}: every Arrow struct, field and constant matches arrowcert's layout",
+                    header.display()
+                );
+                Ok(0)
+            } else {
+                for m in &mismatches {
+                    println!("mismatch: {m}");
+                }
+                println!("{}: {} mismatches", header.display(), mismatches.len());
+                Ok(cli::EXIT_FAILURES)
+            }
+        }
+    }
+}

@@ -87,7 +87,10 @@ pub unsafe fn import_schema(schema: ArrowSchema) -> Result<Schema, ArrowError> {
 /// # Safety
 /// `schema` and `array` must be live structures that follow the C data
 /// interface and describe a struct array.
-pub unsafe fn import_batch(schema: ArrowSchema, array: ArrowArray) -> Result<RecordBatch, ArrowError> {
+pub unsafe fn import_batch(
+    schema: ArrowSchema,
+    array: ArrowArray,
+) -> Result<RecordBatch, ArrowError> {
     // SAFETY: forwarded from the caller.
     let ffi_schema = unsafe { schema_into_arrow_rs(schema) };
     // SAFETY: forwarded from the caller.
@@ -100,7 +103,10 @@ pub unsafe fn import_batch(schema: ArrowSchema, array: ArrowArray) -> Result<Rec
 
 /// A record batch from a struct array and the schema it was described with
 /// (keeps schema-level metadata, which `StructArray` cannot carry).
-pub fn batch_from_struct(schema: Arc<Schema>, array: StructArray) -> Result<RecordBatch, ArrowError> {
+pub fn batch_from_struct(
+    schema: Arc<Schema>,
+    array: StructArray,
+) -> Result<RecordBatch, ArrowError> {
     if array.null_count() > 0 {
         return Err(ArrowError::InvalidArgumentError(
             "a record batch's root struct array has null entries".into(),

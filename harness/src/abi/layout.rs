@@ -185,3 +185,58 @@ pub fn compare_with_c(
     }
     out
 }
+
+/// Compiles the C probe against `header` with the system C compiler (`$CC`,
+/// else `cc`), runs it and compares. `Err` when the header does not compile
+/// (a struct or field it lacks is a compile error) or no compiler runs.
+pub fn check_header(header: &std::path::Path) -> Result<Vec<Mismatch>, String> {
+    use std::process::Command;
+    let header = header
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", header.display()))?;
+    let dir = std::env::temp_dir().join(format!(
+        "arrowcert-abi-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join("probe.c");
+    let exe = dir.join("probe");
+    let source = c_probe_source(
+        &header.display().to_string(),
+        super::STRUCTS,
+        super::CONSTANTS,
+    );
+    std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .arg("-std=c11")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(format!(
+            "{} does not compile with the layout probe: {}",
+            header.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .find(|l| l.contains("error"))
+                .unwrap_or("")
+        ));
+    }
+    let run = Command::new(&exe)
+        .output()
+        .map_err(|e| format!("cannot run the layout probe: {e}"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(compare_with_c(
+        super::STRUCTS,
+        super::CONSTANTS,
+        &String::from_utf8_lossy(&run.stdout),
+    ))
+}

@@ -44,7 +44,11 @@ fn callable<F: Copy>(f: Option<F>) -> Option<F> {
         let raw: usize = unsafe { std::mem::transmute_copy(&f) };
         is_poison_ptr(raw)
     };
-    if bits { None } else { Some(f) }
+    if bits {
+        None
+    } else {
+        Some(f)
+    }
 }
 
 macro_rules! owned_by_release_field {

@@ -61,11 +61,7 @@ pub fn set_last_error(message: &str) {
 /// This thread's last error message, NULL if none. Valid until the next
 /// entry point call on this thread.
 pub fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|e| {
-        e.borrow()
-            .as_ref()
-            .map_or(std::ptr::null(), |c| c.as_ptr())
-    })
+    LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
 /// Runs an entry point body: clears the last error, returns 0 on success,

@@ -1,0 +1,672 @@
+//! Loading plugins (PLUGIN_ABI.md, contract version 1) and calling them.
+//!
+//! This module and [`crate::abi`] are the only places that call into plugin
+//! code. Every call passes structures the harness owns and keeps alive for
+//! the duration of the call; whether the plugin then follows the contract is
+//! exactly what arrowcert tests, and a plugin that crashes takes down only
+//! the process running it (see ARCHITECTURE.md).
+
+pub mod elf;
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::abi::{
+    ArrowArray, ArrowArrayStream, ArrowAsyncDeviceStreamHandler, ArrowDeviceArray,
+    ArrowDeviceArrayStream, ArrowDeviceType, ArrowSchema,
+};
+
+/// The contract version this harness implements.
+pub const ABI_VERSION: i32 = 1;
+
+/// Why a library could not be loaded as a plugin. Each prints as one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    NotFound(PathBuf),
+    NotAFile(PathBuf),
+    Unreadable(PathBuf, String),
+    Elf(PathBuf, elf::ElfProblem),
+    Dlopen(PathBuf, String),
+    MissingIdentity(PathBuf, &'static str),
+    AbiVersion(PathBuf, i32),
+    NameNull(PathBuf),
+    NameNotUtf8(PathBuf),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::NotFound(p) => write!(f, "{}: no such file", p.display()),
+            LoadError::NotAFile(p) => write!(f, "{}: not a file", p.display()),
+            LoadError::Unreadable(p, e) => write!(f, "{}: cannot read: {e}", p.display()),
+            LoadError::Elf(p, problem) => write!(f, "{}: {problem}", p.display()),
+            LoadError::Dlopen(p, e) => write!(f, "{}: cannot load: {e}", p.display()),
+            LoadError::MissingIdentity(p, sym) => write!(
+                f,
+                "{}: not an arrowcert plugin: required symbol `{sym}` is missing",
+                p.display()
+            ),
+            LoadError::AbiVersion(p, v) => write!(
+                f,
+                "{}: plugin ABI version {v} is not supported (this harness implements version {ABI_VERSION})",
+                p.display()
+            ),
+            LoadError::NameNull(p) => {
+                write!(f, "{}: arrowcert_plugin_name() returned NULL", p.display())
+            }
+            LoadError::NameNotUtf8(p) => write!(
+                f,
+                "{}: arrowcert_plugin_name() is not valid UTF-8",
+                p.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A failed call into a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The plugin does not export this entry point.
+    Missing(&'static str),
+    /// The entry point returned a non-zero errno value.
+    Failed {
+        entry: &'static str,
+        code: c_int,
+        message: Option<String>,
+    },
+}
+
+impl CallError {
+    /// The errno value, if the call ran and failed.
+    pub fn code(&self) -> Option<c_int> {
+        match self {
+            CallError::Failed { code, .. } => Some(*code),
+            CallError::Missing(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Missing(e) => write!(f, "{e} is not exported by the plugin"),
+            CallError::Failed {
+                entry,
+                code,
+                message,
+            } => {
+                write!(f, "{entry} returned {} ({code})", errno_name(*code))?;
+                if let Some(m) = message {
+                    write!(f, ": {m}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// The symbolic name of an errno value.
+pub fn errno_name(code: c_int) -> &'static str {
+    match code {
+        libc::EINVAL => "EINVAL",
+        libc::ENOMEM => "ENOMEM",
+        libc::EIO => "EIO",
+        libc::ENOSYS => "ENOSYS",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::EAGAIN => "EAGAIN",
+        libc::ECANCELED => "ECANCELED",
+        libc::ENOENT => "ENOENT",
+        libc::EPERM => "EPERM",
+        _ => "errno",
+    }
+}
+
+type AbiVersionFn = unsafe extern "C" fn() -> i32;
+type NameFn = unsafe extern "C" fn() -> *const c_char;
+type SupportsDeviceFn = unsafe extern "C" fn(i32) -> i32;
+type BytesAllocatedFn = unsafe extern "C" fn() -> i64;
+type LastErrorFn = unsafe extern "C" fn() -> *const c_char;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type ProduceSchemaFn = unsafe extern "C" fn(*const u8, i64, *mut ArrowSchema) -> c_int;
+type ProduceDeviceArrayFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, i64, i32, i64, *mut ArrowDeviceArray) -> c_int;
+type ProduceDeviceStreamFn =
+    unsafe extern "C" fn(*const u8, i64, i32, i64, *mut ArrowDeviceArrayStream) -> c_int;
+type ProduceAsyncFn =
+    unsafe extern "C" fn(*const u8, i64, i32, i64, *mut ArrowAsyncDeviceStreamHandler) -> c_int;
+type ProduceArrayFn = unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowArray) -> c_int;
+type ProduceStreamFn = unsafe extern "C" fn(*const u8, i64, *mut ArrowArrayStream) -> c_int;
+type ConsumeDeviceArrayFn =
+    unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowDeviceArray, *mut *mut u8, *mut i64) -> c_int;
+type ConsumeDeviceStreamFn =
+    unsafe extern "C" fn(*mut ArrowDeviceArrayStream, *mut *mut u8, *mut i64) -> c_int;
+type ConsumeArrayFn =
+    unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowArray, *mut *mut u8, *mut i64) -> c_int;
+type ConsumeStreamFn = unsafe extern "C" fn(*mut ArrowArrayStream, *mut *mut u8, *mut i64) -> c_int;
+type ConsumeAsyncStartFn =
+    unsafe extern "C" fn(*mut ArrowAsyncDeviceStreamHandler, *mut *mut c_void) -> c_int;
+type ConsumeAsyncFinishFn = unsafe extern "C" fn(*mut c_void, i64, *mut *mut u8, *mut i64) -> c_int;
+
+/// Every symbol of the contract, in the order `inspect` lists them, with the
+/// role it belongs to.
+pub const SYMBOLS: &[(&str, Role)] = &[
+    ("arrowcert_plugin_abi_version", Role::Identity),
+    ("arrowcert_plugin_name", Role::Identity),
+    ("arrowcert_plugin_supports_device", Role::Optional),
+    ("arrowcert_bytes_allocated", Role::Optional),
+    ("arrowcert_last_error", Role::Optional),
+    ("arrowcert_free", Role::Optional),
+    ("arrowcert_produce_schema", Role::Producer),
+    ("arrowcert_produce_device_array", Role::Producer),
+    ("arrowcert_produce_device_stream", Role::Producer),
+    ("arrowcert_produce_async", Role::Producer),
+    ("arrowcert_produce_array", Role::Producer),
+    ("arrowcert_produce_stream", Role::Producer),
+    ("arrowcert_consume_device_array", Role::Consumer),
+    ("arrowcert_consume_device_stream", Role::Consumer),
+    ("arrowcert_consume_array", Role::Consumer),
+    ("arrowcert_consume_stream", Role::Consumer),
+    ("arrowcert_consume_async_start", Role::Consumer),
+    ("arrowcert_consume_async_finish", Role::Consumer),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Identity,
+    Optional,
+    Producer,
+    Consumer,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Entries {
+    supports_device: Option<SupportsDeviceFn>,
+    bytes_allocated: Option<BytesAllocatedFn>,
+    last_error: Option<LastErrorFn>,
+    free: Option<FreeFn>,
+    produce_schema: Option<ProduceSchemaFn>,
+    produce_device_array: Option<ProduceDeviceArrayFn>,
+    produce_device_stream: Option<ProduceDeviceStreamFn>,
+    produce_async: Option<ProduceAsyncFn>,
+    produce_array: Option<ProduceArrayFn>,
+    produce_stream: Option<ProduceStreamFn>,
+    consume_device_array: Option<ConsumeDeviceArrayFn>,
+    consume_device_stream: Option<ConsumeDeviceStreamFn>,
+    consume_array: Option<ConsumeArrayFn>,
+    consume_stream: Option<ConsumeStreamFn>,
+    consume_async_start: Option<ConsumeAsyncStartFn>,
+    consume_async_finish: Option<ConsumeAsyncFinishFn>,
+}
+
+/// A loaded plugin.
+///
+/// The library is never unloaded: plugins start threads (async producers)
+/// and register thread-local destructors that must not outlive their code,
+/// so `dlclose` is never safe to call on a library under test.
+pub struct Plugin {
+    path: PathBuf,
+    name: String,
+    abi_version: i32,
+    symbols: Vec<&'static str>,
+    entries: Entries,
+}
+
+impl fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plugin")
+            .field("path", &self.path)
+            .field("name", &self.name)
+            .field("abi_version", &self.abi_version)
+            .field("symbols", &self.symbols)
+            .finish()
+    }
+}
+
+/// Looks up `name` and copies the function pointer out.
+///
+/// # Safety
+/// `F` must be the function pointer type the contract declares for `name`.
+unsafe fn lookup<F: Copy>(lib: &libloading::Library, name: &str) -> Option<F> {
+    let mut sym = name.as_bytes().to_vec();
+    sym.push(0);
+    // SAFETY: the caller guarantees F is the declared type; the library is
+    // leaked (never unloaded), so the copied pointer stays valid.
+    unsafe { lib.get::<F>(&sym).ok().map(|s| *s) }
+}
+
+impl Plugin {
+    /// Loads the library at `path` and checks its identity.
+    pub fn load(path: &Path) -> Result<Plugin, LoadError> {
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => LoadError::NotFound(path.to_path_buf()),
+            _ => LoadError::Unreadable(path.to_path_buf(), e.to_string()),
+        })?;
+        if !meta.is_file() {
+            return Err(LoadError::NotAFile(path.to_path_buf()));
+        }
+        match elf::check(path) {
+            Err(e) => return Err(LoadError::Unreadable(path.to_path_buf(), e.to_string())),
+            Ok(Err(problem)) => return Err(LoadError::Elf(path.to_path_buf(), problem)),
+            Ok(Ok(())) => {}
+        }
+        // dlopen needs a path with a slash, or it searches the library path.
+        let abs = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(path))
+                .unwrap_or_else(|_| path.to_path_buf())
+        };
+        // SAFETY: loading a library runs its initialisers, which is inherent
+        // to testing it; RTLD_NOW resolves every symbol up front so that a
+        // library with unresolved dependencies fails here, with dlerror's
+        // message, instead of at its first call.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(
+                Some(&abs),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL,
+            )
+        }
+        .map_err(|e| LoadError::Dlopen(path.to_path_buf(), dl_message(&e)))?;
+        let lib: libloading::Library = lib.into();
+
+        let mut symbols = Vec::new();
+        for (name, _) in SYMBOLS {
+            // SAFETY: only existence is checked; the pointer is not called.
+            if unsafe { lookup::<*const c_void>(&lib, name) }.is_some() {
+                symbols.push(*name);
+            }
+        }
+        // SAFETY (all lookups below): each F is the type PLUGIN_ABI.md
+        // declares for that symbol (mirrored in arrowcert_plugin.h).
+        let abi_fn: AbiVersionFn = unsafe { lookup(&lib, "arrowcert_plugin_abi_version") }.ok_or(
+            LoadError::MissingIdentity(path.to_path_buf(), "arrowcert_plugin_abi_version"),
+        )?;
+        let name_fn: NameFn = unsafe { lookup(&lib, "arrowcert_plugin_name") }.ok_or(
+            LoadError::MissingIdentity(path.to_path_buf(), "arrowcert_plugin_name"),
+        )?;
+        // SAFETY: a required identity function of the contract, no arguments.
+        let abi_version = unsafe { abi_fn() };
+        if abi_version != ABI_VERSION {
+            return Err(LoadError::AbiVersion(path.to_path_buf(), abi_version));
+        }
+        // SAFETY: as above; the contract says it returns a static string.
+        let name_ptr = unsafe { name_fn() };
+        if name_ptr.is_null() {
+            return Err(LoadError::NameNull(path.to_path_buf()));
+        }
+        // SAFETY: non-NULL, and the contract makes it a static NUL-terminated
+        // string.
+        let name = unsafe { CStr::from_ptr(name_ptr) }
+            .to_str()
+            .map_err(|_| LoadError::NameNotUtf8(path.to_path_buf()))?
+            .to_string();
+
+        // SAFETY (each field): F is the declared type of that symbol.
+        let entries = unsafe {
+            Entries {
+                supports_device: lookup(&lib, "arrowcert_plugin_supports_device"),
+                bytes_allocated: lookup(&lib, "arrowcert_bytes_allocated"),
+                last_error: lookup(&lib, "arrowcert_last_error"),
+                free: lookup(&lib, "arrowcert_free"),
+                produce_schema: lookup(&lib, "arrowcert_produce_schema"),
+                produce_device_array: lookup(&lib, "arrowcert_produce_device_array"),
+                produce_device_stream: lookup(&lib, "arrowcert_produce_device_stream"),
+                produce_async: lookup(&lib, "arrowcert_produce_async"),
+                produce_array: lookup(&lib, "arrowcert_produce_array"),
+                produce_stream: lookup(&lib, "arrowcert_produce_stream"),
+                consume_device_array: lookup(&lib, "arrowcert_consume_device_array"),
+                consume_device_stream: lookup(&lib, "arrowcert_consume_device_stream"),
+                consume_array: lookup(&lib, "arrowcert_consume_array"),
+                consume_stream: lookup(&lib, "arrowcert_consume_stream"),
+                consume_async_start: lookup(&lib, "arrowcert_consume_async_start"),
+                consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
+            }
+        };
+        // Never unloaded: see the type's documentation.
+        std::mem::forget(lib);
+        Ok(Plugin {
+            path: path.to_path_buf(),
+            name,
+            abi_version,
+            symbols,
+            entries,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn abi_version(&self) -> i32 {
+        self.abi_version
+    }
+    /// The contract's symbols this library exports, in contract order.
+    pub fn symbols(&self) -> &[&'static str] {
+        &self.symbols
+    }
+    pub fn has(&self, symbol: &str) -> bool {
+        self.symbols.contains(&symbol)
+    }
+    pub fn is_producer(&self) -> bool {
+        self.symbols
+            .iter()
+            .any(|s| SYMBOLS.iter().any(|(n, r)| n == s && *r == Role::Producer))
+    }
+    pub fn is_consumer(&self) -> bool {
+        self.symbols
+            .iter()
+            .any(|s| SYMBOLS.iter().any(|(n, r)| n == s && *r == Role::Consumer))
+    }
+
+    /// Whether the plugin claims `device_type`. Absent symbol: CPU only.
+    pub fn supports_device(&self, device_type: ArrowDeviceType) -> bool {
+        match self.entries.supports_device {
+            // SAFETY: declared type, plain integer argument.
+            Some(f) => unsafe { f(device_type) == 1 },
+            None => device_type == crate::abi::device::CPU,
+        }
+    }
+
+    /// The plugin's own count of bytes it holds, if it exports one.
+    pub fn bytes_allocated(&self) -> Option<i64> {
+        // SAFETY: declared type, no arguments.
+        self.entries.bytes_allocated.map(|f| unsafe { f() })
+    }
+
+    fn last_error(&self) -> Option<String> {
+        let f = self.entries.last_error?;
+        // SAFETY: declared type, no arguments; the result is NULL or a
+        // NUL-terminated string valid until the next call on this thread.
+        let p = unsafe { f() };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract; copied at once.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+
+    fn check(&self, entry: &'static str, code: c_int) -> Result<(), CallError> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(CallError::Failed {
+                entry,
+                code,
+                message: self.last_error(),
+            })
+        }
+    }
+
+    /// Copies the bytes a consumer handed out and frees them with
+    /// `arrowcert_free` (left allocated if the plugin does not export it).
+    fn take_output(&self, ptr: *mut u8, len: i64) -> Vec<u8> {
+        if ptr.is_null() || len <= 0 {
+            if !ptr.is_null() {
+                if let Some(free) = self.entries.free {
+                    // SAFETY: the plugin handed this pointer out; freed once.
+                    unsafe { free(ptr as *mut c_void) };
+                }
+            }
+            return Vec::new();
+        }
+        // SAFETY: the consumer contract hands out `len` readable bytes at
+        // `ptr`, owned by the plugin until arrowcert_free; copied here first.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec();
+        if let Some(free) = self.entries.free {
+            // SAFETY: as above; freed exactly once, after the copy.
+            unsafe { free(ptr as *mut c_void) };
+        }
+        bytes
+    }
+
+    pub fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_schema";
+        let f = self.entries.produce_schema.ok_or(CallError::Missing(E))?;
+        // SAFETY: `ipc` and `out` are valid for the whole call.
+        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
+        self.check(E, rc)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn produce_device_array(
+        &self,
+        ipc: &[u8],
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        out: &mut ArrowDeviceArray,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_device_array";
+        let f = self
+            .entries
+            .produce_device_array
+            .ok_or(CallError::Missing(E))?;
+        // SAFETY: `ipc` and `out` are valid for the whole call.
+        let rc = unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                batch_index,
+                slice_offset,
+                slice_length,
+                device_type,
+                device_id,
+                out,
+            )
+        };
+        self.check(E, rc)
+    }
+
+    pub fn produce_device_stream(
+        &self,
+        ipc: &[u8],
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        out: &mut ArrowDeviceArrayStream,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_device_stream";
+        let f = self
+            .entries
+            .produce_device_stream
+            .ok_or(CallError::Missing(E))?;
+        // SAFETY: `ipc` and `out` are valid for the whole call.
+        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, out) };
+        self.check(E, rc)
+    }
+
+    pub fn produce_array(
+        &self,
+        ipc: &[u8],
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+        out: &mut ArrowArray,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_array";
+        let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
+        // SAFETY: `ipc` and `out` are valid for the whole call.
+        let rc = unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                batch_index,
+                slice_offset,
+                slice_length,
+                out,
+            )
+        };
+        self.check(E, rc)
+    }
+
+    pub fn produce_stream(&self, ipc: &[u8], out: &mut ArrowArrayStream) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_stream";
+        let f = self.entries.produce_stream.ok_or(CallError::Missing(E))?;
+        // SAFETY: `ipc` and `out` are valid for the whole call.
+        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
+        self.check(E, rc)
+    }
+
+    pub fn consume_device_array(
+        &self,
+        schema: &mut ArrowSchema,
+        array: &mut ArrowDeviceArray,
+    ) -> Result<Vec<u8>, CallError> {
+        const E: &str = "arrowcert_consume_device_array";
+        let f = self
+            .entries
+            .consume_device_array
+            .ok_or(CallError::Missing(E))?;
+        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+        // SAFETY: all four pointers are valid for the whole call; the
+        // structures were filled by a producer and are live.
+        let rc = unsafe { f(schema, array, &mut p, &mut n) };
+        self.check(E, rc)?;
+        Ok(self.take_output(p, n))
+    }
+
+    pub fn consume_device_stream(
+        &self,
+        stream: &mut ArrowDeviceArrayStream,
+    ) -> Result<Vec<u8>, CallError> {
+        const E: &str = "arrowcert_consume_device_stream";
+        let f = self
+            .entries
+            .consume_device_stream
+            .ok_or(CallError::Missing(E))?;
+        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+        // SAFETY: all pointers are valid for the whole call.
+        let rc = unsafe { f(stream, &mut p, &mut n) };
+        self.check(E, rc)?;
+        Ok(self.take_output(p, n))
+    }
+
+    pub fn consume_array(
+        &self,
+        schema: &mut ArrowSchema,
+        array: &mut ArrowArray,
+    ) -> Result<Vec<u8>, CallError> {
+        const E: &str = "arrowcert_consume_array";
+        let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
+        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+        // SAFETY: all pointers are valid for the whole call.
+        let rc = unsafe { f(schema, array, &mut p, &mut n) };
+        self.check(E, rc)?;
+        Ok(self.take_output(p, n))
+    }
+
+    pub fn consume_stream(&self, stream: &mut ArrowArrayStream) -> Result<Vec<u8>, CallError> {
+        const E: &str = "arrowcert_consume_stream";
+        let f = self.entries.consume_stream.ok_or(CallError::Missing(E))?;
+        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+        // SAFETY: all pointers are valid for the whole call.
+        let rc = unsafe { f(stream, &mut p, &mut n) };
+        self.check(E, rc)?;
+        Ok(self.take_output(p, n))
+    }
+
+    /// Runs one async stream from `producer` into this consumer: the
+    /// consumer initialises a handler the harness allocated, the producer
+    /// drives it from its own threads, and `finish` waits up to `timeout_ms`
+    /// for the handler's release. Returns what the consumer received.
+    pub fn consume_async_from(
+        &self,
+        producer: &Plugin,
+        ipc: &[u8],
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        timeout_ms: i64,
+    ) -> Result<Vec<u8>, CallError> {
+        const START: &str = "arrowcert_consume_async_start";
+        const FINISH: &str = "arrowcert_consume_async_finish";
+        const PRODUCE: &str = "arrowcert_produce_async";
+        let start = self
+            .entries
+            .consume_async_start
+            .ok_or(CallError::Missing(START))?;
+        let finish = self
+            .entries
+            .consume_async_finish
+            .ok_or(CallError::Missing(FINISH))?;
+        let produce = producer
+            .entries
+            .produce_async
+            .ok_or(CallError::Missing(PRODUCE))?;
+
+        // The handler must stay at one address until its release has been
+        // called, possibly from a producer thread after we return: it is
+        // freed only once finish() reports that release happened, and leaked
+        // otherwise.
+        let handler: *mut ArrowAsyncDeviceStreamHandler = Box::into_raw(Box::new(
+            <ArrowAsyncDeviceStreamHandler as crate::abi::Plain>::zeroed(),
+        ));
+        let mut token: *mut c_void = std::ptr::null_mut();
+        // SAFETY: handler points to a live, zeroed handler; token is writable.
+        let rc = unsafe { start(handler, &mut token) };
+        if let Err(e) = self.check(START, rc) {
+            // SAFETY: the consumer failed to start: nobody else holds the
+            // handler, so it is freed here (its release was never armed).
+            drop(unsafe { Box::from_raw(handler) });
+            return Err(e);
+        }
+        // SAFETY: ipc is valid for the call; handler stays allocated (see
+        // above) for as long as the producer may use it.
+        let rc = unsafe {
+            produce(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                device_type,
+                device_id,
+                handler,
+            )
+        };
+        let produced = producer.check(PRODUCE, rc);
+        if produced.is_err() {
+            // The producer refused synchronously and will not call the
+            // handler; the harness, holding it, releases it as the spec's
+            // owner would, so the consumer can finish.
+            // SAFETY: handler is live and no producer uses it.
+            let release = unsafe { (*handler).release };
+            if let Some(release) = release {
+                // SAFETY: the consumer's own release callback on its handler.
+                unsafe { release(handler) };
+            }
+        }
+        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+        // SAFETY: token came from start(); out pointers are writable.
+        let rc = unsafe { finish(token, timeout_ms, &mut p, &mut n) };
+        let finished = self.check(FINISH, rc);
+        match (&finished, rc) {
+            (Err(_), libc::ETIMEDOUT) => {
+                // Release may still come later from a producer thread: the
+                // handler is deliberately leaked rather than freed under it.
+            }
+            _ => {
+                // SAFETY: finish() returned without timing out, so the
+                // handler's release has been called (contract) and the
+                // producer no longer touches it.
+                drop(unsafe { Box::from_raw(handler) });
+            }
+        }
+        produced?;
+        finished?;
+        Ok(self.take_output(p, n))
+    }
+}
+
+fn dl_message(e: &libloading::Error) -> String {
+    use std::error::Error;
+    match e.source() {
+        Some(s) => s.to_string(),
+        None => e.to_string(),
+    }
+}

@@ -1,0 +1,159 @@
+//! The report model: one JSON document per run. Its JSON Schema is generated
+//! from these types (`arrowcert report-schema`) and committed as
+//! `reports/report.schema.json`; a test keeps the two in step.
+
+pub mod time;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a field changes meaning or is removed.
+pub const REPORT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Report {
+    pub report_version: u32,
+    pub tool: Tool,
+    /// The subcommand that produced the report (`roundtrip`).
+    pub command: String,
+    /// The full command line, for reproducing the run.
+    pub invocation: Vec<String>,
+    /// RFC 3339 UTC times.
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    /// False when the run stopped before every planned case ran.
+    pub complete: bool,
+    pub plugins: Vec<PluginIdentity>,
+    /// Where the scenarios came from: `built-in` or a directory.
+    pub data: String,
+    pub devices: Vec<String>,
+    pub cases: Vec<Case>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Tool {
+            name: "arrowcert".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct PluginIdentity {
+    /// `producer` or `consumer`.
+    pub role: String,
+    /// What `arrowcert_plugin_name()` returned.
+    pub name: String,
+    pub path: String,
+    pub sha256: String,
+    pub abi_version: i32,
+    /// The contract's symbols the library exports.
+    pub entry_points: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Everything checked held.
+    Pass,
+    /// A check did not hold; `differences` says what was observed.
+    Fail,
+    /// A plugin call failed (non-zero errno), so nothing could be compared.
+    Error,
+    /// Not run, for the reason in `message` (never counted as passed).
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Case {
+    /// Stable, hierarchical: `<path>/<scenario>/batch:<i>[/slice:<offset>+<length>]`.
+    pub id: String,
+    /// The interface path: `device_array`, `device_stream`, `async`, `array`, `stream`.
+    pub path: String,
+    pub scenario: String,
+    pub batch: Option<u64>,
+    pub slice: Option<Slice>,
+    pub verdict: Verdict,
+    /// Why it failed, errored or was skipped.
+    pub message: Option<String>,
+    /// Observed vs expected, one entry per difference.
+    pub differences: Vec<String>,
+    pub duration_us: u64,
+    /// A command that runs exactly this case again.
+    pub replay: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Slice {
+    pub offset: u64,
+    pub length: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Summary {
+    pub total: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub errors: u64,
+    pub skipped: u64,
+}
+
+impl Summary {
+    pub fn of(cases: &[Case]) -> Summary {
+        let count = |v| cases.iter().filter(|c| c.verdict == v).count() as u64;
+        Summary {
+            total: cases.len() as u64,
+            passed: count(Verdict::Pass),
+            failed: count(Verdict::Fail),
+            errors: count(Verdict::Error),
+            skipped: count(Verdict::Skip),
+        }
+    }
+    /// True when nothing failed or errored.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.errors == 0
+    }
+}
+
+/// The JSON Schema of [`Report`], pretty-printed, as committed.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Report);
+    serde_json::to_string_pretty(&schema).expect("schema serialises") + "\n"
+}
+
+/// Writes `report` to `path` atomically: a temporary file beside it, then a
+/// rename, so a reader never sees half a report.
+pub fn write(report: &Report, path: &std::path::Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, json + "\n")?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads a report back (and checks it parses as this version's model).
+pub fn read(path: &std::path::Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not a report: {e}", path.display()))
+}
+
+/// Lowercase hex SHA-256 of a file.
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path)?;
+    Ok(sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}

@@ -1,0 +1,380 @@
+//! `arrowcert roundtrip`: each scenario goes from the producer, through the
+//! harness, into the consumer, along every interface path; what the consumer
+//! read must equal, logically, what the producer was asked to export.
+//!
+//! The harness sits in the middle as the spec's consumer of the producer and
+//! producer of the consumer: it poisons every out-structure before the
+//! producer fills it, moves what it received to a new address before handing
+//! it on (a relocation, as "Moving an array" in CDataInterface.rst allows),
+//! and checks that the consumer released or moved everything it was given.
+
+pub mod filter;
+
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+
+use crate::abi::ops::{Guard, Owned};
+use crate::abi::{
+    ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowDeviceType,
+    ArrowSchema,
+};
+use crate::compare;
+use crate::plugin::{CallError, Plugin};
+use crate::report::{Case, Slice, Verdict};
+use crate::scenario::Scenario;
+use crate::sdk::ipc;
+
+pub use filter::Filter;
+
+/// The interface paths a scenario is sent along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// `ArrowDeviceArray`, one record batch (whole or sliced).
+    DeviceArray,
+    /// `ArrowDeviceArrayStream`, every batch.
+    DeviceStream,
+    /// `ArrowAsyncDeviceStreamHandler` driven by the producer.
+    Async,
+    /// Plain `ArrowArray`, one record batch (whole or sliced).
+    Array,
+    /// Plain `ArrowArrayStream`, every batch.
+    Stream,
+}
+
+impl Path {
+    pub const ALL: [Path; 5] = [
+        Path::DeviceArray,
+        Path::DeviceStream,
+        Path::Async,
+        Path::Array,
+        Path::Stream,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::DeviceArray => "device_array",
+            Path::DeviceStream => "device_stream",
+            Path::Async => "async",
+            Path::Array => "array",
+            Path::Stream => "stream",
+        }
+    }
+
+    fn per_batch(self) -> bool {
+        matches!(self, Path::DeviceArray | Path::Array)
+    }
+}
+
+/// One planned case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseSpec {
+    pub path: Path,
+    pub scenario: usize,
+    pub batch: Option<usize>,
+    /// (offset, length) of a zero-copy slice of the batch.
+    pub slice: Option<(usize, usize)>,
+    pub id: String,
+}
+
+/// The slice taken of a batch of `rows` rows: it starts a third of the way
+/// in (so offsets are non-zero and, for 37 rows, not byte-aligned in
+/// bitmaps) and stops before the end.
+pub fn slice_of(rows: usize) -> (usize, usize) {
+    let offset = rows.div_ceil(3);
+    (offset, (rows - offset).div_ceil(2))
+}
+
+/// Every case for these scenarios, in a stable order.
+pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
+    let mut out = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        for path in Path::ALL {
+            if path.per_batch() {
+                for (bi, b) in s.batches.iter().enumerate() {
+                    for slice in [None, Some(slice_of(b.num_rows()))] {
+                        let mut id = format!("{}/{}/batch:{bi}", path.name(), s.name);
+                        if let Some((o, l)) = slice {
+                            id.push_str(&format!("/slice:{o}+{l}"));
+                        }
+                        out.push(CaseSpec {
+                            path,
+                            scenario: si,
+                            batch: Some(bi),
+                            slice,
+                            id,
+                        });
+                    }
+                }
+            } else {
+                out.push(CaseSpec {
+                    path,
+                    scenario: si,
+                    batch: None,
+                    slice: None,
+                    id: format!("{}/{}", path.name(), s.name),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How cases run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub device_type: ArrowDeviceType,
+    pub device_id: i64,
+    /// How long the async consumer's finish() may wait for release.
+    pub async_timeout_ms: i64,
+    /// The command line that reruns one case when the case ID is appended.
+    pub replay_prefix: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            device_type: crate::abi::device::CPU,
+            device_id: -1,
+            async_timeout_ms: 30_000,
+            replay_prefix: "arrowcert roundtrip --exact".into(),
+        }
+    }
+}
+
+/// What a case observed before it is turned into a report entry.
+enum Outcome {
+    /// The consumer read this; compare it with the expectation.
+    Read(Vec<u8>),
+    /// A call failed.
+    Error(String),
+    /// Not runnable with these plugins.
+    Skip(String),
+}
+
+/// Runs one case.
+pub fn run_case(
+    producer: &Plugin,
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+) -> Case {
+    let start = Instant::now();
+    let mut differences = Vec::new();
+    let outcome = if let Some(reason) = device_skip(producer, consumer, spec.path, opts) {
+        Outcome::Skip(reason)
+    } else {
+        transfer(producer, consumer, scenario, spec, opts, &mut differences)
+    };
+    let (verdict, message) = match outcome {
+        Outcome::Skip(reason) => (Verdict::Skip, Some(reason)),
+        Outcome::Error(msg) => (Verdict::Error, Some(msg)),
+        Outcome::Read(bytes) => {
+            let (schema, batches) = expected(scenario, spec);
+            match ipc::decode(&bytes) {
+                Err(e) => {
+                    differences.push(format!(
+                        "the consumer's output is not an Arrow IPC stream: {}",
+                        e.message
+                    ));
+                }
+                Ok(read) => {
+                    differences.extend(compare::streams(
+                        &schema,
+                        &batches,
+                        &read.schema,
+                        &read.batches,
+                    ));
+                }
+            }
+            if differences.is_empty() {
+                (Verdict::Pass, None)
+            } else {
+                (
+                    Verdict::Fail,
+                    Some("what the consumer read differs from what was exported".into()),
+                )
+            }
+        }
+    };
+    // A contract violation observed around a failed call still fails.
+    let verdict = if verdict == Verdict::Error && !differences.is_empty() {
+        Verdict::Fail
+    } else {
+        verdict
+    };
+    Case {
+        id: spec.id.clone(),
+        path: spec.path.name().into(),
+        scenario: scenario.name.clone(),
+        batch: spec.batch.map(|b| b as u64),
+        slice: spec.slice.map(|(o, l)| Slice {
+            offset: o as u64,
+            length: l as u64,
+        }),
+        verdict,
+        message,
+        differences,
+        duration_us: start.elapsed().as_micros() as u64,
+        replay: format!("{} '{}'", opts.replay_prefix, spec.id),
+    }
+}
+
+fn device_skip(producer: &Plugin, consumer: &Plugin, path: Path, opts: &Options) -> Option<String> {
+    let device_path = matches!(path, Path::DeviceArray | Path::DeviceStream | Path::Async);
+    if !device_path {
+        return (opts.device_type != crate::abi::device::CPU)
+            .then(|| "plain C data/stream paths are CPU only".to_string());
+    }
+    let name = crate::abi::device::name(opts.device_type).unwrap_or("unknown");
+    for (role, p) in [("producer", producer), ("consumer", consumer)] {
+        if !p.supports_device(opts.device_type) {
+            return Some(format!("the {role} does not support device {name}"));
+        }
+    }
+    None
+}
+
+/// The schema and batches the consumer should have read.
+fn expected(scenario: &Scenario, spec: &CaseSpec) -> (arrow_schema::SchemaRef, Vec<RecordBatch>) {
+    let schema = scenario.schema.clone();
+    match spec.batch {
+        None => (schema, scenario.batches.clone()),
+        Some(b) => {
+            let batch = &scenario.batches[b];
+            let batch = match spec.slice {
+                Some((o, l)) => batch.slice(o, l),
+                None => batch.clone(),
+            };
+            (schema, vec![batch])
+        }
+    }
+}
+
+fn call_outcome(e: CallError) -> Outcome {
+    match e {
+        CallError::Missing(_) => Outcome::Skip(e.to_string()),
+        CallError::Failed { .. } => Outcome::Error(e.to_string()),
+    }
+}
+
+/// Notes a base structure the consumer returned without releasing or
+/// moving: "the consumer ... MUST call a base structure's release callback
+/// when it won't be using it anymore" (CDataInterface.rst, "Release
+/// callback semantics -- for consumers"); a consume call is the end of use.
+fn check_released<T: Owned>(what: &str, s: &Guard<T>, differences: &mut Vec<String>) {
+    if !s.is_released() {
+        differences.push(format!(
+            "the consumer returned without releasing or moving the {what} it was given"
+        ));
+    }
+}
+
+fn transfer(
+    producer: &Plugin,
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+    differences: &mut Vec<String>,
+) -> Outcome {
+    let ipc = &scenario.ipc;
+    let (batch, offset, length) = match (spec.batch, spec.slice) {
+        (Some(b), Some((o, l))) => (b as i64, o as i64, l as i64),
+        (Some(b), None) => (b as i64, 0, -1),
+        _ => (0, 0, -1),
+    };
+    let result = match spec.path {
+        Path::DeviceArray | Path::Array => {
+            let mut schema = Guard::<ArrowSchema>::poisoned();
+            if let Err(e) = producer.produce_schema(ipc, &mut schema) {
+                return call_outcome(e);
+            }
+            let mut schema = schema.relocate();
+            if spec.path == Path::DeviceArray {
+                let mut array = Guard::<ArrowDeviceArray>::poisoned();
+                if let Err(e) = producer.produce_device_array(
+                    ipc,
+                    batch,
+                    offset,
+                    length,
+                    opts.device_type,
+                    opts.device_id,
+                    &mut array,
+                ) {
+                    return call_outcome(e);
+                }
+                let mut array = array.relocate();
+                let r = consumer.consume_device_array(&mut schema, &mut array);
+                check_released("schema", &schema, differences);
+                check_released("device array", &array, differences);
+                r
+            } else {
+                let mut array = Guard::<ArrowArray>::poisoned();
+                if let Err(e) = producer.produce_array(ipc, batch, offset, length, &mut array) {
+                    return call_outcome(e);
+                }
+                let mut array = array.relocate();
+                let r = consumer.consume_array(&mut schema, &mut array);
+                check_released("schema", &schema, differences);
+                check_released("array", &array, differences);
+                r
+            }
+        }
+        Path::DeviceStream => {
+            let mut stream = Guard::<ArrowDeviceArrayStream>::poisoned();
+            if let Err(e) =
+                producer.produce_device_stream(ipc, opts.device_type, opts.device_id, &mut stream)
+            {
+                return call_outcome(e);
+            }
+            let mut stream = stream.relocate();
+            let r = consumer.consume_device_stream(&mut stream);
+            check_released("device stream", &stream, differences);
+            r
+        }
+        Path::Stream => {
+            let mut stream = Guard::<ArrowArrayStream>::poisoned();
+            if let Err(e) = producer.produce_stream(ipc, &mut stream) {
+                return call_outcome(e);
+            }
+            let mut stream = stream.relocate();
+            let r = consumer.consume_stream(&mut stream);
+            check_released("stream", &stream, differences);
+            r
+        }
+        Path::Async => consumer.consume_async_from(
+            producer,
+            ipc,
+            opts.device_type,
+            opts.device_id,
+            opts.async_timeout_ms,
+        ),
+    };
+    match result {
+        Ok(bytes) => Outcome::Read(bytes),
+        Err(e) => call_outcome(e),
+    }
+}
+
+/// Runs every planned case the filter selects, reporting each as it ends.
+pub fn run(
+    producer: &Plugin,
+    consumer: &Plugin,
+    scenarios: &[Scenario],
+    filter: &Filter,
+    opts: &Options,
+    mut on_case: impl FnMut(&Case),
+) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for spec in plan(scenarios) {
+        if !filter.selects(&spec.id) {
+            continue;
+        }
+        let case = run_case(producer, consumer, &scenarios[spec.scenario], &spec, opts);
+        on_case(&case);
+        cases.push(case);
+    }
+    cases
+}
