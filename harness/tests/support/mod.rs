@@ -1,0 +1,109 @@
+//! Shared by the integration tests: building C fixture plugins, finding the
+//! bundled plugins, running the `arrowcert` binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn harness_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn workspace_dir() -> PathBuf {
+    harness_dir().parent().unwrap().to_path_buf()
+}
+
+/// Arrow's gold files, beside the checkout (`../shared/gold/cpp-21.0.0`).
+pub fn gold_dir() -> PathBuf {
+    workspace_dir().join("../shared/gold/cpp-21.0.0")
+}
+
+pub fn arrowcert_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_arrowcert"))
+}
+
+/// A scratch directory unique to this test process and `name`.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("arrowcert-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles C `source` into a shared library `lib<name>.so`.
+pub fn cc_plugin(name: &str, source: &str) -> PathBuf {
+    let dir = scratch("cplugins");
+    let src = dir.join(format!("{name}.c"));
+    let lib = dir.join(format!("lib{name}.so"));
+    std::fs::write(&src, source).unwrap();
+    cc(&["-shared", "-fPIC"], &src, &lib);
+    lib
+}
+
+/// Compiles with the harness's include directory on the path.
+pub fn cc(flags: &[&str], src: &Path, out: &Path) {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(cc)
+        .args(flags)
+        .arg("-I")
+        .arg(harness_dir().join("include"))
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .status()
+        .expect("the C compiler runs");
+    assert!(status.success(), "compiling {}", src.display());
+}
+
+/// The bundled reference plugins, built once per test process with the
+/// same profile and target directory as this test's `arrowcert` binary.
+pub fn bundled() -> &'static (PathBuf, PathBuf) {
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let exe = arrowcert_exe();
+        let profile_dir = exe.parent().unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap().to_path_buf();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(workspace_dir())
+            .args(["build", "-q", "-p", "arrowcert-producer-reference", "-p", "arrowcert-consumer-reference"])
+            .env("CARGO_TARGET_DIR", &target_dir);
+        if release {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(status.success(), "building the bundled plugins");
+        (
+            profile_dir.join("libarrowcert_producer_reference.so"),
+            profile_dir.join("libarrowcert_consumer_reference.so"),
+        )
+    })
+}
+
+pub fn run_arrowcert(args: &[&str]) -> Output {
+    Command::new(arrowcert_exe())
+        .args(args)
+        .output()
+        .expect("arrowcert runs")
+}
+
+/// Asserts the bad-input convention: exit code 2, one line on stderr that
+/// contains `needle`, no panic, nothing on stdout.
+pub fn assert_bad_input(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// C source of a plugin with the given identity functions.
+pub fn identity_source(abi_version: &str, name_expr: &str) -> String {
+    format!(
+        "#include <stdint.h>\n#include <stddef.h>\n\
+         int32_t arrowcert_plugin_abi_version(void) {{ return {abi_version}; }}\n\
+         const char* arrowcert_plugin_name(void) {{ return {name_expr}; }}\n"
+    )
+}
