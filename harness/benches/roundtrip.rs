@@ -1,1 +1,108 @@
-fn main() {}
+//! Gold round trips per second through the reference producer and consumer,
+//! per interface path, beside a baseline: the same batches exported and
+//! imported in-process by arrow-rs with no plugin, no IPC and no checks.
+//! The ratio is what the harness's plugin calls, IPC and logical
+//! comparison cost. Run with `cargo bench -p arrowcert` (or `just bench`).
+//!
+//! Figures are rates measured in this one run, never asserted.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use arrowcert::abi::arrow_rs::{export_batch, export_schema, import_batch};
+use arrowcert::plugin::Plugin;
+use arrowcert::roundtrip::{self, Filter, Options, Path};
+use arrowcert::scenario;
+
+const BUDGET: Duration = Duration::from_millis(1500);
+
+fn bundled() -> (PathBuf, PathBuf) {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_arrowcert"));
+    let profile_dir = exe.parent().unwrap().to_path_buf();
+    let target_dir = profile_dir.parent().unwrap().to_path_buf();
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .args(["build", "-q", "-p", "arrowcert-producer-reference", "-p", "arrowcert-consumer-reference"])
+        .env("CARGO_TARGET_DIR", &target_dir);
+    if release {
+        cmd.arg("--release");
+    }
+    assert!(cmd.status().expect("cargo runs").success());
+    (
+        profile_dir.join("libarrowcert_producer_reference.so"),
+        profile_dir.join("libarrowcert_consumer_reference.so"),
+    )
+}
+
+/// Runs `f` repeatedly for about BUDGET; returns runs per second.
+fn rate(mut f: impl FnMut()) -> f64 {
+    f(); // warm up
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < BUDGET {
+        f();
+        n += 1;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let gold = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/gold/cpp-21.0.0"));
+    let scenarios = match scenario::gold_dir(&gold) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("roundtrip bench: gold files unavailable ({e}); nothing measured");
+            return;
+        }
+    };
+    let (p, c) = bundled();
+    let producer = Plugin::load(&p).expect("reference producer");
+    let consumer = Plugin::load(&c).expect("reference consumer");
+    let opts = Options::default();
+
+    // Baseline: every gold batch, whole, exported and imported in-process.
+    let baseline = rate(|| {
+        for s in &scenarios {
+            for b in &s.batches {
+                let schema = export_schema(&s.schema).unwrap();
+                let array = export_batch(b);
+                // SAFETY: both structures were just exported by arrow-rs.
+                let back = unsafe { import_batch(schema, array) }.unwrap();
+                assert_eq!(back.num_rows(), b.num_rows());
+            }
+        }
+    });
+
+    println!("gold round trips through the reference pair ({} files)", scenarios.len());
+    println!("{:<15} {:>14} {:>16} {:>22}", "path", "cases/s", "gold sets/s", "baseline/this (x)");
+    let mut all_paths_rate = 0.0;
+    for path in Path::ALL {
+        let filter = Filter { patterns: vec![format!("{}/", path.name())], exact: false, skip: vec![] };
+        let n_cases = roundtrip::plan(&scenarios).iter().filter(|c| filter.selects(&c.id)).count();
+        let mut failures = 0;
+        let sets = rate(|| {
+            let cases = roundtrip::run(&producer, &consumer, &scenarios, &filter, &opts, |_| {});
+            failures += cases.iter().filter(|c| c.verdict != arrowcert::report::Verdict::Pass).count();
+        });
+        assert_eq!(failures, 0, "{} cases failed while benchmarking", path.name());
+        all_paths_rate += 1.0 / sets;
+        // The baseline covers whole batches only; compare per gold set.
+        println!(
+            "{:<15} {:>14.0} {:>16.2} {:>22.1}",
+            path.name(),
+            sets * n_cases as f64,
+            sets,
+            baseline / sets
+        );
+    }
+    println!(
+        "{:<15} {:>14} {:>16.2}   (every path, every gold file, whole and sliced)",
+        "all paths",
+        "",
+        1.0 / all_paths_rate
+    );
+    println!("{:<15} {:>14} {:>16.2}   (arrow-rs export+import in-process, whole batches)", "baseline", "", baseline);
+}

@@ -56,8 +56,9 @@ fn fields(prefix: &str, expected: &Fields, actual: &Fields, out: &mut Vec<String
     }
 }
 
-fn field(at: &str, expected: &Field, actual: &Field, out: &mut Vec<String>) {
-    let at = format!("field {at} {:?}", expected.name());
+/// `path` names the field's position: `[0]`, `[0].item`, `[2][1]`, ...
+fn field(path: &str, expected: &Field, actual: &Field, out: &mut Vec<String>) {
+    let at = format!("field {path} {:?}", expected.name());
     if expected.name() != actual.name() {
         out.push(format!(
             "{at}: name is {:?}, expected {:?}",
@@ -73,33 +74,35 @@ fn field(at: &str, expected: &Field, actual: &Field, out: &mut Vec<String>) {
         ));
     }
     metadata(&at, expected.metadata(), actual.metadata(), out);
-    data_type(&at, expected.data_type(), actual.data_type(), out);
+    data_type(path, &at, expected.data_type(), actual.data_type(), out);
 }
 
-fn data_type(at: &str, expected: &DataType, actual: &DataType, out: &mut Vec<String>) {
+/// `path` as for [`field`]; `at` is the field's label in messages.
+fn data_type(path: &str, at: &str, expected: &DataType, actual: &DataType, out: &mut Vec<String>) {
     use DataType::*;
+    let before = out.len();
     match (expected, actual) {
         (List(e), List(a))
         | (LargeList(e), LargeList(a))
         | (ListView(e), ListView(a))
         | (LargeListView(e), LargeListView(a))
-        | (Map(e, _), Map(a, _)) => field(&format!("{at}.item"), e, a, out),
+        | (Map(e, _), Map(a, _)) => field(&format!("{path}.item"), e, a, out),
         (FixedSizeList(e, n), FixedSizeList(a, m)) if n == m => {
-            field(&format!("{at}.item"), e, a, out)
+            field(&format!("{path}.item"), e, a, out)
         }
-        (Struct(e), Struct(a)) => fields(at, e, a, out),
+        (Struct(e), Struct(a)) => fields(path, e, a, out),
         (RunEndEncoded(er, ev), RunEndEncoded(ar, av)) => {
-            field(&format!("{at}.run_ends"), er, ar, out);
-            field(&format!("{at}.values"), ev, av, out);
+            field(&format!("{path}.run_ends"), er, ar, out);
+            field(&format!("{path}.values"), ev, av, out);
         }
         (Dictionary(ek, ev), Dictionary(ak, av)) if ek == ak => {
-            data_type(&format!("{at}.dictionary"), ev, av, out)
+            data_type(path, &format!("{at} dictionary"), ev, av, out)
         }
         _ => {}
     }
     // Anything the recursion did not explain (a different type, a map's
     // keys_sorted flag, union type ids, list sizes, ...) is reported whole.
-    if expected != actual && !out.iter().any(|d| d.starts_with(at)) {
+    if expected != actual && out.len() == before {
         out.push(format!("{at}: type is {actual}, expected {expected}"));
     }
 }

@@ -1,0 +1,45 @@
+# arrowcert workflows. `just` lists them. CI runs `.ci/run` (= `just test`).
+
+gold := "../shared/gold/cpp-21.0.0"
+
+default:
+    @just --list
+
+# Build the harness and every bundled plugin.
+build:
+    cargo build --workspace
+
+# The main job on bundled defaults: reference producer -> reference consumer,
+# built-in scenarios, every path; prints the summary, writes reports/*.json.
+roundtrip *ARGS: build
+    target/debug/arrowcert roundtrip {{ARGS}}
+
+# The same over Arrow's integration gold files.
+gold *ARGS: build
+    target/debug/arrowcert roundtrip --gold {{gold}} {{ARGS}}
+
+# Describe a plugin.
+inspect LIB: build
+    target/debug/arrowcert inspect {{LIB}}
+
+# Check a C header's Arrow structs against arrowcert's layouts.
+abi-check HEADER="harness/include/arrowcert_plugin.h": build
+    target/debug/arrowcert abi-check {{HEADER}}
+
+# The test suite (what CI runs).
+test:
+    cargo test --workspace
+
+# Benchmarks: gold round trips per second per path, with a baseline ratio.
+bench:
+    cargo bench -p arrowcert --bench roundtrip
+
+# Regenerate the committed report JSON Schema.
+report-schema: build
+    target/debug/arrowcert report-schema > reports/report.schema.json
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo clippy --workspace --all-targets -- -D warnings
