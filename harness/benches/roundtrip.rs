@@ -25,7 +25,14 @@ fn bundled() -> (PathBuf, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .args(["build", "-q", "-p", "arrowcert-producer-reference", "-p", "arrowcert-consumer-reference"])
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "arrowcert-producer-reference",
+            "-p",
+            "arrowcert-consumer-reference",
+        ])
         .env("CARGO_TARGET_DIR", &target_dir);
     if release {
         cmd.arg("--release");
@@ -50,7 +57,10 @@ fn rate(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let gold = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/gold/cpp-21.0.0"));
+    let gold = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/gold/cpp-21.0.0"
+    ));
     let scenarios = match scenario::gold_dir(&gold) {
         Ok(s) => s,
         Err(e) => {
@@ -76,18 +86,39 @@ fn main() {
         }
     });
 
-    println!("gold round trips through the reference pair ({} files)", scenarios.len());
-    println!("{:<15} {:>14} {:>16} {:>22}", "path", "cases/s", "gold sets/s", "baseline/this (x)");
+    println!(
+        "gold round trips through the reference pair ({} files)",
+        scenarios.len()
+    );
+    println!(
+        "{:<15} {:>14} {:>16} {:>22}",
+        "path", "cases/s", "gold sets/s", "baseline/this (x)"
+    );
     let mut all_paths_rate = 0.0;
     for path in Path::ALL {
-        let filter = Filter { patterns: vec![format!("{}/", path.name())], exact: false, skip: vec![] };
-        let n_cases = roundtrip::plan(&scenarios).iter().filter(|c| filter.selects(&c.id)).count();
+        let filter = Filter {
+            patterns: vec![format!("{}/", path.name())],
+            exact: false,
+            skip: vec![],
+        };
+        let n_cases = roundtrip::plan(&scenarios)
+            .iter()
+            .filter(|c| filter.selects(&c.id))
+            .count();
         let mut failures = 0;
         let sets = rate(|| {
             let cases = roundtrip::run(&producer, &consumer, &scenarios, &filter, &opts, |_| {});
-            failures += cases.iter().filter(|c| c.verdict != arrowcert::report::Verdict::Pass).count();
+            failures += cases
+                .iter()
+                .filter(|c| c.verdict != arrowcert::report::Verdict::Pass)
+                .count();
         });
-        assert_eq!(failures, 0, "{} cases failed while benchmarking", path.name());
+        assert_eq!(
+            failures,
+            0,
+            "{} cases failed while benchmarking",
+            path.name()
+        );
         all_paths_rate += 1.0 / sets;
         // The baseline covers whole batches only; compare per gold set.
         println!(
@@ -104,5 +135,8 @@ fn main() {
         "",
         1.0 / all_paths_rate
     );
-    println!("{:<15} {:>14} {:>16.2}   (arrow-rs export+import in-process, whole batches)", "baseline", "", baseline);
+    println!(
+        "{:<15} {:>14} {:>16.2}   (arrow-rs export+import in-process, whole batches)",
+        "baseline", "", baseline
+    );
 }

@@ -67,22 +67,45 @@ fn comparison_reports_missing_and_wrong_facts() {
     // constant: each disagreement is reported, nothing else.
     let mut out = String::new();
     for s in STRUCTS.iter().filter(|s| s.c_name != "ArrowAsyncTask") {
-        let size = if s.c_name == "ArrowSchema" { s.size + 8 } else { s.size };
+        let size = if s.c_name == "ArrowSchema" {
+            s.size + 8
+        } else {
+            s.size
+        };
         out.push_str(&format!("S {} {} {}\n", s.c_name, size, s.align));
         for f in s.fields {
-            out.push_str(&format!("F {} {} {} {}\n", s.c_name, f.name, f.offset, f.size));
+            out.push_str(&format!(
+                "F {} {} {} {}\n",
+                s.c_name, f.name, f.offset, f.size
+            ));
         }
     }
     for c in CONSTANTS {
-        let v = if c.c_name == "ARROW_DEVICE_CUDA" { 99 } else { c.value };
+        let v = if c.c_name == "ARROW_DEVICE_CUDA" {
+            99
+        } else {
+            c.value
+        };
         out.push_str(&format!("C {} {}\n", c.c_name, v));
     }
     let m = compare_with_c(STRUCTS, CONSTANTS, &out);
-    let items: Vec<String> = m.iter().map(|m| format!("{} {}", m.item, m.property)).collect();
+    let items: Vec<String> = m
+        .iter()
+        .map(|m| format!("{} {}", m.item, m.property))
+        .collect();
     assert!(items.contains(&"ArrowSchema size".to_string()), "{items:?}");
-    assert!(items.contains(&"ArrowAsyncTask missing".to_string()), "{items:?}");
-    assert!(items.contains(&"ArrowAsyncTask.extract_data missing".to_string()), "{items:?}");
-    assert!(items.contains(&"ARROW_DEVICE_CUDA value".to_string()), "{items:?}");
+    assert!(
+        items.contains(&"ArrowAsyncTask missing".to_string()),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(&"ArrowAsyncTask.extract_data missing".to_string()),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(&"ARROW_DEVICE_CUDA value".to_string()),
+        "{items:?}"
+    );
     assert_eq!(items.len(), 5, "{items:?}");
 }
 

@@ -19,9 +19,18 @@ fn minimal_c_example_builds_loads_and_is_described() {
     assert!(text.contains("name:         minimal example 1.0"), "{text}");
     assert!(text.contains("abi version:  1"), "{text}");
     assert!(text.contains("devices:      cpu\n"), "{text}");
-    assert!(text.contains("arrowcert_plugin_supports_device   yes"), "{text}");
-    assert!(text.contains("arrowcert_last_error               yes"), "{text}");
-    assert!(text.contains("arrowcert_produce_schema           -"), "{text}");
+    assert!(
+        text.contains("arrowcert_plugin_supports_device   yes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("arrowcert_last_error               yes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("arrowcert_produce_schema           -"),
+        "{text}"
+    );
     assert!(text.contains("roles:        none"), "{text}");
 }
 
@@ -98,7 +107,11 @@ fn wrong_architecture() {
     // x86_64 when this runs on aarch64): dlopen must never see it.
     let lib = cc_plugin("archsrc", &identity_source("1", "\"arch\""));
     let mut bytes = std::fs::read(&lib).unwrap();
-    let other: u16 = if cfg!(target_arch = "aarch64") { 62 } else { 183 };
+    let other: u16 = if cfg!(target_arch = "aarch64") {
+        62
+    } else {
+        183
+    };
     bytes[18..20].copy_from_slice(&other.to_le_bytes());
     let patched = scratch("arch").join("libother.so");
     std::fs::write(&patched, bytes).unwrap();
@@ -115,15 +128,24 @@ fn missing_identity_symbols() {
     let out = run_arrowcert(&["inspect", lib.to_str().unwrap()]);
     assert_bad_input(&out, "required symbol `arrowcert_plugin_name` is missing");
 
-    let lib = cc_plugin("noversion", "const char* arrowcert_plugin_name(void) { return \"x\"; }\n");
+    let lib = cc_plugin(
+        "noversion",
+        "const char* arrowcert_plugin_name(void) { return \"x\"; }\n",
+    );
     let out = run_arrowcert(&["inspect", lib.to_str().unwrap()]);
-    assert_bad_input(&out, "required symbol `arrowcert_plugin_abi_version` is missing");
+    assert_bad_input(
+        &out,
+        "required symbol `arrowcert_plugin_abi_version` is missing",
+    );
 }
 
 #[test]
 fn abi_version_other_than_one() {
     for v in ["2", "0", "-1"] {
-        let lib = cc_plugin(&format!("abi{}", v.replace('-', "m")), &identity_source(v, "\"x\""));
+        let lib = cc_plugin(
+            &format!("abi{}", v.replace('-', "m")),
+            &identity_source(v, "\"x\""),
+        );
         let out = run_arrowcert(&["inspect", lib.to_str().unwrap()]);
         assert_bad_input(&out, &format!("plugin ABI version {v} is not supported"));
     }

@@ -21,7 +21,12 @@ fn not_passed(cases: &[Case]) -> Vec<String> {
     cases
         .iter()
         .filter(|c| c.verdict != Verdict::Pass)
-        .map(|c| format!("{} {:?}: {:?} {:?}", c.id, c.verdict, c.message, c.differences))
+        .map(|c| {
+            format!(
+                "{} {:?}: {:?} {:?}",
+                c.id, c.verdict, c.message, c.differences
+            )
+        })
         .collect()
 }
 
@@ -30,7 +35,14 @@ fn every_gold_file_round_trips_on_every_path() {
     let (producer, consumer) = reference();
     let scenarios = scenario::gold_dir(&gold_dir()).expect("gold files beside the checkout");
     assert_eq!(scenarios.len(), 32, "32 gold streams");
-    let cases = roundtrip::run(&producer, &consumer, &scenarios, &Filter::default(), &Options::default(), |_| {});
+    let cases = roundtrip::run(
+        &producer,
+        &consumer,
+        &scenarios,
+        &Filter::default(),
+        &Options::default(),
+        |_| {},
+    );
     assert!(not_passed(&cases).is_empty(), "{:#?}", not_passed(&cases));
 
     // Every path ran for every file; per-batch paths ran whole and sliced
@@ -44,21 +56,33 @@ fn every_gold_file_round_trips_on_every_path() {
             match path {
                 Path::DeviceArray | Path::Array => {
                     assert_eq!(ran.len(), 2 * s.batches.len(), "{} {}", s.name, path.name());
-                    assert_eq!(ran.iter().filter(|c| c.slice.is_some()).count(), s.batches.len());
+                    assert_eq!(
+                        ran.iter().filter(|c| c.slice.is_some()).count(),
+                        s.batches.len()
+                    );
                 }
                 _ => assert_eq!(ran.len(), 1, "{} {}", s.name, path.name()),
             }
         }
     }
     // Slices with a non-zero offset were exercised.
-    assert!(cases.iter().any(|c| c.slice.is_some_and(|s| s.offset > 0 && s.length > 0)));
+    assert!(cases
+        .iter()
+        .any(|c| c.slice.is_some_and(|s| s.offset > 0 && s.length > 0)));
 }
 
 #[test]
 fn every_builtin_scenario_round_trips_on_every_path() {
     let (producer, consumer) = reference();
     let scenarios = scenario::builtin();
-    let cases = roundtrip::run(&producer, &consumer, &scenarios, &Filter::default(), &Options::default(), |_| {});
+    let cases = roundtrip::run(
+        &producer,
+        &consumer,
+        &scenarios,
+        &Filter::default(),
+        &Options::default(),
+        |_| {},
+    );
     assert!(not_passed(&cases).is_empty(), "{:#?}", not_passed(&cases));
     let paths: HashSet<&str> = cases.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths.len(), 5);
@@ -72,7 +96,11 @@ fn case_ids_are_unique_and_stable() {
     assert_eq!(ids.len(), plan.len());
     assert!(ids.contains("device_array/primitive/batch:0/slice:13+12"));
     assert!(ids.contains("async/nested"));
-    assert_eq!(plan, roundtrip::plan(&scenario::builtin()), "same plan twice");
+    assert_eq!(
+        plan,
+        roundtrip::plan(&scenario::builtin()),
+        "same plan twice"
+    );
 }
 
 /// A consumer that keeps what it is given (never releases or moves it) and
@@ -92,14 +120,40 @@ fn a_consumer_that_does_not_release_is_reported() {
     let (producer, _) = reference();
     let leaky = Plugin::load(&cc_plugin("leaky_consumer", LEAKY_CONSUMER)).unwrap();
     let scenarios = scenario::builtin();
-    let filter = Filter { patterns: vec!["array/primitive/batch:0".into()], exact: true, skip: vec![] };
-    let cases = roundtrip::run(&producer, &leaky, &scenarios, &filter, &Options::default(), |_| {});
+    let filter = Filter {
+        patterns: vec!["array/primitive/batch:0".into()],
+        exact: true,
+        skip: vec![],
+    };
+    let cases = roundtrip::run(
+        &producer,
+        &leaky,
+        &scenarios,
+        &filter,
+        &Options::default(),
+        |_| {},
+    );
     assert_eq!(cases.len(), 1);
     let c = &cases[0];
     assert_eq!(c.verdict, Verdict::Fail);
-    assert!(c.differences.iter().any(|d| d.contains("without releasing or moving the schema")), "{c:?}");
-    assert!(c.differences.iter().any(|d| d.contains("without releasing or moving the array")), "{c:?}");
-    assert!(c.differences.iter().any(|d| d.contains("not an Arrow IPC stream")), "{c:?}");
+    assert!(
+        c.differences
+            .iter()
+            .any(|d| d.contains("without releasing or moving the schema")),
+        "{c:?}"
+    );
+    assert!(
+        c.differences
+            .iter()
+            .any(|d| d.contains("without releasing or moving the array")),
+        "{c:?}"
+    );
+    assert!(
+        c.differences
+            .iter()
+            .any(|d| d.contains("not an Arrow IPC stream")),
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -107,12 +161,29 @@ fn missing_entry_points_are_skipped_with_a_reason_never_passed() {
     let (producer, _) = reference();
     let leaky = Plugin::load(&cc_plugin("leaky_consumer2", LEAKY_CONSUMER)).unwrap();
     let scenarios = scenario::builtin();
-    let filter = Filter { patterns: vec!["stream/primitive".into(), "async/primitive".into()], exact: true, skip: vec![] };
-    let cases = roundtrip::run(&producer, &leaky, &scenarios, &filter, &Options::default(), |_| {});
+    let filter = Filter {
+        patterns: vec!["stream/primitive".into(), "async/primitive".into()],
+        exact: true,
+        skip: vec![],
+    };
+    let cases = roundtrip::run(
+        &producer,
+        &leaky,
+        &scenarios,
+        &filter,
+        &Options::default(),
+        |_| {},
+    );
     assert_eq!(cases.len(), 2);
     for c in &cases {
         assert_eq!(c.verdict, Verdict::Skip, "{c:?}");
-        assert!(c.message.as_deref().unwrap().contains("is not exported by the plugin"), "{c:?}");
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap()
+                .contains("is not exported by the plugin"),
+            "{c:?}"
+        );
     }
 }
 
@@ -122,11 +193,21 @@ fn cli_runs_writes_a_report_and_replays_one_case() {
     let dir = scratch("cli-report");
     let report = dir.join("r.json");
     let out = run_arrowcert(&[
-        "roundtrip", "--producer", p.to_str().unwrap(), "--consumer", c.to_str().unwrap(),
-        "--report", report.to_str().unwrap(),
+        "roundtrip",
+        "--producer",
+        p.to_str().unwrap(),
+        "--consumer",
+        c.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("roundtrip result: ok."), "{text}");
     let r = arrowcert::report::read(&report).expect("the report parses");
     assert!(r.complete);
@@ -140,8 +221,15 @@ fn cli_runs_writes_a_report_and_replays_one_case() {
     assert!(case.replay.contains("--exact"), "{}", case.replay);
     let report2 = dir.join("r2.json");
     let out = run_arrowcert(&[
-        "roundtrip", "--producer", p.to_str().unwrap(), "--consumer", c.to_str().unwrap(),
-        "--report", report2.to_str().unwrap(), "--exact", &case.id,
+        "roundtrip",
+        "--producer",
+        p.to_str().unwrap(),
+        "--consumer",
+        c.to_str().unwrap(),
+        "--report",
+        report2.to_str().unwrap(),
+        "--exact",
+        &case.id,
     ]);
     assert_eq!(out.status.code(), Some(0));
     let r2 = arrowcert::report::read(&report2).unwrap();
@@ -149,10 +237,24 @@ fn cli_runs_writes_a_report_and_replays_one_case() {
     assert_eq!(r2.cases[0].id, case.id);
 
     // --list prints the plan without running it.
-    let out = run_arrowcert(&["roundtrip", "--producer", p.to_str().unwrap(), "--consumer", c.to_str().unwrap(), "--list", "async/"]);
+    let out = run_arrowcert(&[
+        "roundtrip",
+        "--producer",
+        p.to_str().unwrap(),
+        "--consumer",
+        c.to_str().unwrap(),
+        "--list",
+        "async/",
+    ]);
     let listed = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(listed.lines().count(), scenario::builtin().len(), "{listed}");
-    assert!(listed.lines().all(|l| l.starts_with("async/") && l.ends_with(": case")));
+    assert_eq!(
+        listed.lines().count(),
+        scenario::builtin().len(),
+        "{listed}"
+    );
+    assert!(listed
+        .lines()
+        .all(|l| l.starts_with("async/") && l.ends_with(": case")));
 }
 
 #[test]
@@ -161,12 +263,21 @@ fn cli_exit_code_is_one_when_a_case_fails() {
     let leaky = cc_plugin("leaky_consumer3", LEAKY_CONSUMER);
     let report = scratch("cli-fail").join("r.json");
     let out = run_arrowcert(&[
-        "roundtrip", "--producer", p.to_str().unwrap(), "--consumer", leaky.to_str().unwrap(),
-        "--report", report.to_str().unwrap(), "array/primitive/batch:0",
+        "roundtrip",
+        "--producer",
+        p.to_str().unwrap(),
+        "--consumer",
+        leaky.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "array/primitive/batch:0",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("FAILED") && text.contains("replay: arrowcert roundtrip"), "{text}");
+    assert!(
+        text.contains("FAILED") && text.contains("replay: arrowcert roundtrip"),
+        "{text}"
+    );
     let r = arrowcert::report::read(&report).unwrap();
     assert_eq!(r.summary.failed, 2, "whole and sliced");
 }

@@ -72,6 +72,18 @@ pub fn export_batch(batch: &RecordBatch) -> ArrowArray {
     array_from_arrow_rs(FFI_ArrowArray::new(&data))
 }
 
+/// Exports rows `offset..offset + length` of a record batch, zero-copy, with
+/// the slice carried in the children's `ArrowArray.offset` members rather
+/// than in advanced buffer pointers (which is what `RecordBatch::slice`
+/// followed by an export gives): `ArrayData::slice` keeps every buffer whole
+/// and moves each child's offset, so non-zero offsets reach the consumer.
+pub fn export_batch_slice(batch: &RecordBatch, offset: usize, length: usize) -> ArrowArray {
+    let data = StructArray::from(batch.clone())
+        .into_data()
+        .slice(offset, length);
+    array_from_arrow_rs(FFI_ArrowArray::new(&data))
+}
+
 /// Imports a schema, taking ownership (the schema is released on return).
 ///
 /// # Safety

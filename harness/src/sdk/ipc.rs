@@ -17,14 +17,15 @@ pub struct Decoded {
 }
 
 impl Decoded {
-    /// The batch at `batch_index`, sliced as the producer entry points ask
-    /// (`slice_length == -1`: the whole batch from `slice_offset`).
-    pub fn batch(
+    /// The batch at `batch_index` and the validated row range the producer
+    /// entry points ask for (`slice_length == -1`: the whole batch from
+    /// `slice_offset`), as `(batch, offset, length)`.
+    pub fn range(
         &self,
         batch_index: i64,
         slice_offset: i64,
         slice_length: i64,
-    ) -> PluginResult<RecordBatch> {
+    ) -> PluginResult<(&RecordBatch, usize, usize)> {
         let batch = usize::try_from(batch_index)
             .ok()
             .and_then(|i| self.batches.get(i))
@@ -45,7 +46,18 @@ impl Decoded {
                 "slice {slice_offset}+{slice_length} out of range for a batch of {rows} rows"
             )));
         }
-        Ok(batch.slice(slice_offset as usize, length as usize))
+        Ok((batch, slice_offset as usize, length as usize))
+    }
+
+    /// The batch at `batch_index`, sliced as [`Decoded::range`] says.
+    pub fn batch(
+        &self,
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+    ) -> PluginResult<RecordBatch> {
+        let (batch, offset, length) = self.range(batch_index, slice_offset, slice_length)?;
+        Ok(batch.slice(offset, length))
     }
 }
 

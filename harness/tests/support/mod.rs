@@ -67,7 +67,14 @@ pub fn bundled() -> &'static (PathBuf, PathBuf) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(workspace_dir())
-            .args(["build", "-q", "-p", "arrowcert-producer-reference", "-p", "arrowcert-consumer-reference"])
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "arrowcert-producer-reference",
+                "-p",
+                "arrowcert-consumer-reference",
+            ])
             .env("CARGO_TARGET_DIR", &target_dir);
         if release {
             cmd.arg("--release");
@@ -95,8 +102,15 @@ pub fn assert_bad_input(out: &Output, needle: &str) {
     assert_eq!(out.status.code(), Some(2), "exit code; stderr: {stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr:?}");
     assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
-    assert!(out.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// C source of a plugin with the given identity functions.

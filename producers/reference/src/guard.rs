@@ -1,0 +1,22 @@
+//! Keeping panics inside the plugin.
+//!
+//! Entry points go through `arrowcert::sdk::entry`; the callbacks this
+//! plugin installs in structures it hands out (`get_next`, `release`,
+//! `request`, `extract_data`, ...) are called by foreign code, so a panic
+//! must never unwind out of them either.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs a callback body; if it panics, returns `on_panic` instead.
+pub fn callback<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+}
+
+/// The message carried by a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
