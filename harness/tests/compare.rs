@@ -68,7 +68,7 @@ fn a_changed_value_is_caught() {
             })
         })
         .collect();
-    let d = compare::batches(&[b.clone()], &[replace_column(b, i, Arc::new(changed))]);
+    let d = compare::batches(std::slice::from_ref(b), &[replace_column(b, i, Arc::new(changed))]);
     assert_eq!(d.len(), 1, "{d:?}");
     assert!(d[0].contains(&format!("row {row}")), "{d:?}");
 }
@@ -83,7 +83,7 @@ fn a_changed_null_is_caught() {
     let changed: Int32Array = (0..a.len())
         .map(|r| (a.is_valid(r) && r != row).then(|| a.value(r)))
         .collect();
-    let d = compare::batches(&[b.clone()], &[replace_column(b, i, Arc::new(changed))]);
+    let d = compare::batches(std::slice::from_ref(b), &[replace_column(b, i, Arc::new(changed))]);
     assert_eq!(d.len(), 1, "{d:?}");
     assert!(d[0].contains(&format!("row {row}: null")), "{d:?}");
 }
@@ -230,7 +230,7 @@ fn batch_boundaries_do_not_matter_but_rows_do() {
     let all = StringArray::from(vec![Some("a"), None, Some("c"), Some("d")]);
     let one = RecordBatch::try_new(schema.clone(), vec![Arc::new(all.clone())]).unwrap();
     let two = vec![one.slice(0, 1), one.slice(1, 3)];
-    assert!(compare::batches(&[one.clone()], &two).is_empty());
-    let d = compare::batches(&[one.clone()], &[one.slice(0, 3)]);
+    assert!(compare::batches(std::slice::from_ref(&one), &two).is_empty());
+    let d = compare::batches(std::slice::from_ref(&one), &[one.slice(0, 3)]);
     assert_eq!(d, vec!["3 rows, expected 4".to_string()]);
 }

@@ -170,7 +170,7 @@ fn strings(n: usize) -> Vec<Col> {
             "fixed_binary",
             Arc::new(
                 FixedSizeBinaryArray::try_from_sparse_iter_with_size(
-                    (0..n).map(|i| valid(i).then(|| [i as u8, 1, 2])),
+                    (0..n).map(|i| valid(i).then_some([i as u8, 1, 2])),
                     3,
                 )
                 .unwrap(),
@@ -196,9 +196,9 @@ fn nested(n: usize) -> Vec<Col> {
         }
     }
     let item = Arc::new(Field::new("item", DataType::Int64, true));
-    let large_values = Int64Array::from_iter_values(0..(2 * n as i64));
-    let large_offsets =
-        OffsetBuffer::<i64>::from_lengths((0..n).map(|i| if i % 2 == 0 { 2 } else { 2 }));
+    let large_lengths: Vec<usize> = (0..n).map(|i| if i % 2 == 0 { 2 } else { 1 }).collect();
+    let large_values = Int64Array::from_iter_values(0..large_lengths.iter().sum::<usize>() as i64);
+    let large_offsets = OffsetBuffer::<i64>::from_lengths(large_lengths);
     let large = LargeListArray::new(item.clone(), large_offsets, Arc::new(large_values), None);
     let fixed = FixedSizeListArray::new(
         Arc::new(Field::new("item", DataType::Int16, true)),
