@@ -1,6 +1,8 @@
 //! The `arrowcert` binary: parses the command line and dispatches to
 //! `arrowcert::cli`. Bad input is one line on stderr and exit code 2.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

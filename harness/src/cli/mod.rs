@@ -1,6 +1,8 @@
 //! The `arrowcert` command line. Each subcommand lives in its own module;
 //! `main.rs` only parses and dispatches.
 
+#![forbid(unsafe_code)]
+
 pub mod inspect;
 pub mod roundtrip;
 

@@ -3,6 +3,8 @@
 //! (PLUGIN_ABI.md). Differences come back as readable evidence, the first
 //! differing row of each column named, so a report says what changed.
 
+#![forbid(unsafe_code)]
+
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Metadata, Schema};
 

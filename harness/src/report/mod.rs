@@ -2,6 +2,8 @@
 //! from these types (`arrowcert report-schema`) and committed as
 //! `reports/report.schema.json`; a test keeps the two in step.
 
+#![forbid(unsafe_code)]
+
 pub mod time;
 
 use schemars::JsonSchema;

@@ -8,6 +8,8 @@
 //! it on (a relocation, as "Moving an array" in CDataInterface.rst allows),
 //! and checks that the consumer released or moved everything it was given.
 
+#![forbid(unsafe_code)]
+
 pub mod filter;
 
 use std::time::Instant;

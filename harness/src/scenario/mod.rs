@@ -3,6 +3,8 @@
 //! Arrow's integration files (`shared/gold/`), real data no one on this
 //! project wrote.
 
+#![forbid(unsafe_code)]
+
 mod builtin;
 
 use std::path::{Path, PathBuf};
