@@ -6,8 +6,6 @@
 //!
 //! Figures are rates measured in this one run, never asserted.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use arrowcert::abi::arrow_rs::{export_batch, export_schema, import_batch};
@@ -15,34 +13,10 @@ use arrowcert::plugin::Plugin;
 use arrowcert::roundtrip::{self, Filter, Options, Path};
 use arrowcert::scenario;
 
-const BUDGET: Duration = Duration::from_millis(1500);
+#[path = "../tests/support/mod.rs"]
+mod support;
 
-fn bundled() -> (PathBuf, PathBuf) {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_arrowcert"));
-    let profile_dir = exe.parent().unwrap().to_path_buf();
-    let target_dir = profile_dir.parent().unwrap().to_path_buf();
-    let release = profile_dir.file_name().is_some_and(|n| n == "release");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "arrowcert-producer-reference",
-            "-p",
-            "arrowcert-consumer-reference",
-        ])
-        .env("CARGO_TARGET_DIR", &target_dir);
-    if release {
-        cmd.arg("--release");
-    }
-    assert!(cmd.status().expect("cargo runs").success());
-    (
-        profile_dir.join("libarrowcert_producer_reference.so"),
-        profile_dir.join("libarrowcert_consumer_reference.so"),
-    )
-}
+const BUDGET: Duration = Duration::from_millis(1500);
 
 /// Runs `f` repeatedly for about BUDGET; returns runs per second.
 fn rate(mut f: impl FnMut()) -> f64 {
@@ -57,10 +31,7 @@ fn rate(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let gold = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/gold/cpp-21.0.0"
-    ));
+    let gold = support::gold_dir();
     let scenarios = match scenario::gold_dir(&gold) {
         Ok(s) => s,
         Err(e) => {
@@ -68,7 +39,7 @@ fn main() {
             return;
         }
     };
-    let (p, c) = bundled();
+    let (p, c) = support::bundled();
     let producer = Plugin::load(&p).expect("reference producer");
     let consumer = Plugin::load(&c).expect("reference consumer");
     let opts = Options::default();
@@ -96,15 +67,18 @@ fn main() {
     );
     let mut all_paths_rate = 0.0;
     for path in Path::ALL {
+        // Exact IDs: a substring filter "array/" would also pick "device_array/".
+        let ids: Vec<String> = roundtrip::plan(&scenarios)
+            .into_iter()
+            .filter(|c| c.path == path)
+            .map(|c| c.id)
+            .collect();
+        let n_cases = ids.len();
         let filter = Filter {
-            patterns: vec![format!("{}/", path.name())],
-            exact: false,
+            patterns: ids,
+            exact: true,
             skip: vec![],
         };
-        let n_cases = roundtrip::plan(&scenarios)
-            .iter()
-            .filter(|c| filter.selects(&c.id))
-            .count();
         let mut failures = 0;
         let sets = rate(|| {
             let cases = roundtrip::run(&producer, &consumer, &scenarios, &filter, &opts, |_| {});

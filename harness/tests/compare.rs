@@ -68,7 +68,10 @@ fn a_changed_value_is_caught() {
             })
         })
         .collect();
-    let d = compare::batches(std::slice::from_ref(b), &[replace_column(b, i, Arc::new(changed))]);
+    let d = compare::batches(
+        std::slice::from_ref(b),
+        &[replace_column(b, i, Arc::new(changed))],
+    );
     assert_eq!(d.len(), 1, "{d:?}");
     assert!(d[0].contains(&format!("row {row}")), "{d:?}");
 }
@@ -83,7 +86,10 @@ fn a_changed_null_is_caught() {
     let changed: Int32Array = (0..a.len())
         .map(|r| (a.is_valid(r) && r != row).then(|| a.value(r)))
         .collect();
-    let d = compare::batches(std::slice::from_ref(b), &[replace_column(b, i, Arc::new(changed))]);
+    let d = compare::batches(
+        std::slice::from_ref(b),
+        &[replace_column(b, i, Arc::new(changed))],
+    );
     assert_eq!(d.len(), 1, "{d:?}");
     assert!(d[0].contains(&format!("row {row}: null")), "{d:?}");
 }
