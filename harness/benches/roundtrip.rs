@@ -40,8 +40,8 @@ fn main() {
         }
     };
     let (p, c) = support::bundled();
-    let producer = Plugin::load(&p).expect("reference producer");
-    let consumer = Plugin::load(&c).expect("reference consumer");
+    let producer = Plugin::load(p).expect("reference producer");
+    let consumer = Plugin::load(c).expect("reference consumer");
     let opts = Options::default();
 
     // Baseline: every gold batch, whole, exported and imported in-process.

@@ -11,5 +11,6 @@ pub mod compare;
 pub mod plugin;
 pub mod report;
 pub mod roundtrip;
+pub mod run;
 pub mod scenario;
 pub mod sdk;

@@ -64,6 +64,37 @@ enum Command {
         /// How long an async consumer may wait for the stream to end.
         #[arg(long, default_value_t = 30_000)]
         timeout_ms: i64,
+        /// Worker processes (default: one per core); 0 runs every case in
+        /// this process, where a crashing plugin ends the run.
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+        /// Same as `--jobs 0`.
+        #[arg(long)]
+        in_process: bool,
+        /// A case with no result after this long is a timeout.
+        #[arg(long, default_value_t = 60_000)]
+        case_timeout_ms: u64,
+        /// Address-space limit of each worker process, in MiB.
+        #[arg(long, default_value_t = 8192)]
+        max_memory_mb: u64,
+    },
+    /// Internal: a worker process started by the orchestrator.
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long)]
+        producer: PathBuf,
+        #[arg(long)]
+        consumer: PathBuf,
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        #[arg(long)]
+        timeout_ms: i64,
+        #[arg(long)]
+        replay_prefix: String,
+        #[arg(long)]
+        max_memory_mb: u64,
     },
     /// Print the JSON Schema of reports.
     ReportSchema,
@@ -119,6 +150,10 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             list,
             verbose,
             timeout_ms,
+            jobs,
+            in_process,
+            case_timeout_ms,
+            max_memory_mb,
         } => cli::roundtrip::run(cli::roundtrip::Args {
             producer: cli::resolve_plugin(&producer, "producer")?,
             consumer: cli::resolve_plugin(&consumer, "consumer")?,
@@ -135,7 +170,40 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             verbose,
             timeout_ms,
             invocation: std::env::args().collect(),
+            jobs: if in_process {
+                0
+            } else {
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            },
+            case_timeout_ms,
+            max_memory_mb,
         }),
+        Command::Worker {
+            socket,
+            producer,
+            consumer,
+            gold,
+            timeout_ms,
+            replay_prefix,
+            max_memory_mb,
+        } => Ok(arrowcert::run::worker::run(
+            arrowcert::run::worker::WorkerArgs {
+                socket,
+                producer,
+                consumer,
+                gold,
+                options: arrowcert::roundtrip::Options {
+                    async_timeout_ms: timeout_ms,
+                    replay_prefix,
+                    ..Default::default()
+                },
+                limits: arrowcert::run::proc::Limits {
+                    address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
+                    open_files: Some(1024),
+                    cpu_seconds: None,
+                },
+            },
+        )),
         Command::ReportSchema => {
             print!("{}", arrowcert::report::json_schema());
             Ok(0)

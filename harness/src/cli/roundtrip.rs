@@ -6,6 +6,7 @@ use std::time::{Instant, SystemTime};
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, Summary, Verdict};
 use crate::roundtrip::{self, Filter, Options};
+use crate::run::{self, worker::identity};
 use crate::scenario::{self, Scenario};
 
 use super::{BadInput, EXIT_FAILURES};
@@ -22,17 +23,12 @@ pub struct Args {
     pub verbose: bool,
     pub timeout_ms: i64,
     pub invocation: Vec<String>,
-}
-
-fn identity(role: &str, p: &Plugin) -> PluginIdentity {
-    PluginIdentity {
-        role: role.into(),
-        name: p.name().into(),
-        path: p.path().display().to_string(),
-        sha256: report::sha256_file(p.path()).unwrap_or_default(),
-        abi_version: p.abi_version(),
-        entry_points: p.symbols().iter().map(|s| s.to_string()).collect(),
-    }
+    /// Worker processes at once; 0 runs every case inside this process.
+    pub jobs: usize,
+    /// Deadline of one case in a worker.
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker, in MiB.
+    pub max_memory_mb: u64,
 }
 
 fn shell_word(s: &str) -> String {
@@ -45,10 +41,12 @@ fn shell_word(s: &str) -> String {
     }
 }
 
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// Runs the command; returns the exit code.
 pub fn run(args: Args) -> Result<i32, BadInput> {
-    let producer = Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?;
-    let consumer = Plugin::load(&args.consumer).map_err(|e| BadInput(e.to_string()))?;
     let (scenarios, data): (Vec<Scenario>, String) = match &args.gold {
         Some(dir) => (
             scenario::gold_dir(dir).map_err(BadInput)?,
@@ -74,9 +72,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         replay_prefix: replay,
         ..Options::default()
     };
+    let plan = roundtrip::plan(&scenarios);
 
     if args.list {
-        for spec in roundtrip::plan(&scenarios) {
+        for spec in &plan {
             if args.filter.selects(&spec.id) {
                 println!("{}: case", spec.id);
             }
@@ -86,18 +85,77 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
 
     let started = SystemTime::now();
     let clock = Instant::now();
-    println!(
-        "arrowcert roundtrip: {} -> {} ({} scenarios from {data})",
-        producer.name(),
-        consumer.name(),
-        scenarios.len()
-    );
     let verbose = args.verbose;
-    let cases = roundtrip::run(&producer, &consumer, &scenarios, &args.filter, &opts, |c| {
+    let print = |c: &Case| {
         if verbose || c.verdict != Verdict::Pass {
             println!("case {} ... {}", c.id, verdict_word(c));
         }
-    });
+    };
+    let (producer, consumer, cases) = if args.jobs == 0 {
+        let producer = Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?;
+        let consumer = Plugin::load(&args.consumer).map_err(|e| BadInput(e.to_string()))?;
+        header(
+            producer.name(),
+            consumer.name(),
+            scenarios.len(),
+            &data,
+            "in this process",
+        );
+        let cases = roundtrip::run(&producer, &consumer, &scenarios, &args.filter, &opts, print);
+        (
+            identity("producer", &producer),
+            identity("consumer", &consumer),
+            cases,
+        )
+    } else {
+        let exe = std::env::current_exe()
+            .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
+        let mut worker_args = vec![
+            "--producer".to_string(),
+            absolute(&args.producer).display().to_string(),
+            "--consumer".to_string(),
+            absolute(&args.consumer).display().to_string(),
+            "--timeout-ms".to_string(),
+            args.timeout_ms.to_string(),
+            "--replay-prefix".to_string(),
+            opts.replay_prefix.clone(),
+            "--max-memory-mb".to_string(),
+            args.max_memory_mb.to_string(),
+        ];
+        if let Some(dir) = &args.gold {
+            worker_args.push("--gold".into());
+            worker_args.push(absolute(dir).display().to_string());
+        }
+        let cfg = run::Config {
+            exe,
+            worker_args,
+            jobs: args.jobs,
+            case_timeout: std::time::Duration::from_millis(args.case_timeout_ms),
+            start_timeout: std::time::Duration::from_secs(60),
+            output_limit: 64 * 1024,
+            scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
+        };
+        let jobs: Vec<run::Job> = plan
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| args.filter.selects(&s.id))
+            .map(|(index, s)| run::Job {
+                index,
+                record: roundtrip::record(&scenarios[s.scenario], s, &opts),
+            })
+            .collect();
+        // The workers load the plugins, so a plugin that crashes while
+        // loading fails a worker, not this process.
+        let how = format!("{} worker processes", args.jobs);
+        let ready = |p: &PluginIdentity, c: &PluginIdentity| {
+            header(&p.name, &c.name, scenarios.len(), &data, &how)
+        };
+        let outcome = run::run(&cfg, plan.len(), jobs, ready, print);
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+        let outcome = outcome
+            .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
+        (outcome.producer, outcome.consumer, outcome.cases)
+    };
     let summary = Summary::of(&cases);
     let finished = SystemTime::now();
     let report = Report {
@@ -109,10 +167,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         finished_at: report::time::rfc3339(finished),
         duration_ms: clock.elapsed().as_millis() as u64,
         complete: true,
-        plugins: vec![
-            identity("producer", &producer),
-            identity("consumer", &consumer),
-        ],
+        plugins: vec![producer, consumer],
         data,
         devices: vec!["cpu".into()],
         cases,
@@ -128,11 +183,19 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     Ok(if summary.ok() { 0 } else { EXIT_FAILURES })
 }
 
+fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &str) {
+    println!(
+        "arrowcert roundtrip: {producer} -> {consumer} ({scenarios} scenarios from {data}, {how})"
+    );
+}
+
 fn verdict_word(c: &Case) -> String {
     match c.verdict {
         Verdict::Pass => "ok".into(),
         Verdict::Fail => "FAILED".into(),
         Verdict::Error => "ERROR".into(),
+        Verdict::Crash => "CRASHED".into(),
+        Verdict::Timeout => "TIMED OUT".into(),
         Verdict::Skip => format!(
             "skipped ({})",
             c.message.as_deref().unwrap_or("no reason given")
@@ -144,7 +207,12 @@ fn print_summary(report: &Report) {
     let bad: Vec<&Case> = report
         .cases
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Error))
+        .filter(|c| {
+            matches!(
+                c.verdict,
+                Verdict::Fail | Verdict::Error | Verdict::Crash | Verdict::Timeout
+            )
+        })
         .collect();
     if !bad.is_empty() {
         println!("\nfailures:");
@@ -156,17 +224,30 @@ fn print_summary(report: &Report) {
             for d in &c.differences {
                 println!("  - {d}");
             }
+            if let Some(out) = &c.output {
+                let lines: Vec<&str> = out.lines().collect();
+                println!(
+                    "  output ({} lines{}):",
+                    lines.len(),
+                    if lines.len() > 10 { ", first 10" } else { "" }
+                );
+                for l in lines.iter().take(10) {
+                    println!("    | {}", l.chars().take(200).collect::<String>());
+                }
+            }
             println!("  replay: {}", c.replay);
         }
         println!();
     }
     let s = &report.summary;
     println!(
-        "roundtrip result: {}. {} passed; {} failed; {} errors; {} skipped; finished in {:.2}s",
+        "roundtrip result: {}. {} passed; {} failed; {} errors; {} crashed; {} timed out; {} skipped; finished in {:.2}s",
         if s.ok() { "ok" } else { "FAILED" },
         s.passed,
         s.failed,
         s.errors,
+        s.crashed,
+        s.timed_out,
         s.skipped,
         report.duration_ms as f64 / 1000.0
     );

@@ -73,6 +73,11 @@ pub enum Verdict {
     Error,
     /// Not run, for the reason in `message` (never counted as passed).
     Skip,
+    /// The process running the case died (a signal, or an exit in the
+    /// middle of a call); `message` says how.
+    Crash,
+    /// The case did not finish within its deadline; its process was killed.
+    Timeout,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -92,6 +97,10 @@ pub struct Case {
     pub duration_us: u64,
     /// A command that runs exactly this case again.
     pub replay: String,
+    /// What the plugins printed to stdout and stderr during the case
+    /// (lossy UTF-8, truncated), when anything was printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -107,6 +116,10 @@ pub struct Summary {
     pub failed: u64,
     pub errors: u64,
     pub skipped: u64,
+    #[serde(default)]
+    pub crashed: u64,
+    #[serde(default)]
+    pub timed_out: u64,
 }
 
 impl Summary {
@@ -118,11 +131,13 @@ impl Summary {
             failed: count(Verdict::Fail),
             errors: count(Verdict::Error),
             skipped: count(Verdict::Skip),
+            crashed: count(Verdict::Crash),
+            timed_out: count(Verdict::Timeout),
         }
     }
-    /// True when nothing failed or errored.
+    /// True when nothing failed, errored, crashed or timed out.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.errors == 0
+        self.failed == 0 && self.errors == 0 && self.crashed == 0 && self.timed_out == 0
     }
 }
 
@@ -148,6 +163,24 @@ pub fn write(report: &Report, path: &std::path::Path) -> std::io::Result<()> {
 pub fn read(path: &std::path::Path) -> Result<Report, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not a report: {e}", path.display()))
+}
+
+/// Makes a string that came from a plugin safe to keep in a report: at
+/// most `max` bytes (cut on a character boundary, with a note of how much
+/// was dropped). Callers convert bytes with `String::from_utf8_lossy` first.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n[... {} more bytes not kept]",
+        &text[..cut],
+        text.len() - cut
+    )
 }
 
 /// Lowercase hex SHA-256 of a file.

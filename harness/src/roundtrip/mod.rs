@@ -207,6 +207,18 @@ pub fn run_case(
         verdict
     };
     Case {
+        verdict,
+        message,
+        differences,
+        duration_us: start.elapsed().as_micros() as u64,
+        ..record(scenario, spec, opts)
+    }
+}
+
+/// The report entry of a case before it runs: what a worker that dies
+/// running it reports (with the verdict changed to `crash` or `timeout`).
+pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
+    Case {
         id: spec.id.clone(),
         path: spec.path.name().into(),
         scenario: scenario.name.clone(),
@@ -215,11 +227,12 @@ pub fn run_case(
             offset: o as u64,
             length: l as u64,
         }),
-        verdict,
-        message,
-        differences,
-        duration_us: start.elapsed().as_micros() as u64,
+        verdict: Verdict::Skip,
+        message: Some("not run".into()),
+        differences: Vec::new(),
+        duration_us: 0,
         replay: format!("{} '{}'", opts.replay_prefix, spec.id),
+        output: None,
     }
 }
 

@@ -1,0 +1,412 @@
+//! Running cases in worker processes, so that a library that crashes,
+//! hangs, exits or prints never takes the run down.
+//!
+//! The orchestrator (the `arrowcert` process) plans the cases and hands them
+//! one at a time to workers (`arrowcert worker`, the same binary), one per
+//! job slot. A worker loads the plugins once and keeps them loaded between
+//! cases. Workers answer over a private Unix socket; their stdout and stderr
+//! go to a capture file whose growth during a case is attached to that
+//! case. A worker that dies, or misses a case's deadline, is killed with its
+//! whole process group, the case in flight gets a `crash` or `timeout`
+//! verdict, and a fresh worker takes the remaining cases.
+
+pub mod proc;
+pub mod protocol;
+pub mod worker;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::report::{self, Case, PluginIdentity, Verdict};
+use protocol::{FromWorker, ToWorker};
+
+/// How workers are started and supervised.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The `arrowcert` executable to run as `arrowcert worker`.
+    pub exe: PathBuf,
+    /// Arguments after `worker --socket PATH` (plugins, data, options).
+    pub worker_args: Vec<String>,
+    /// Worker processes at once.
+    pub jobs: usize,
+    /// A case with no result after this long is a `timeout`.
+    pub case_timeout: Duration,
+    /// How long a worker may take to load the plugins and report ready.
+    pub start_timeout: Duration,
+    /// Bytes of captured output kept per case.
+    pub output_limit: usize,
+    /// Where sockets and capture files live (removed at the end).
+    pub scratch: PathBuf,
+}
+
+/// One case to run: its index in the plan, and the record to report if the
+/// worker running it dies (ID, path, scenario, replay already filled in).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub index: usize,
+    pub record: Case,
+}
+
+/// Why no worker could be started at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartError(pub String);
+
+/// A live worker.
+struct Worker {
+    child: Child,
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    capture: PathBuf,
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    match (status.signal(), status.code()) {
+        (Some(sig), _) => format!("killed by {}", proc::signal_name(sig)),
+        (None, Some(code)) => format!("exited with code {code}"),
+        _ => "ended".into(),
+    }
+}
+
+/// Reads what was appended to `path` since `from`, at most `limit` bytes,
+/// as lossy UTF-8; `None` if nothing was.
+fn output_since(path: &Path, from: u64, limit: usize) -> Option<String> {
+    let mut f = File::open(path).ok()?;
+    let end = f.metadata().ok()?.len();
+    if end <= from {
+        return None;
+    }
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::with_capacity(limit.min((end - from) as usize));
+    f.take(limit as u64).read_to_end(&mut buf).ok()?;
+    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    let dropped = (end - from).saturating_sub(buf.len() as u64);
+    if dropped > 0 {
+        text.push_str(&format!("\n[... {dropped} more bytes not kept]"));
+    }
+    Some(text)
+}
+
+fn capture_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+impl Worker {
+    /// Starts a worker and waits for it to report ready.
+    fn start(
+        cfg: &Config,
+        name: &str,
+    ) -> Result<(Worker, PluginIdentity, PluginIdentity, usize), StartError> {
+        let socket = cfg.scratch.join(format!("{name}.sock"));
+        let capture = cfg.scratch.join(format!("{name}.out"));
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| StartError(format!("cannot listen on {}: {e}", socket.display())))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| StartError(e.to_string()))?;
+        let out = File::create(&capture)
+            .map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
+        let err = out.try_clone().map_err(|e| StartError(e.to_string()))?;
+        let mut child = Command::new(&cfg.exe)
+            .arg("worker")
+            .arg("--socket")
+            .arg(&socket)
+            .args(&cfg.worker_args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| StartError(format!("cannot start {}: {e}", cfg.exe.display())))?;
+
+        let deadline = Instant::now() + cfg.start_timeout;
+        let died = |child: &mut Child, capture: &Path| -> StartError {
+            let status = child.wait().map(describe_exit).unwrap_or_default();
+            proc::kill_group(child.id());
+            let output = output_since(capture, 0, 4096).unwrap_or_default();
+            StartError(format!(
+                "the worker {status} while loading the plugins{}",
+                if output.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", output.trim())
+                }
+            ))
+        };
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        let _ = std::fs::remove_file(&socket);
+                        return Err(died(&mut child, &capture));
+                    }
+                    if Instant::now() > deadline {
+                        proc::kill_group(child.id());
+                        let _ = child.wait();
+                        let _ = std::fs::remove_file(&socket);
+                        return Err(StartError("the worker did not connect in time".into()));
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => return Err(StartError(format!("accept: {e}"))),
+            }
+        };
+        let _ = std::fs::remove_file(&socket);
+        let setup = stream
+            .set_nonblocking(false)
+            .and_then(|_| stream.set_read_timeout(Some(cfg.start_timeout)))
+            .and_then(|_| stream.try_clone());
+        let reader = match setup {
+            Ok(r) => BufReader::new(r),
+            Err(e) => return Err(StartError(e.to_string())),
+        };
+        let mut worker = Worker {
+            child,
+            stream,
+            reader,
+            capture,
+        };
+        match worker.read_message() {
+            Ok(Some(FromWorker::Ready {
+                producer,
+                consumer,
+                cases,
+            })) => Ok((worker, *producer, *consumer, cases)),
+            Ok(Some(FromWorker::Fatal { message })) => {
+                worker.stop();
+                Err(StartError(message))
+            }
+            Ok(Some(FromWorker::Done { .. })) => {
+                worker.stop();
+                Err(StartError(
+                    "the worker sent a result before it was ready".into(),
+                ))
+            }
+            Ok(None) | Err(_) => {
+                let e = died(&mut worker.child, &worker.capture);
+                Err(e)
+            }
+        }
+    }
+
+    /// The next message; `Ok(None)` when the worker closed the socket.
+    fn read_message(&mut self) -> std::io::Result<Option<FromWorker>> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        serde_json::from_str(&line)
+            .map(Some)
+            .map_err(std::io::Error::other)
+    }
+
+    /// Runs one case; on `Err` the worker is dead and the case has its
+    /// crash or timeout verdict.
+    fn run(&mut self, job: &Job, cfg: &Config) -> Result<Case, Box<Case>> {
+        let start = Instant::now();
+        let from = capture_len(&self.capture);
+        let request = ToWorker::Case {
+            index: job.index,
+            id: job.record.id.clone(),
+        };
+        let mut line = serde_json::to_string(&request).expect("request serialises");
+        line.push('\n');
+        let sent = self
+            .stream
+            .set_read_timeout(Some(cfg.case_timeout))
+            .and_then(|_| self.stream.write_all(line.as_bytes()));
+        let answer = match sent {
+            Ok(()) => self.read_message(),
+            Err(e) => Err(e),
+        };
+        let capture = self.capture.clone();
+        let output = || output_since(&capture, from, cfg.output_limit);
+        let mut failed = job.record.clone();
+        failed.duration_us = start.elapsed().as_micros() as u64;
+        match answer {
+            Ok(Some(FromWorker::Done { case })) => {
+                let mut case = *case;
+                case.output = output();
+                Ok(case)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                proc::kill_group(self.child.id());
+                let _ = self.child.wait();
+                failed.verdict = Verdict::Timeout;
+                failed.message = Some(format!(
+                    "no result within {:.1}s; the worker was killed",
+                    cfg.case_timeout.as_secs_f64()
+                ));
+                failed.output = output();
+                Err(Box::new(failed))
+            }
+            other => {
+                // EOF, a broken socket, a Fatal message or garbage: the
+                // worker is gone or unusable. Give it a moment to exit so
+                // that its status says how it died.
+                let status = self.wait_briefly();
+                proc::kill_group(self.child.id());
+                failed.verdict = Verdict::Crash;
+                failed.message = Some(match other {
+                    Ok(Some(FromWorker::Fatal { message })) => {
+                        format!("the worker gave up: {message}")
+                    }
+                    _ => format!(
+                        "the worker {} in the middle of the case",
+                        status
+                            .map(describe_exit)
+                            .unwrap_or_else(|| "stopped answering".into())
+                    ),
+                });
+                failed.output = output();
+                Err(Box::new(failed))
+            }
+        }
+    }
+
+    fn wait_briefly(&mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                _ => {
+                    proc::kill_group(self.child.id());
+                    return self.child.wait().ok();
+                }
+            }
+        }
+    }
+
+    /// Ends a healthy worker: closing the socket ends its loop; anything
+    /// left of its process group afterwards is killed.
+    fn stop(mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        let _ = self.wait_briefly();
+        proc::kill_group(self.child.id());
+        let _ = std::fs::remove_file(&self.capture);
+    }
+}
+
+/// The result of a run in workers.
+#[derive(Debug)]
+pub struct Outcome {
+    pub producer: PluginIdentity,
+    pub consumer: PluginIdentity,
+    /// In plan order.
+    pub cases: Vec<Case>,
+}
+
+/// Runs `jobs` in worker processes. `on_ready` is called once the first
+/// worker has loaded the plugins; `on_case` sees each case as it ends
+/// (in completion order); the result is in plan order. `Err` when not even
+/// the first worker could start (bad plugins, bad data): nothing ran.
+pub fn run(
+    cfg: &Config,
+    plan_len: usize,
+    jobs: Vec<Job>,
+    on_ready: impl FnOnce(&PluginIdentity, &PluginIdentity),
+    mut on_case: impl FnMut(&Case),
+) -> Result<Outcome, StartError> {
+    std::fs::create_dir_all(&cfg.scratch)
+        .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
+    let (first, producer, consumer, cases) = Worker::start(cfg, "worker-0-0")?;
+    if cases != plan_len {
+        first.stop();
+        return Err(StartError(format!(
+            "the worker planned {cases} cases, the orchestrator {plan_len}"
+        )));
+    }
+    on_ready(&producer, &consumer);
+    let position: std::collections::HashMap<String, usize> = jobs
+        .iter()
+        .map(|j| (j.record.id.clone(), j.index))
+        .collect();
+    let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>());
+    let (tx, rx) = mpsc::channel::<Case>();
+    let slots = cfg.jobs.max(1);
+    let mut results = Vec::new();
+    std::thread::scope(|scope| {
+        let mut first = Some(first);
+        for slot in 0..slots {
+            let tx = tx.clone();
+            let queue = &queue;
+            let mut worker = if slot == 0 { first.take() } else { None };
+            scope.spawn(move || {
+                let mut generation = 0;
+                loop {
+                    let Some(job) = queue.lock().expect("queue lock").pop_front() else {
+                        break;
+                    };
+                    if worker.is_none() {
+                        generation += 1;
+                        match Worker::start(cfg, &format!("worker-{slot}-{generation}")) {
+                            Ok((w, ..)) => worker = Some(w),
+                            Err(StartError(why)) => {
+                                let mut c = job.record.clone();
+                                c.verdict = Verdict::Crash;
+                                c.message = Some(format!("no worker could run this case: {why}"));
+                                let _ = tx.send(c);
+                                continue;
+                            }
+                        }
+                    }
+                    let w = worker.as_mut().expect("a worker is running");
+                    match w.run(&job, cfg) {
+                        Ok(case) => {
+                            let _ = tx.send(case);
+                        }
+                        Err(case) => {
+                            let dead = worker.take().expect("the worker that ran the case");
+                            let _ = std::fs::remove_file(&dead.capture);
+                            let _ = tx.send(*case);
+                        }
+                    }
+                }
+                if let Some(w) = worker {
+                    w.stop();
+                }
+            });
+        }
+        drop(tx);
+        for case in rx {
+            let case = bound_case(case, cfg.output_limit);
+            on_case(&case);
+            results.push(case);
+        }
+    });
+    results.sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
+    Ok(Outcome {
+        producer,
+        consumer,
+        cases: results,
+    })
+}
+
+/// Keeps strings that came from plugins (error messages quoted in
+/// `message` and `differences`) bounded in reports; captured output is
+/// bounded when it is read.
+pub fn bound_case(mut case: Case, limit: usize) -> Case {
+    case.message = case.message.map(|m| report::bounded(&m, limit));
+    case.differences = case
+        .differences
+        .into_iter()
+        .map(|d| report::bounded(&d, limit))
+        .collect();
+    case
+}

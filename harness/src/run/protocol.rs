@@ -1,0 +1,28 @@
+//! Messages between the orchestrator and a worker: one JSON object per line
+//! over a private Unix socket (never stdout or stderr, which belong to the
+//! plugins and are captured).
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{Case, PluginIdentity};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Run planned case `index`, whose ID must be `id` (a check that both
+    /// sides planned the same cases).
+    Case { index: usize, id: String },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// Plugins loaded; the worker's plan has `cases` cases.
+    Ready {
+        producer: Box<PluginIdentity>,
+        consumer: Box<PluginIdentity>,
+        cases: usize,
+    },
+    /// A case finished (whatever its verdict).
+    Done { case: Box<Case> },
+    /// The worker cannot go on (bad input it discovered); it exits next.
+    Fatal { message: String },
+}

@@ -1,0 +1,147 @@
+//! `arrowcert worker`: loads the plugins once, then runs the cases the
+//! orchestrator sends over its socket until the socket closes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use super::proc::{flush_c_stdio, Limits};
+use super::protocol::{FromWorker, ToWorker};
+use crate::plugin::Plugin;
+use crate::report::{self, PluginIdentity};
+use crate::roundtrip::{self, Options};
+use crate::scenario;
+
+/// What a worker needs to know; passed on its command line.
+#[derive(Debug, Clone)]
+pub struct WorkerArgs {
+    pub socket: PathBuf,
+    pub producer: PathBuf,
+    pub consumer: PathBuf,
+    pub gold: Option<PathBuf>,
+    pub options: Options,
+    pub limits: Limits,
+}
+
+fn send(stream: &mut UnixStream, msg: &FromWorker) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(msg).map_err(std::io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())
+}
+
+/// The identity of a loaded plugin, as reports carry it.
+pub fn identity(role: &str, p: &Plugin) -> PluginIdentity {
+    PluginIdentity {
+        role: role.into(),
+        name: report::bounded(p.name(), 256),
+        path: p.path().display().to_string(),
+        sha256: report::sha256_file(p.path()).unwrap_or_default(),
+        abi_version: p.abi_version(),
+        entry_points: p.symbols().iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Runs the worker; returns the process exit code.
+pub fn run(args: WorkerArgs) -> i32 {
+    let mut stream = match UnixStream::connect(&args.socket) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "arrowcert worker: cannot connect to {}: {e}",
+                args.socket.display()
+            );
+            return 2;
+        }
+    };
+    if let Err(e) = args.limits.apply() {
+        let _ = send(
+            &mut stream,
+            &FromWorker::Fatal {
+                message: format!("cannot set resource limits: {e}"),
+            },
+        );
+        return 2;
+    }
+    let loaded =
+        Plugin::load(&args.producer).and_then(|p| Plugin::load(&args.consumer).map(|c| (p, c)));
+    let (producer, consumer) = match loaded {
+        Ok(pc) => pc,
+        Err(e) => {
+            let _ = send(
+                &mut stream,
+                &FromWorker::Fatal {
+                    message: e.to_string(),
+                },
+            );
+            return 2;
+        }
+    };
+    let scenarios = match &args.gold {
+        Some(dir) => match scenario::gold_dir(dir) {
+            Ok(s) => s,
+            Err(message) => {
+                let _ = send(&mut stream, &FromWorker::Fatal { message });
+                return 2;
+            }
+        },
+        None => scenario::builtin(),
+    };
+    let plan = roundtrip::plan(&scenarios);
+    let ready = FromWorker::Ready {
+        producer: Box::new(identity("producer", &producer)),
+        consumer: Box::new(identity("consumer", &consumer)),
+        cases: plan.len(),
+    };
+    flush_c_stdio();
+    if send(&mut stream, &ready).is_err() {
+        return 2;
+    }
+    let reader = match stream.try_clone() {
+        Ok(s) => BufReader::new(s),
+        Err(_) => return 2,
+    };
+    for line in reader.lines() {
+        let Ok(line) = line else { break };
+        let msg: ToWorker = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = send(
+                    &mut stream,
+                    &FromWorker::Fatal {
+                        message: format!("bad request: {e}"),
+                    },
+                );
+                return 2;
+            }
+        };
+        let ToWorker::Case { index, id } = msg;
+        let Some(spec) = plan.get(index).filter(|s| s.id == id) else {
+            let _ = send(
+                &mut stream,
+                &FromWorker::Fatal {
+                    message: format!("case {index} is not {id} in this worker's plan"),
+                },
+            );
+            return 2;
+        };
+        let case = roundtrip::run_case(
+            &producer,
+            &consumer,
+            &scenarios[spec.scenario],
+            spec,
+            &args.options,
+        );
+        flush_c_stdio();
+        if send(
+            &mut stream,
+            &FromWorker::Done {
+                case: Box::new(case),
+            },
+        )
+        .is_err()
+        {
+            break;
+        }
+    }
+    0
+}

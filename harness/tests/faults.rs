@@ -1,0 +1,341 @@
+//! Worker processes survive every injected fault and report it against the
+//! case that caused it, with the right verdict kind; the run goes on.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use arrowcert::report::{Case, Report, Verdict};
+use support::*;
+
+fn faulty(side: &str, fault: &str) -> PathBuf {
+    let src = workspace_dir().join(format!("{side}s/faulty/faulty_{side}.c"));
+    let lib = scratch("faulty").join(format!("libfaulty_{side}_{}.so", fault.to_lowercase()));
+    cc(
+        &["-shared", "-fPIC", &format!("-DFAULT_{fault}")],
+        &src,
+        &lib,
+    );
+    lib
+}
+
+struct Run {
+    code: Option<i32>,
+    stderr: String,
+    report: Option<Report>,
+}
+
+/// Case deadline for faults that must not time out: generous, because the
+/// test machine may be busy with every other test at once (a verdict must
+/// not depend on load). Hangs use [`HANG_DEADLINE_MS`].
+const DEADLINE_MS: &str = "30000";
+const HANG_DEADLINE_MS: &str = "2000";
+
+/// Runs `arrowcert roundtrip` in workers over `cases` (exact IDs).
+fn roundtrip(producer: &str, consumer: &str, cases: &[&str], extra_env: &[(&str, &str)]) -> Run {
+    roundtrip_with(producer, consumer, cases, extra_env, DEADLINE_MS, "1024")
+}
+
+fn roundtrip_with(
+    producer: &str,
+    consumer: &str,
+    cases: &[&str],
+    extra_env: &[(&str, &str)],
+    deadline_ms: &str,
+    memory_mb: &str,
+) -> Run {
+    let report = scratch("fault-reports").join(format!(
+        "{}.json",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let mut cmd = Command::new(arrowcert_exe());
+    cmd.args([
+        "roundtrip",
+        "--producer",
+        producer,
+        "--consumer",
+        consumer,
+        "--jobs",
+        "2",
+        "--case-timeout-ms",
+        deadline_ms,
+        "--timeout-ms",
+        "500",
+        "--max-memory-mb",
+        memory_mb,
+        "--report",
+        report.to_str().unwrap(),
+        "--exact",
+    ])
+    .args(cases);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("arrowcert runs");
+    Run {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        report: arrowcert::report::read(&report).ok(),
+    }
+}
+
+const WHOLE: &str = "array/primitive/batch:0";
+const SLICE: &str = "array/primitive/batch:0/slice:13+12";
+const OTHER: &str = "device_array/primitive/batch:0";
+
+fn case<'a>(r: &'a Report, id: &str) -> &'a Case {
+    r.cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("{id} in {:?}", r.cases))
+}
+
+/// Two faulty cases and one the faulty producer does not offer: both faulty
+/// cases get `verdict` with `needle` in the message, each in its own worker,
+/// and the third still runs (skipped for the missing entry point).
+fn assert_fault(fault: &str, verdict: Verdict, needle: &str) {
+    assert_fault_with(fault, verdict, needle, "1024")
+}
+
+fn assert_fault_with(fault: &str, verdict: Verdict, needle: &str, memory_mb: &str) {
+    let lib = faulty("producer", fault);
+    let (_, consumer) = bundled();
+    let run = roundtrip_with(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, SLICE, OTHER],
+        &[],
+        DEADLINE_MS,
+        memory_mb,
+    );
+    assert_eq!(run.code, Some(1), "{fault}: {}", run.stderr);
+    let r = run.report.expect("a complete report");
+    assert!(r.complete);
+    assert_eq!(r.cases.len(), 3, "{fault}");
+    for id in [WHOLE, SLICE] {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, verdict, "{fault} {id}: {c:?}");
+        let m = c.message.as_deref().unwrap_or("");
+        assert!(m.contains(needle), "{fault} {id}: {m:?}");
+    }
+    assert_eq!(case(&r, OTHER).verdict, Verdict::Skip, "{fault}");
+}
+
+#[test]
+fn segfault_in_produce_is_a_crash() {
+    assert_fault("SEGV_PRODUCE", Verdict::Crash, "SIGSEGV");
+}
+
+#[test]
+fn abort_is_a_crash() {
+    assert_fault("ABORT_PRODUCE", Verdict::Crash, "SIGABRT");
+}
+
+#[test]
+fn exit_in_the_middle_of_a_call_is_a_crash() {
+    assert_fault("EXIT0_PRODUCE", Verdict::Crash, "exited with code 0");
+}
+
+#[test]
+fn sigkill_to_itself_is_a_crash() {
+    assert_fault("KILL_SELF", Verdict::Crash, "SIGKILL");
+}
+
+#[test]
+fn segfault_inside_release_is_a_crash() {
+    assert_fault("SEGV_RELEASE", Verdict::Crash, "SIGSEGV");
+}
+
+#[test]
+fn allocation_bomb_is_a_crash_under_the_memory_limit() {
+    assert_fault_with("ALLOC_BOMB", Verdict::Crash, "SIGABRT", "512");
+}
+
+#[test]
+fn closing_every_descriptor_is_a_crash() {
+    assert_fault("CLOSE_FDS", Verdict::Crash, "in the middle of the case");
+}
+
+#[test]
+fn changed_signal_handlers_do_not_stop_the_run() {
+    // The plugin ignores SIGSEGV/SIGABRT/SIGTERM/SIGPIPE and fails cleanly:
+    // an error verdict, and the next case still runs in the same worker.
+    assert_fault("SIGNALS", Verdict::Error, "EIO");
+}
+
+#[test]
+fn a_hanging_get_next_is_a_timeout() {
+    let lib = faulty("producer", "HANG_GET_NEXT");
+    let (_, consumer) = bundled();
+    let run = roundtrip_with(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &["stream/primitive", WHOLE],
+        &[],
+        HANG_DEADLINE_MS,
+        "1024",
+    );
+    let r = run.report.expect("report");
+    let c = case(&r, "stream/primitive");
+    assert_eq!(c.verdict, Verdict::Timeout, "{c:?}");
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap()
+            .contains("no result within 2.0s"),
+        "{c:?}"
+    );
+    // The other case ran in a fresh worker (ENOSYS from produce_array).
+    assert_eq!(case(&r, WHOLE).verdict, Verdict::Error);
+}
+
+#[test]
+fn an_async_producer_that_never_releases_is_an_error_not_a_hang() {
+    let lib = faulty("producer", "ASYNC_NO_RELEASE");
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &["async/primitive"],
+        &[],
+    );
+    let r = run.report.expect("report");
+    let c = case(&r, "async/primitive");
+    assert_eq!(c.verdict, Verdict::Error, "{c:?}");
+    assert!(c.message.as_deref().unwrap().contains("ETIMEDOUT"), "{c:?}");
+}
+
+#[test]
+fn a_100_mb_flood_is_captured_bounded_and_attached_to_its_case() {
+    let lib = faulty("producer", "FLOOD_OUTPUT");
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, SLICE],
+        &[],
+    );
+    let r = run.report.expect("report");
+    for id in [WHOLE, SLICE] {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Error, "{c:?}");
+        let out = c.output.as_deref().expect("captured output");
+        assert!(out.starts_with("xxxx"), "{}", &out[..40.min(out.len())]);
+        assert!(out.len() < 70 * 1024, "bounded: {} bytes", out.len());
+        assert!(out.contains("more bytes not kept"), "the drop is said");
+    }
+}
+
+#[test]
+fn a_forked_child_is_not_left_behind() {
+    let lib = faulty("producer", "FORK");
+    let (_, consumer) = bundled();
+    let pid_file = scratch("fork").join("child.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE],
+        &[("ARROWCERT_FAULTY_PID_FILE", pid_file.to_str().unwrap())],
+    );
+    let r = run.report.expect("report");
+    assert_eq!(case(&r, WHOLE).verdict, Verdict::Error);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the child wrote its pid")
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..200).any(|_| {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let alive = state.is_some_and(|s| !s.contains(") Z"));
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        !alive
+    });
+    assert!(gone, "the forked child {pid} is still running");
+}
+
+#[test]
+fn a_crash_while_loading_is_bad_input_not_a_crash_of_arrowcert() {
+    let lib = faulty("producer", "CTOR_CRASH");
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE],
+        &[],
+    );
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(run.stderr.trim_end().lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot run the plugins") && run.stderr.contains("SIGSEGV"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn consumer_faults_are_reported_against_their_cases() {
+    let (producer, _) = bundled();
+    for (fault, verdict) in [
+        ("SEGV_CONSUME", Verdict::Crash),
+        ("HANG_CONSUME", Verdict::Timeout),
+    ] {
+        let lib = faulty("consumer", fault);
+        let run = roundtrip_with(
+            producer.to_str().unwrap(),
+            lib.to_str().unwrap(),
+            &[WHOLE, "stream/primitive"],
+            &[],
+            HANG_DEADLINE_MS,
+            "1024",
+        );
+        let r = run.report.expect("report");
+        assert_eq!(case(&r, WHOLE).verdict, verdict, "{fault}");
+        // The consumer has no stream entry point: skipped, after the fault.
+        assert_eq!(
+            case(&r, "stream/primitive").verdict,
+            Verdict::Skip,
+            "{fault}"
+        );
+    }
+}
+
+#[test]
+fn workers_and_in_process_agree_on_the_reference_pair() {
+    let (p, c) = bundled();
+    let dir = scratch("agree");
+    let mut verdicts = Vec::new();
+    for mode in [["--jobs", "2"], ["--jobs", "0"]] {
+        let report = dir.join(format!("{}.json", mode[1]));
+        let out = Command::new(arrowcert_exe())
+            .args([
+                "roundtrip",
+                "--producer",
+                p.to_str().unwrap(),
+                "--consumer",
+                c.to_str().unwrap(),
+            ])
+            .args(mode)
+            .args(["--report", report.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let r = arrowcert::report::read(&report).unwrap();
+        verdicts.push(
+            r.cases
+                .iter()
+                .map(|c| (c.id.clone(), c.verdict))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(
+        verdicts[0], verdicts[1],
+        "same cases, same order, same verdicts"
+    );
+}

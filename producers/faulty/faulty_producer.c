@@ -1,0 +1,151 @@
+/*
+ * Fault-injection producer: one fault per build, chosen with -DFAULT_<NAME>.
+ * Each build does one thing a broken library does, so that the harness can
+ * be shown to survive it and to report it against the right case.
+ *
+ *   cc -shared -fPIC -I harness/include -DFAULT_SEGV_PRODUCE \
+ *      -o libfaulty_segv_produce.so producers/faulty/faulty_producer.c
+ *
+ * Faults hit arrowcert_produce_array unless said otherwise:
+ *   SEGV_PRODUCE   write through NULL
+ *   ABORT_PRODUCE  abort()
+ *   EXIT0_PRODUCE  exit(0) in the middle of the call
+ *   KILL_SELF      raise(SIGKILL)
+ *   SEGV_RELEASE   export a valid (empty) struct array whose release segfaults
+ *   HANG_GET_NEXT  arrowcert_produce_stream: get_next never returns
+ *   FLOOD_OUTPUT   write 100 MB to stdout and 100 MB to stderr, then fail
+ *   ALLOC_BOMB     allocate and touch memory until allocation fails, then abort
+ *   CLOSE_FDS      close every descriptor from 0 up, then fail
+ *   FORK           fork a child that lingers, then fail
+ *   SIGNALS        ignore SIGSEGV, SIGABRT, SIGTERM and SIGPIPE, then fail
+ *   CTOR_CRASH     crash in the library's load-time initializer
+ *   ASYNC_NO_RELEASE  arrowcert_produce_async: accept the handler, never call it
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arrowcert_plugin.h"
+
+int32_t arrowcert_plugin_abi_version(void) { return 1; }
+const char* arrowcert_plugin_name(void) { return "arrowcert faulty producer"; }
+const char* arrowcert_last_error(void) { return "injected fault"; }
+
+#ifdef FAULT_CTOR_CRASH
+__attribute__((constructor)) static void crash_on_load(void) {
+  *(volatile int*)0 = 1;
+}
+#endif
+
+static void release_schema(struct ArrowSchema* s) { s->release = NULL; }
+
+/* An empty struct: "+s" with no children. */
+int arrowcert_produce_schema(const uint8_t* ipc, int64_t len, struct ArrowSchema* out) {
+  (void)ipc; (void)len;
+  memset(out, 0, sizeof(*out));
+  out->format = "+s";
+  out->name = "";
+  out->release = release_schema;
+  return 0;
+}
+
+#ifdef FAULT_SEGV_RELEASE
+static void release_segv(struct ArrowArray* a) {
+  (void)a;
+  *(volatile int*)0 = 1;
+}
+#endif
+
+int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
+                            int64_t length, struct ArrowArray* out) {
+  (void)ipc; (void)len; (void)batch; (void)offset; (void)length; (void)out;
+#if defined(FAULT_SEGV_PRODUCE)
+  *(volatile int*)0 = 1;
+#elif defined(FAULT_ABORT_PRODUCE)
+  abort();
+#elif defined(FAULT_EXIT0_PRODUCE)
+  exit(0);
+#elif defined(FAULT_KILL_SELF)
+  raise(SIGKILL);
+#elif defined(FAULT_SEGV_RELEASE)
+  static const void* buffers[1] = {NULL};
+  memset(out, 0, sizeof(*out));
+  out->n_buffers = 1;
+  out->buffers = buffers;
+  out->release = release_segv;
+  return 0;
+#elif defined(FAULT_FLOOD_OUTPUT)
+  static char chunk[1 << 16];
+  memset(chunk, 'x', sizeof(chunk));
+  chunk[sizeof(chunk) - 1] = '\n';
+  for (int i = 0; i < (100 << 20) / (int)sizeof(chunk); i++) {
+    fwrite(chunk, 1, sizeof(chunk), stdout);
+    fwrite(chunk, 1, sizeof(chunk), stderr);
+  }
+  return EIO;
+#elif defined(FAULT_ALLOC_BOMB)
+  for (;;) {
+    char* p = malloc(64 << 20);
+    if (!p) abort();
+    memset(p, 1, 64 << 20);
+  }
+#elif defined(FAULT_CLOSE_FDS)
+  for (int fd = 0; fd < 4096; fd++) close(fd);
+  return EIO;
+#elif defined(FAULT_FORK)
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The child lingers; the harness must not leave it behind. */
+    const char* marker = getenv("ARROWCERT_FAULTY_PID_FILE");
+    if (marker) {
+      FILE* f = fopen(marker, "w");
+      if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); }
+    }
+    for (;;) pause();
+  }
+  return EIO;
+#elif defined(FAULT_SIGNALS)
+  signal(SIGSEGV, SIG_IGN);
+  signal(SIGABRT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  return EIO;
+#endif
+  return ENOSYS;
+}
+
+#ifdef FAULT_HANG_GET_NEXT
+static int hang_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
+  (void)s;
+  return arrowcert_produce_schema(NULL, 0, out);
+}
+static int hang_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
+  (void)s; (void)out;
+  for (;;) pause();
+  return 0;
+}
+static const char* hang_last_error(struct ArrowArrayStream* s) { (void)s; return NULL; }
+static void hang_release(struct ArrowArrayStream* s) { s->release = NULL; }
+
+int arrowcert_produce_stream(const uint8_t* ipc, int64_t len, struct ArrowArrayStream* out) {
+  (void)ipc; (void)len;
+  out->get_schema = hang_get_schema;
+  out->get_next = hang_get_next;
+  out->get_last_error = hang_last_error;
+  out->release = hang_release;
+  out->private_data = NULL;
+  return 0;
+}
+#endif
+
+#ifdef FAULT_ASYNC_NO_RELEASE
+int arrowcert_produce_async(const uint8_t* ipc, int64_t len, int32_t device_type,
+                            int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler) {
+  (void)ipc; (void)len; (void)device_type; (void)device_id; (void)handler;
+  return 0; /* accepted, and then nothing: no on_schema, no release */
+}
+#endif
