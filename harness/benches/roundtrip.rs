@@ -6,6 +6,7 @@
 //!
 //! Figures are rates measured in this one run, never asserted.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use arrowcert::abi::arrow_rs::{export_batch, export_schema, import_batch};
@@ -113,4 +114,96 @@ fn main() {
         "{:<15} {:>14} {:>16.2}   (arrow-rs export+import in-process, whole batches)",
         "baseline", "", baseline
     );
+
+    workers_vs_in_process(&scenarios, &producer, &consumer, &p, &c);
+}
+
+/// Cases per second over every gold case, in this process and in worker
+/// processes (1 and 2 workers), in one run: the cost of isolation.
+fn workers_vs_in_process(
+    scenarios: &[scenario::Scenario],
+    producer: &Plugin,
+    consumer: &Plugin,
+    producer_path: &std::path::Path,
+    consumer_path: &std::path::Path,
+) {
+    use arrowcert::run;
+    let opts = Options::default();
+    let plan = roundtrip::plan(scenarios);
+    let n = plan.len();
+    let in_process = rate(|| {
+        let cases = roundtrip::run(
+            producer,
+            consumer,
+            scenarios,
+            &Filter::default(),
+            &opts,
+            |_| {},
+        );
+        assert_eq!(cases.len(), n);
+    }) * n as f64;
+    println!();
+    println!("isolation cost over {n} gold cases (every path), cases/s:");
+    println!("{:<28} {:>10.0}", "in process", in_process);
+    for jobs in [1usize, 2] {
+        let cfg = run::Config {
+            exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
+            worker_args: run::worker::WorkerArgs {
+                socket: PathBuf::new(),
+                producer: producer_path.to_path_buf(),
+                consumer: consumer_path.to_path_buf(),
+                gold: Some(support::gold_dir()),
+                options: opts.clone(),
+                limits: run::proc::Limits::worker(8192),
+            }
+            .to_args(),
+            jobs,
+            case_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(60),
+            output_limit: 64 * 1024,
+            scratch: std::env::temp_dir().join(format!("arrowcert-bench-{}", std::process::id())),
+        };
+        let jobs_list = || -> Vec<run::Job> {
+            plan.iter()
+                .enumerate()
+                .map(|(index, s)| run::Job {
+                    index,
+                    record: roundtrip::record(&scenarios[s.scenario], s, &opts),
+                })
+                .collect()
+        };
+        // Whole runs: starting the workers and loading the plugins and the
+        // gold data included, as a real run pays it.
+        let whole = rate(|| {
+            let out = run::run(&cfg, n, jobs_list(), |_, _| {}, |_| {}).expect("workers start");
+            assert!(out
+                .cases
+                .iter()
+                .all(|c| c.verdict == arrowcert::report::Verdict::Pass));
+        }) * n as f64;
+        // Steady state: from the first worker's "ready" to the last result,
+        // over a plan repeated 10 times (what a long run converges to).
+        let repeated: Vec<run::Job> = (0..10).flat_map(|_| jobs_list()).collect();
+        let total = repeated.len();
+        let mut ready_at = None;
+        let out = run::run(
+            &cfg,
+            n,
+            repeated,
+            |_, _| ready_at = Some(Instant::now()),
+            |_| {},
+        )
+        .expect("workers start");
+        let steady = total as f64 / ready_at.expect("ready").elapsed().as_secs_f64();
+        assert_eq!(out.cases.len(), total);
+        println!(
+            "{:<28} {:>10.0}   ({:.0}% of in-process; steady state {:.0} cases/s = {:.0}%)",
+            format!("{jobs} worker process(es)"),
+            whole,
+            100.0 * whole / in_process,
+            steady,
+            100.0 * steady / in_process
+        );
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+    }
 }

@@ -41,10 +41,6 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-fn absolute(p: &std::path::Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
 /// Runs the command; returns the exit code.
 pub fn run(args: Args) -> Result<i32, BadInput> {
     let (scenarios, data): (Vec<Scenario>, String) = match &args.gold {
@@ -110,22 +106,15 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     } else {
         let exe = std::env::current_exe()
             .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
-        let mut worker_args = vec![
-            "--producer".to_string(),
-            absolute(&args.producer).display().to_string(),
-            "--consumer".to_string(),
-            absolute(&args.consumer).display().to_string(),
-            "--timeout-ms".to_string(),
-            args.timeout_ms.to_string(),
-            "--replay-prefix".to_string(),
-            opts.replay_prefix.clone(),
-            "--max-memory-mb".to_string(),
-            args.max_memory_mb.to_string(),
-        ];
-        if let Some(dir) = &args.gold {
-            worker_args.push("--gold".into());
-            worker_args.push(absolute(dir).display().to_string());
+        let worker_args = run::worker::WorkerArgs {
+            socket: PathBuf::new(),
+            producer: args.producer.clone(),
+            consumer: args.consumer.clone(),
+            gold: args.gold.clone(),
+            options: opts.clone(),
+            limits: run::proc::Limits::worker(args.max_memory_mb),
         }
+        .to_args();
         let cfg = run::Config {
             exe,
             worker_args,

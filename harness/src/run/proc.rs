@@ -47,6 +47,16 @@ fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
 }
 
 impl Limits {
+    /// The limits of a worker process: `max_memory_mb` of address space,
+    /// 1024 open files, no CPU-time limit (case deadlines bound hangs).
+    pub fn worker(max_memory_mb: u64) -> Limits {
+        Limits {
+            address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
+            open_files: Some(1024),
+            cpu_seconds: None,
+        }
+    }
+
     /// Applies the limits to the calling process.
     pub fn apply(&self) -> io::Result<()> {
         if let Some(v) = self.address_space {

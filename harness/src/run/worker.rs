@@ -23,6 +23,36 @@ pub struct WorkerArgs {
     pub limits: Limits,
 }
 
+impl WorkerArgs {
+    /// The command line after `worker --socket PATH` that recreates these
+    /// arguments (the orchestrator passes it to every worker it starts).
+    pub fn to_args(&self) -> Vec<String> {
+        let abs = |p: &PathBuf| {
+            std::fs::canonicalize(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string()
+        };
+        let mut args = vec![
+            "--producer".to_string(),
+            abs(&self.producer),
+            "--consumer".to_string(),
+            abs(&self.consumer),
+            "--timeout-ms".to_string(),
+            self.options.async_timeout_ms.to_string(),
+            "--replay-prefix".to_string(),
+            self.options.replay_prefix.clone(),
+            "--max-memory-mb".to_string(),
+            (self.limits.address_space.unwrap_or(u64::MAX) / (1024 * 1024)).to_string(),
+        ];
+        if let Some(dir) = &self.gold {
+            args.push("--gold".into());
+            args.push(abs(dir));
+        }
+        args
+    }
+}
+
 fn send(stream: &mut UnixStream, msg: &FromWorker) -> std::io::Result<()> {
     let mut line = serde_json::to_string(msg).map_err(std::io::Error::other)?;
     line.push('\n');
