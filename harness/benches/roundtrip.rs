@@ -115,7 +115,7 @@ fn main() {
         "baseline", "", baseline
     );
 
-    workers_vs_in_process(&scenarios, &producer, &consumer, &p, &c);
+    workers_vs_in_process(&scenarios, &producer, &consumer, p, c);
 }
 
 /// Cases per second over every gold case, in this process and in worker
