@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -64,6 +64,9 @@ struct Worker {
     stream: UnixStream,
     reader: BufReader<UnixStream>,
     capture: PathBuf,
+    /// A read handle on `capture`, kept open so that each case costs one
+    /// fstat and one read instead of opening the file again.
+    capture_file: File,
 }
 
 fn describe_exit(status: ExitStatus) -> String {
@@ -74,11 +77,10 @@ fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// Reads what was appended to `path` since `from`, at most `limit` bytes,
-/// as lossy UTF-8; `None` if nothing was.
-fn output_since(path: &Path, from: u64, limit: usize) -> Option<String> {
-    let mut f = File::open(path).ok()?;
-    let end = f.metadata().ok()?.len();
+/// Reads what was appended to the capture file since `from`, at most
+/// `limit` bytes, as lossy UTF-8; `None` if nothing was.
+fn output_since(mut f: &File, from: u64, limit: usize) -> Option<String> {
+    let end = capture_len(f);
     if end <= from {
         return None;
     }
@@ -93,8 +95,8 @@ fn output_since(path: &Path, from: u64, limit: usize) -> Option<String> {
     Some(text)
 }
 
-fn capture_len(path: &Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+fn capture_len(f: &File) -> u64 {
+    f.metadata().map(|m| m.len()).unwrap_or(0)
 }
 
 impl Worker {
@@ -114,6 +116,8 @@ impl Worker {
         let out = File::create(&capture)
             .map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
         let err = out.try_clone().map_err(|e| StartError(e.to_string()))?;
+        let capture_file =
+            File::open(&capture).map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
         let mut child = Command::new(&cfg.exe)
             .arg("worker")
             .arg("--socket")
@@ -127,7 +131,7 @@ impl Worker {
             .map_err(|e| StartError(format!("cannot start {}: {e}", cfg.exe.display())))?;
 
         let deadline = Instant::now() + cfg.start_timeout;
-        let died = |child: &mut Child, capture: &Path| -> StartError {
+        let died = |child: &mut Child, capture: &File| -> StartError {
             let status = child.wait().map(describe_exit).unwrap_or_default();
             proc::kill_group(child.id());
             let output = output_since(capture, 0, 4096).unwrap_or_default();
@@ -146,7 +150,7 @@ impl Worker {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Ok(Some(_)) = child.try_wait() {
                         let _ = std::fs::remove_file(&socket);
-                        return Err(died(&mut child, &capture));
+                        return Err(died(&mut child, &capture_file));
                     }
                     if Instant::now() > deadline {
                         proc::kill_group(child.id());
@@ -173,6 +177,7 @@ impl Worker {
             stream,
             reader,
             capture,
+            capture_file,
         };
         match worker.read_message() {
             Ok(Some(FromWorker::Ready {
@@ -191,7 +196,7 @@ impl Worker {
                 ))
             }
             Ok(None) | Err(_) => {
-                let e = died(&mut worker.child, &worker.capture);
+                let e = died(&mut worker.child, &worker.capture_file);
                 Err(e)
             }
         }
@@ -212,7 +217,7 @@ impl Worker {
     /// crash or timeout verdict.
     fn run(&mut self, job: &Job, cfg: &Config) -> Result<Case, Box<Case>> {
         let start = Instant::now();
-        let from = capture_len(&self.capture);
+        let from = capture_len(&self.capture_file);
         let request = ToWorker::Case {
             index: job.index,
             id: job.record.id.clone(),
@@ -227,14 +232,13 @@ impl Worker {
             Ok(()) => self.read_message(),
             Err(e) => Err(e),
         };
-        let capture = self.capture.clone();
-        let output = || output_since(&capture, from, cfg.output_limit);
+        let limit = cfg.output_limit;
         let mut failed = job.record.clone();
         failed.duration_us = start.elapsed().as_micros() as u64;
         match answer {
             Ok(Some(FromWorker::Done { case })) => {
                 let mut case = *case;
-                case.output = output();
+                case.output = output_since(&self.capture_file, from, limit);
                 Ok(case)
             }
             Err(e)
@@ -250,7 +254,7 @@ impl Worker {
                     "no result within {:.1}s; the worker was killed",
                     cfg.case_timeout.as_secs_f64()
                 ));
-                failed.output = output();
+                failed.output = output_since(&self.capture_file, from, limit);
                 Err(Box::new(failed))
             }
             other => {
@@ -271,7 +275,7 @@ impl Worker {
                             .unwrap_or_else(|| "stopped answering".into())
                     ),
                 });
-                failed.output = output();
+                failed.output = output_since(&self.capture_file, from, limit);
                 Err(Box::new(failed))
             }
         }
