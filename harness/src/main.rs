@@ -77,6 +77,12 @@ enum Command {
         /// Address-space limit of each worker process, in MiB.
         #[arg(long, default_value_t = 8192)]
         max_memory_mb: u64,
+        /// Continue an interrupted run: keep the cases this report already
+        /// has, run the rest, and write the merged report (to this file
+        /// unless --report says otherwise). The plugins and data must be
+        /// the ones the report was made with.
+        #[arg(long, value_name = "REPORT")]
+        resume: Option<PathBuf>,
     },
     /// Internal: a worker process started by the orchestrator.
     #[command(hide = true)]
@@ -95,6 +101,8 @@ enum Command {
         replay_prefix: String,
         #[arg(long)]
         max_memory_mb: u64,
+        #[arg(long)]
+        case_cpu_seconds: Option<u64>,
     },
     /// Print the JSON Schema of reports.
     ReportSchema,
@@ -154,6 +162,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             in_process,
             case_timeout_ms,
             max_memory_mb,
+            resume,
         } => cli::roundtrip::run(cli::roundtrip::Args {
             producer: cli::resolve_plugin(&producer, "producer")?,
             consumer: cli::resolve_plugin(&consumer, "consumer")?,
@@ -177,6 +186,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             },
             case_timeout_ms,
             max_memory_mb,
+            resume,
         }),
         Command::Worker {
             socket,
@@ -186,6 +196,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             timeout_ms,
             replay_prefix,
             max_memory_mb,
+            case_cpu_seconds,
         } => Ok(arrowcert::run::worker::run(
             arrowcert::run::worker::WorkerArgs {
                 socket,
@@ -202,6 +213,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                     open_files: Some(1024),
                     cpu_seconds: None,
                 },
+                cpu_seconds: case_cpu_seconds,
             },
         )),
         Command::ReportSchema => {

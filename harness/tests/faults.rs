@@ -126,6 +126,64 @@ fn assert_fault_with(fault: &str, verdict: Verdict, needle: &str, memory_mb: &st
 }
 
 #[test]
+fn a_panic_inside_an_extern_c_function_is_a_crash_with_its_message() {
+    let src = workspace_dir().join("producers/faulty/faulty_panic.rs");
+    let lib = scratch("faulty").join("libfaulty_panic.so");
+    let status = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--edition", "2021", "--crate-type", "cdylib", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .expect("rustc runs");
+    assert!(status.success(), "compiling {}", src.display());
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, OTHER],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let r = run.report.expect("a report");
+    let c = case(&r, WHOLE);
+    assert_eq!(c.verdict, Verdict::Crash, "{c:?}");
+    assert!(
+        c.message.as_deref().unwrap_or("").contains("SIGABRT"),
+        "{c:?}"
+    );
+    let out = c.output.as_deref().unwrap_or("");
+    assert!(
+        out.contains("panicked") && out.contains("index out of bounds"),
+        "{out:?}"
+    );
+    // The other path panics too, in its own worker: the run went on.
+    assert_eq!(case(&r, OTHER).verdict, Verdict::Crash);
+}
+
+#[test]
+fn a_forked_child_returning_into_the_worker_does_not_answer_for_it() {
+    // The child comes back from the call into the worker's own code, with
+    // the worker's socket. It must leave without a word: the orchestrator
+    // sees exactly one answer per case, and every case gets its verdict.
+    let lib = faulty("producer", "FORK_RETURN");
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, SLICE, OTHER],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let r = run.report.expect("a report");
+    assert!(r.complete);
+    assert_eq!(r.cases.len(), 3);
+    for id in [WHOLE, SLICE] {
+        assert_eq!(case(&r, id).verdict, Verdict::Error, "{:?}", case(&r, id));
+    }
+    assert_eq!(case(&r, OTHER).verdict, Verdict::Skip);
+}
+
+#[test]
 fn segfault_in_produce_is_a_crash() {
     assert_fault("SEGV_PRODUCE", Verdict::Crash, "SIGSEGV");
 }
@@ -338,4 +396,120 @@ fn workers_and_in_process_agree_on_the_reference_pair() {
         verdicts[0], verdicts[1],
         "same cases, same order, same verdicts"
     );
+}
+
+/// Polls `path` until it is a report with at least one case.
+fn wait_for_checkpoint(path: &std::path::Path) -> Report {
+    for _ in 0..600 {
+        if let Ok(r) = arrowcert::report::read(path) {
+            if !r.cases.is_empty() {
+                return r;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no checkpoint report at {}", path.display());
+}
+
+#[test]
+fn sigint_leaves_a_valid_incomplete_report_that_resumes_to_a_complete_one() {
+    // 124 gold cases on the array path, 50 ms each in one worker: a run
+    // of several seconds, interrupted once its first checkpoint is written.
+    let lib = faulty("producer", "SLOW");
+    let (_, consumer) = bundled();
+    let report = scratch("interrupt").join("run.json");
+    let _ = std::fs::remove_file(&report);
+    let args = |resume: bool| {
+        let mut cmd = Command::new(arrowcert_exe());
+        cmd.arg("roundtrip")
+            .arg("--producer")
+            .arg(&lib)
+            .arg("--consumer")
+            .arg(consumer)
+            .arg("--gold")
+            .arg(gold_dir())
+            .args(["--jobs", "1", "--case-timeout-ms", DEADLINE_MS, "--report"])
+            .arg(&report)
+            .stdout(std::process::Stdio::piped());
+        if resume {
+            cmd.arg("--resume").arg(&report);
+        }
+        cmd
+    };
+    let child = args(false).spawn().expect("arrowcert starts");
+    let early = wait_for_checkpoint(&report);
+    assert!(!early.complete);
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("--resume"), "{stdout}");
+
+    let first = arrowcert::report::read(&report).expect("a valid report after SIGINT");
+    assert!(!first.complete);
+    assert_eq!(first.interrupted.as_deref(), Some("SIGINT (2)"));
+    assert!(
+        first.cases.len() < first.planned as usize,
+        "{}",
+        first.cases.len()
+    );
+    assert_eq!(first.summary.total as usize, first.cases.len());
+    // The kill that stopped the worker is not the case's fault.
+    assert!(first
+        .cases
+        .iter()
+        .all(|c| matches!(c.verdict, Verdict::Error | Verdict::Skip)));
+
+    let out = args(true).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("resuming"), "{stdout}");
+    let done = arrowcert::report::read(&report).expect("the resumed report");
+    assert!(done.complete);
+    assert_eq!(done.interrupted, None);
+    assert_eq!(done.cases.len() as u64, done.planned);
+    let ids: std::collections::HashSet<&str> = done.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), done.cases.len(), "no case ran twice");
+    // What ran before the interrupt was kept, not run again.
+    for c in &first.cases {
+        let again = case(&done, &c.id);
+        assert_eq!(again.duration_us, c.duration_us, "{}", c.id);
+    }
+    assert!(done
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with("array/"))
+        .all(|c| c.verdict == Verdict::Error));
+}
+
+#[test]
+fn resume_refuses_a_report_made_with_other_plugins() {
+    let (producer, consumer) = bundled();
+    let report = scratch("resume-other").join("run.json");
+    let run = |p: &std::path::Path, resume: bool| {
+        let mut cmd = Command::new(arrowcert_exe());
+        cmd.arg("roundtrip")
+            .arg("--producer")
+            .arg(p)
+            .arg("--consumer")
+            .arg(consumer)
+            .args(["--jobs", "1", "--report"])
+            .arg(&report)
+            .args(["--exact", WHOLE]);
+        if resume {
+            cmd.arg("--resume").arg(&report);
+        }
+        cmd.output().unwrap()
+    };
+    assert_eq!(run(producer, false).status.code(), Some(0));
+    let other = faulty("producer", "SLOW");
+    let out = run(&other, true);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the producer changed"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -20,6 +20,12 @@
  *   SIGNALS        ignore SIGSEGV, SIGABRT, SIGTERM and SIGPIPE, then fail
  *   CTOR_CRASH     crash in the library's load-time initializer
  *   ASYNC_NO_RELEASE  arrowcert_produce_async: accept the handler, never call it
+ *   FORK_RETURN    fork, and let the child return from the call too (into the
+ *                  harness's own code, holding its socket), then fail
+ *   SLOW           sleep 50 ms, then fail (long runs for interrupt tests)
+ *
+ * producers/faulty/faulty_panic.rs is a Rust plugin whose produce panics
+ * inside an `extern "C"` function.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -107,6 +113,12 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
     }
     for (;;) pause();
   }
+  return EIO;
+#elif defined(FAULT_FORK_RETURN)
+  (void)fork();
+  return EIO;
+#elif defined(FAULT_SLOW)
+  usleep(50 * 1000);
   return EIO;
 #elif defined(FAULT_SIGNALS)
   signal(SIGSEGV, SIG_IGN);

@@ -29,6 +29,95 @@ pub struct Args {
     pub case_timeout_ms: u64,
     /// Address-space limit of each worker, in MiB.
     pub max_memory_mb: u64,
+    /// A report of an interrupted run to continue.
+    pub resume: Option<PathBuf>,
+}
+
+/// How often the report of a running job is rewritten (atomically), so
+/// that a run killed outright still leaves a valid, resumable report.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The report of a run in progress: every finished case, rewritten to disk
+/// now and then with `complete: false`.
+struct Checkpoint {
+    report: Report,
+    path: PathBuf,
+    /// Plan position of each case ID, to keep `cases` in plan order.
+    position: std::collections::HashMap<String, usize>,
+    last: Instant,
+    /// The first write error, reported once at the end.
+    error: Option<String>,
+}
+
+impl Checkpoint {
+    fn add(&mut self, case: &Case) {
+        self.report.cases.push(case.clone());
+        if self.last.elapsed() >= CHECKPOINT_EVERY {
+            self.save(false);
+        }
+    }
+
+    fn save(&mut self, complete: bool) {
+        self.last = Instant::now();
+        let position = &self.position;
+        self.report
+            .cases
+            .sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
+        self.report.summary = Summary::of(&self.report.cases);
+        self.report.complete = complete;
+        self.report.finished_at = report::time::rfc3339(SystemTime::now());
+        if let Err(e) = report::write(&self.report, &self.path) {
+            self.error
+                .get_or_insert(format!("{}: cannot write report: {e}", self.path.display()));
+        }
+    }
+}
+
+/// Reads the report of an interrupted run and checks that it was made by
+/// the same command, on the same data, with the same plugin files.
+fn resumable(
+    path: &std::path::Path,
+    data: &str,
+    plugins: &[(&str, &std::path::Path)],
+) -> Result<Report, BadInput> {
+    let old = report::read(path).map_err(BadInput)?;
+    if old.command != "roundtrip" {
+        return Err(BadInput(format!(
+            "{}: a `{}` report, not a roundtrip report",
+            path.display(),
+            old.command
+        )));
+    }
+    if old.data != data {
+        return Err(BadInput(format!(
+            "{}: made with data from {}, not {data}",
+            path.display(),
+            old.data
+        )));
+    }
+    for (role, lib) in plugins {
+        let now =
+            report::sha256_file(lib).map_err(|e| BadInput(format!("{}: {e}", lib.display())))?;
+        match old.plugins.iter().find(|p| p.role == *role) {
+            Some(p) if p.sha256 == now => {}
+            Some(p) => {
+                return Err(BadInput(format!(
+                    "{}: the {role} changed since the report was written ({} had sha256 {}, {} has {now})",
+                    path.display(),
+                    p.path,
+                    p.sha256,
+                    lib.display()
+                )))
+            }
+            None => {
+                return Err(BadInput(format!(
+                    "{}: the report names no {role}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Ok(old)
 }
 
 fn shell_word(s: &str) -> String {
@@ -79,15 +168,87 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         return Ok(0);
     }
 
+    let previous = match &args.resume {
+        Some(path) => Some(resumable(
+            path,
+            &data,
+            &[("producer", &args.producer), ("consumer", &args.consumer)],
+        )?),
+        None => None,
+    };
+    let done: std::collections::HashSet<String> = previous
+        .as_ref()
+        .map(|r| r.cases.iter().map(|c| c.id.clone()).collect())
+        .unwrap_or_default();
+    let selected: Vec<usize> = plan
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| args.filter.selects(&s.id))
+        .map(|(i, _)| i)
+        .collect();
+    let position = plan
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
+    let todo: Vec<usize> = selected
+        .iter()
+        .copied()
+        .filter(|i| !done.contains(&plan[*i].id))
+        .collect();
+
     let started = SystemTime::now();
     let clock = Instant::now();
+    let path = args
+        .report
+        .clone()
+        .or_else(|| args.resume.clone())
+        .unwrap_or_else(|| {
+            PathBuf::from("reports")
+                .join(format!("roundtrip-{}.json", report::time::compact(started)))
+        });
+    // Kept cases stay; the run's start and invocation become this run's.
+    let kept = previous.map(|r| r.cases).unwrap_or_default();
+    let checkpoint = std::cell::RefCell::new(Checkpoint {
+        report: Report {
+            report_version: report::REPORT_VERSION,
+            tool: Default::default(),
+            command: "roundtrip".into(),
+            invocation: args.invocation.clone(),
+            started_at: report::time::rfc3339(started),
+            finished_at: report::time::rfc3339(started),
+            duration_ms: 0,
+            complete: false,
+            planned: selected.len() as u64,
+            interrupted: None,
+            plugins: Vec::new(),
+            data: data.clone(),
+            devices: vec!["cpu".into()],
+            cases: kept,
+            summary: Summary::default(),
+        },
+        path: path.clone(),
+        position,
+        last: Instant::now(),
+        error: None,
+    });
+    if !done.is_empty() {
+        println!(
+            "resuming {}: {} of {} cases already ran",
+            path.display(),
+            selected.len() - todo.len(),
+            selected.len()
+        );
+    }
+    run::proc::catch_interrupts();
     let verbose = args.verbose;
     let print = |c: &Case| {
         if verbose || c.verdict != Verdict::Pass {
             println!("case {} ... {}", c.id, verdict_word(c));
         }
+        checkpoint.borrow_mut().add(c);
     };
-    let (producer, consumer, cases) = if args.jobs == 0 {
+    let interrupted = if args.jobs == 0 {
         let producer = Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?;
         let consumer = Plugin::load(&args.consumer).map_err(|e| BadInput(e.to_string()))?;
         header(
@@ -97,12 +258,24 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             &data,
             "in this process",
         );
-        let cases = roundtrip::run(&producer, &consumer, &scenarios, &args.filter, &opts, print);
-        (
+        checkpoint.borrow_mut().report.plugins = vec![
             identity("producer", &producer),
             identity("consumer", &consumer),
-            cases,
-        )
+        ];
+        for &i in &todo {
+            if run::proc::interrupted().is_some() {
+                break;
+            }
+            let spec = &plan[i];
+            print(&roundtrip::run_case(
+                &producer,
+                &consumer,
+                &scenarios[spec.scenario],
+                spec,
+                &opts,
+            ));
+        }
+        run::proc::interrupted()
     } else {
         let exe = std::env::current_exe()
             .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
@@ -113,6 +286,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             gold: args.gold.clone(),
             options: opts.clone(),
             limits: run::proc::Limits::worker(args.max_memory_mb),
+            // CPU time per case: twice the wall-clock deadline, so that only
+            // several spinning threads hit it before the deadline does.
+            cpu_seconds: Some(args.case_timeout_ms.div_ceil(1000) * 2 + 1),
         }
         .to_args();
         let cfg = run::Config {
@@ -124,52 +300,74 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             output_limit: 64 * 1024,
             scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
         };
-        let jobs: Vec<run::Job> = plan
+        let jobs: Vec<run::Job> = todo
             .iter()
-            .enumerate()
-            .filter(|(_, s)| args.filter.selects(&s.id))
-            .map(|(index, s)| run::Job {
+            .map(|&index| run::Job {
                 index,
-                record: roundtrip::record(&scenarios[s.scenario], s, &opts),
+                record: roundtrip::record(&scenarios[plan[index].scenario], &plan[index], &opts),
             })
             .collect();
         // The workers load the plugins, so a plugin that crashes while
         // loading fails a worker, not this process.
         let how = format!("{} worker processes", args.jobs);
         let ready = |p: &PluginIdentity, c: &PluginIdentity| {
-            header(&p.name, &c.name, scenarios.len(), &data, &how)
+            header(&p.name, &c.name, scenarios.len(), &data, &how);
+            checkpoint.borrow_mut().report.plugins = vec![p.clone(), c.clone()];
         };
         let outcome = run::run(&cfg, plan.len(), jobs, ready, print);
         let _ = std::fs::remove_dir_all(&cfg.scratch);
         let outcome = outcome
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
-        (outcome.producer, outcome.consumer, outcome.cases)
+        outcome.interrupted
     };
-    let summary = Summary::of(&cases);
-    let finished = SystemTime::now();
-    let report = Report {
-        report_version: report::REPORT_VERSION,
-        tool: Default::default(),
-        command: "roundtrip".into(),
-        invocation: args.invocation.clone(),
-        started_at: report::time::rfc3339(started),
-        finished_at: report::time::rfc3339(finished),
-        duration_ms: clock.elapsed().as_millis() as u64,
-        complete: true,
-        plugins: vec![producer, consumer],
-        data,
-        devices: vec!["cpu".into()],
-        cases,
-        summary: summary.clone(),
-    };
+    let mut checkpoint = checkpoint.into_inner();
+    let complete = interrupted.is_none() && checkpoint.report.cases.len() >= selected.len();
+    checkpoint.report.duration_ms = clock.elapsed().as_millis() as u64;
+    checkpoint.report.interrupted = interrupted.map(run::proc::signal_name);
+    checkpoint.save(complete);
+    if let Some(e) = checkpoint.error {
+        return Err(BadInput(e));
+    }
+    let report = checkpoint.report;
     print_summary(&report);
-    let path = args.report.clone().unwrap_or_else(|| {
-        PathBuf::from("reports").join(format!("roundtrip-{}.json", report::time::compact(started)))
-    });
-    report::write(&report, &path)
-        .map_err(|e| BadInput(format!("{}: cannot write report: {e}", path.display())))?;
     println!("report: {}", path.display());
-    Ok(if summary.ok() { 0 } else { EXIT_FAILURES })
+    if let Some(sig) = interrupted {
+        println!(
+            "interrupted by {}: {} of {} cases ran; the report is marked incomplete.\nresume with: {} --resume {}",
+            run::proc::signal_name(sig),
+            report.cases.len(),
+            selected.len(),
+            resume_command(&args.invocation),
+            shell_word(&path.display().to_string())
+        );
+        return Ok(128 + sig);
+    }
+    Ok(if report.summary.ok() {
+        0
+    } else {
+        EXIT_FAILURES
+    })
+}
+
+/// The invocation without any earlier `--resume`, quoted for a shell.
+fn resume_command(invocation: &[String]) -> String {
+    let mut words = Vec::new();
+    let mut skip_next = false;
+    for w in invocation {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if w == "--resume" {
+            skip_next = true;
+            continue;
+        }
+        if w.starts_with("--resume=") {
+            continue;
+        }
+        words.push(shell_word(w));
+    }
+    words.join(" ")
 }
 
 fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &str) {

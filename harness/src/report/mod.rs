@@ -26,6 +26,13 @@ pub struct Report {
     pub duration_ms: u64,
     /// False when the run stopped before every planned case ran.
     pub complete: bool,
+    /// Cases the run planned (after filters); `cases` has fewer when the
+    /// run is incomplete.
+    #[serde(default)]
+    pub planned: u64,
+    /// The signal that stopped an incomplete run (`SIGINT (2)`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     pub plugins: Vec<PluginIdentity>,
     /// Where the scenarios came from: `built-in` or a directory.
     pub data: String,

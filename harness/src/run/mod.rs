@@ -95,6 +95,24 @@ fn output_since(mut f: &File, from: u64, limit: usize) -> Option<String> {
     Some(text)
 }
 
+/// What the capture file holds in `[from, end)`, like [`output_since`].
+fn output_between(mut f: &File, from: u64, end: u64, limit: usize) -> Option<String> {
+    if end <= from {
+        return None;
+    }
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::with_capacity(limit.min((end - from) as usize));
+    f.take((end - from).min(limit as u64))
+        .read_to_end(&mut buf)
+        .ok()?;
+    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    let dropped = (end - from).saturating_sub(buf.len() as u64);
+    if dropped > 0 {
+        text.push_str(&format!("\n[... {dropped} more bytes not kept]"));
+    }
+    Some(text)
+}
+
 fn capture_len(f: &File) -> u64 {
     f.metadata().map(|m| m.len()).unwrap_or(0)
 }
@@ -213,33 +231,45 @@ impl Worker {
             .map_err(std::io::Error::other)
     }
 
-    /// Runs one case; on `Err` the worker is dead and the case has its
-    /// crash or timeout verdict.
-    fn run(&mut self, job: &Job, cfg: &Config) -> Result<Case, Box<Case>> {
-        let start = Instant::now();
-        let from = capture_len(&self.capture_file);
+    /// Sends the request for `job` (the worker runs requests in order).
+    fn send(&mut self, job: &Job) -> std::io::Result<()> {
         let request = ToWorker::Case {
             index: job.index,
             id: job.record.id.clone(),
         };
-        let mut line = serde_json::to_string(&request).expect("request serialises");
+        let mut line = serde_json::to_string(&request).map_err(std::io::Error::other)?;
         line.push('\n');
-        let sent = self
+        self.stream.write_all(line.as_bytes())
+    }
+
+    /// Waits for the answer to the oldest request in flight, `job`, until
+    /// `deadline`. `output_from` is where that case's output starts in the
+    /// capture file. On `Err` the worker is dead (killed here) and `job` has
+    /// its crash or timeout verdict.
+    fn answer(
+        &mut self,
+        job: &Job,
+        started: Instant,
+        deadline: Instant,
+        output_from: u64,
+        cfg: &Config,
+    ) -> Result<(Case, u64), Box<Case>> {
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let answer = self
             .stream
-            .set_read_timeout(Some(cfg.case_timeout))
-            .and_then(|_| self.stream.write_all(line.as_bytes()));
-        let answer = match sent {
-            Ok(()) => self.read_message(),
-            Err(e) => Err(e),
-        };
+            .set_read_timeout(Some(wait))
+            .and_then(|_| self.read_message());
         let limit = cfg.output_limit;
         let mut failed = job.record.clone();
-        failed.duration_us = start.elapsed().as_micros() as u64;
+        failed.duration_us = started.elapsed().as_micros() as u64;
         match answer {
-            Ok(Some(FromWorker::Done { case })) => {
+            Ok(Some(FromWorker::Done { case, output_end })) => {
                 let mut case = *case;
-                case.output = output_since(&self.capture_file, from, limit);
-                Ok(case)
+                let end = output_end.unwrap_or_else(|| capture_len(&self.capture_file));
+                case.output = output_between(&self.capture_file, output_from, end, limit);
+                Ok((case, end.max(output_from)))
             }
             Err(e)
                 if matches!(
@@ -254,7 +284,7 @@ impl Worker {
                     "no result within {:.1}s; the worker was killed",
                     cfg.case_timeout.as_secs_f64()
                 ));
-                failed.output = output_since(&self.capture_file, from, limit);
+                failed.output = output_since(&self.capture_file, output_from, limit);
                 Err(Box::new(failed))
             }
             other => {
@@ -275,7 +305,7 @@ impl Worker {
                             .unwrap_or_else(|| "stopped answering".into())
                     ),
                 });
-                failed.output = output_since(&self.capture_file, from, limit);
+                failed.output = output_since(&self.capture_file, output_from, limit);
                 Err(Box::new(failed))
             }
         }
@@ -312,14 +342,123 @@ impl Worker {
 pub struct Outcome {
     pub producer: PluginIdentity,
     pub consumer: PluginIdentity,
-    /// In plan order.
+    /// In plan order; fewer than the jobs when the run was interrupted.
     pub cases: Vec<Case>,
+    /// The signal (SIGINT, SIGTERM) that stopped the run early.
+    pub interrupted: Option<i32>,
+}
+
+/// Requests a worker has at once: the next case is already waiting in the
+/// worker when the previous answer is on its way back, which hides the
+/// round trip. On a crash only the oldest request is to blame (requests run
+/// in order); the others go back to the queue.
+const PIPELINE_DEPTH: usize = 2;
+
+/// The job slot loop: runs jobs from `queue` in a worker of its own until
+/// the queue is empty or the run is interrupted.
+fn slot_loop(
+    cfg: &Config,
+    slot: usize,
+    mut worker: Option<Worker>,
+    queue: &Mutex<VecDeque<Job>>,
+    live: &Mutex<Vec<u32>>,
+    tx: mpsc::Sender<Case>,
+) {
+    struct InFlight {
+        job: Job,
+        sent: Instant,
+    }
+    let mut generation = 0;
+    let mut inflight: VecDeque<InFlight> = VecDeque::new();
+    // When the oldest request in flight began running in the worker, and
+    // where its output starts in the capture file.
+    let mut head_started = Instant::now();
+    let mut output_from = 0u64;
+    let forget = |w: &Worker| {
+        live.lock()
+            .expect("live lock")
+            .retain(|p| *p != w.child.id())
+    };
+    loop {
+        if proc::interrupted().is_some() {
+            break;
+        }
+        // Fill the pipeline.
+        while inflight.len() < PIPELINE_DEPTH {
+            let Some(job) = queue.lock().expect("queue lock").pop_front() else {
+                break;
+            };
+            if worker.is_none() {
+                generation += 1;
+                match Worker::start(cfg, &format!("worker-{slot}-{generation}")) {
+                    Ok((w, ..)) => {
+                        live.lock().expect("live lock").push(w.child.id());
+                        output_from = capture_len(&w.capture_file);
+                        worker = Some(w);
+                    }
+                    Err(StartError(why)) => {
+                        let mut c = job.record.clone();
+                        c.verdict = Verdict::Crash;
+                        c.message = Some(format!("no worker could run this case: {why}"));
+                        let _ = tx.send(c);
+                        continue;
+                    }
+                }
+            }
+            let w = worker.as_mut().expect("a worker is running");
+            if inflight.is_empty() {
+                head_started = Instant::now();
+            }
+            // A failed send means the worker is gone; the read below finds
+            // out how, and blames the oldest request.
+            let _ = w.send(&job);
+            inflight.push_back(InFlight {
+                job,
+                sent: Instant::now(),
+            });
+        }
+        let Some(head) = inflight.front() else { break };
+        let w = worker.as_mut().expect("requests in flight have a worker");
+        let started = head_started.max(head.sent);
+        let deadline = started + cfg.case_timeout;
+        match w.answer(&head.job, started, deadline, output_from, cfg) {
+            Ok((case, end)) => {
+                inflight.pop_front();
+                head_started = Instant::now();
+                output_from = end;
+                let _ = tx.send(case);
+            }
+            Err(case) => {
+                let dead = worker.take().expect("the worker that ran the case");
+                forget(&dead);
+                let _ = std::fs::remove_file(&dead.capture);
+                inflight.pop_front();
+                if proc::interrupted().is_some() {
+                    // Killed because the run is stopping, not the case's fault.
+                    break;
+                }
+                let _ = tx.send(*case);
+                let mut q = queue.lock().expect("queue lock");
+                for f in inflight.drain(..).rev() {
+                    q.push_front(f.job);
+                }
+            }
+        }
+    }
+    if let Some(w) = worker {
+        forget(&w);
+        w.stop();
+    }
 }
 
 /// Runs `jobs` in worker processes. `on_ready` is called once the first
 /// worker has loaded the plugins; `on_case` sees each case as it ends
 /// (in completion order); the result is in plan order. `Err` when not even
 /// the first worker could start (bad plugins, bad data): nothing ran.
+///
+/// SIGINT or SIGTERM (see [`proc::catch_interrupts`]) stops the run: no new
+/// case starts, workers are killed, the cases in flight are dropped (they
+/// did not finish), and the outcome says which signal stopped it.
 pub fn run(
     cfg: &Config,
     plan_len: usize,
@@ -342,6 +481,7 @@ pub fn run(
         .map(|j| (j.record.id.clone(), j.index))
         .collect();
     let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>());
+    let live = Mutex::new(vec![first.child.id()]);
     let (tx, rx) = mpsc::channel::<Case>();
     let slots = cfg.jobs.max(1);
     let mut results = Vec::new();
@@ -349,49 +489,30 @@ pub fn run(
         let mut first = Some(first);
         for slot in 0..slots {
             let tx = tx.clone();
-            let queue = &queue;
-            let mut worker = if slot == 0 { first.take() } else { None };
-            scope.spawn(move || {
-                let mut generation = 0;
-                loop {
-                    let Some(job) = queue.lock().expect("queue lock").pop_front() else {
-                        break;
-                    };
-                    if worker.is_none() {
-                        generation += 1;
-                        match Worker::start(cfg, &format!("worker-{slot}-{generation}")) {
-                            Ok((w, ..)) => worker = Some(w),
-                            Err(StartError(why)) => {
-                                let mut c = job.record.clone();
-                                c.verdict = Verdict::Crash;
-                                c.message = Some(format!("no worker could run this case: {why}"));
-                                let _ = tx.send(c);
-                                continue;
-                            }
-                        }
-                    }
-                    let w = worker.as_mut().expect("a worker is running");
-                    match w.run(&job, cfg) {
-                        Ok(case) => {
-                            let _ = tx.send(case);
-                        }
-                        Err(case) => {
-                            let dead = worker.take().expect("the worker that ran the case");
-                            let _ = std::fs::remove_file(&dead.capture);
-                            let _ = tx.send(*case);
-                        }
-                    }
-                }
-                if let Some(w) = worker {
-                    w.stop();
-                }
-            });
+            let (queue, live) = (&queue, &live);
+            let worker = if slot == 0 { first.take() } else { None };
+            scope.spawn(move || slot_loop(cfg, slot, worker, queue, live, tx));
         }
         drop(tx);
-        for case in rx {
-            let case = bound_case(case, cfg.output_limit);
-            on_case(&case);
-            results.push(case);
+        let mut killed = false;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(case) => {
+                    let case = bound_case(case, cfg.output_limit);
+                    on_case(&case);
+                    results.push(case);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if !killed && proc::interrupted().is_some() {
+                // Wake every slot blocked on its worker: their reads see the
+                // socket close, and they stop.
+                killed = true;
+                for pid in live.lock().expect("live lock").iter() {
+                    proc::kill_group(*pid);
+                }
+            }
         }
     });
     results.sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
@@ -399,6 +520,7 @@ pub fn run(
         producer,
         consumer,
         cases: results,
+        interrupted: proc::interrupted(),
     })
 }
 

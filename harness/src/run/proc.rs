@@ -92,10 +92,92 @@ pub fn signal_name(sig: i32) -> String {
         libc::SIGILL => "SIGILL",
         libc::SIGKILL => "SIGKILL",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGXCPU => "SIGXCPU",
         libc::SIGTRAP => "SIGTRAP",
         _ => return format!("signal {sig}"),
     };
     format!("{name} ({sig})")
+}
+
+/// The signal (SIGINT or SIGTERM) that asked the run to stop, 0 if none.
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    // A second Ctrl-C means "now": leave at once. Workers see their socket
+    // close and end on their own; the last incremental report stays valid.
+    if INTERRUPTED.swap(sig, std::sync::atomic::Ordering::SeqCst) != 0 {
+        // SAFETY: _exit is async-signal-safe and takes no pointers.
+        unsafe { libc::_exit(128 + sig) };
+    }
+}
+
+/// Catches SIGINT and SIGTERM so that a run can stop between cases and
+/// leave a valid, resumable report. Blocking reads are restarted
+/// (SA_RESTART), so the only effect of a signal is the flag read by
+/// [`interrupted`].
+pub fn catch_interrupts() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask"
+        // value; we set a plain handler that only touches an atomic (which
+        // is async-signal-safe) and pass the struct by reference for the
+        // duration of the call.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The signal that interrupted the run, if one did.
+pub fn interrupted() -> Option<i32> {
+    match INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// Gives the calling process `seconds` more CPU time from now (soft
+/// RLIMIT_CPU; the hard limit is left alone so the next case can raise it
+/// again). A plugin that spins on several threads gets SIGXCPU, which the
+/// orchestrator reports as a crash of that case.
+pub fn cpu_budget(seconds: u64) -> io::Result<()> {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let used = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) as u64 + 1
+    };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass by reference.
+    if unsafe { libc::getrlimit(libc::RLIMIT_CPU, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let want = (used + seconds) as libc::rlim_t;
+    lim.rlim_cur = if lim.rlim_max == libc::RLIM_INFINITY {
+        want
+    } else {
+        want.min(lim.rlim_max)
+    };
+    // SAFETY: setrlimit reads the struct for the duration of the call.
+    if unsafe { libc::setrlimit(libc::RLIMIT_CPU, &lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Ends the calling process at once, without running exit handlers or
+/// flushing stdio buffers that a forked child shares with its parent.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit takes no pointers and never returns.
+    unsafe { libc::_exit(code) }
 }

@@ -21,8 +21,15 @@ pub enum FromWorker {
         consumer: Box<PluginIdentity>,
         cases: usize,
     },
-    /// A case finished (whatever its verdict).
-    Done { case: Box<Case> },
+    /// A case finished (whatever its verdict). `output_end` is the worker's
+    /// position in its capture file once its C stdio was flushed: what the
+    /// plugins printed during the case ends there (requests are pipelined,
+    /// so the orchestrator cannot tell from the file's length alone).
+    Done {
+        case: Box<Case>,
+        #[serde(default)]
+        output_end: Option<u64>,
+    },
     /// The worker cannot go on (bad input it discovered); it exits next.
     Fatal { message: String },
 }

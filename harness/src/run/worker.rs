@@ -1,11 +1,12 @@
 //! `arrowcert worker`: loads the plugins once, then runs the cases the
 //! orchestrator sends over its socket until the socket closes.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-use super::proc::{flush_c_stdio, Limits};
+use super::proc::{self, flush_c_stdio, Limits};
 use super::protocol::{FromWorker, ToWorker};
 use crate::plugin::Plugin;
 use crate::report::{self, PluginIdentity};
@@ -21,6 +22,8 @@ pub struct WorkerArgs {
     pub gold: Option<PathBuf>,
     pub options: Options,
     pub limits: Limits,
+    /// CPU seconds each case may use (soft RLIMIT_CPU, renewed per case).
+    pub cpu_seconds: Option<u64>,
 }
 
 impl WorkerArgs {
@@ -45,6 +48,10 @@ impl WorkerArgs {
             "--max-memory-mb".to_string(),
             (self.limits.address_space.unwrap_or(u64::MAX) / (1024 * 1024)).to_string(),
         ];
+        if let Some(secs) = self.cpu_seconds {
+            args.push("--case-cpu-seconds".into());
+            args.push(secs.to_string());
+        }
         if let Some(dir) = &self.gold {
             args.push("--gold".into());
             args.push(abs(dir));
@@ -126,6 +133,14 @@ pub fn run(args: WorkerArgs) -> i32 {
     if send(&mut stream, &ready).is_err() {
         return 2;
     }
+    // A handle on our stdout (the capture file): its position, shared with
+    // fd 1, tells the orchestrator where each case's output ends.
+    let capture = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .map(std::fs::File::from);
+    let me = std::process::id();
     let reader = match stream.try_clone() {
         Ok(s) => BufReader::new(s),
         Err(_) => return 2,
@@ -154,6 +169,9 @@ pub fn run(args: WorkerArgs) -> i32 {
             );
             return 2;
         };
+        if let Some(secs) = args.cpu_seconds {
+            let _ = proc::cpu_budget(secs);
+        }
         let case = roundtrip::run_case(
             &producer,
             &consumer,
@@ -161,11 +179,18 @@ pub fn run(args: WorkerArgs) -> i32 {
             spec,
             &args.options,
         );
+        if std::process::id() != me {
+            // A plugin forked and its child came back into our code: it
+            // must not answer (or read) on the orchestrator's socket.
+            proc::exit_now(0);
+        }
         flush_c_stdio();
+        let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
         if send(
             &mut stream,
             &FromWorker::Done {
                 case: Box::new(case),
+                output_end,
             },
         )
         .is_err()
