@@ -155,6 +155,7 @@ fn workers_vs_in_process(
                 gold: Some(support::gold_dir()),
                 options: opts.clone(),
                 limits: run::proc::Limits::worker(8192),
+                cpu_seconds: Some(121),
             }
             .to_args(),
             jobs,

@@ -352,7 +352,7 @@ pub struct Outcome {
 /// worker when the previous answer is on its way back, which hides the
 /// round trip. On a crash only the oldest request is to blame (requests run
 /// in order); the others go back to the queue.
-const PIPELINE_DEPTH: usize = 2;
+const PIPELINE_DEPTH: usize = 4;
 
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
