@@ -3,6 +3,9 @@
  * Faults hit arrowcert_consume_array:
  *   SEGV_CONSUME   write through NULL
  *   HANG_CONSUME   never return
+ * and, with -DFAULT_CANCELS, the async entry points: a handler that cancels
+ * the stream from on_schema (legal: cancel must be thread-safe and
+ * idempotent), to drive producers' cancel paths.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -24,3 +27,43 @@ int arrowcert_consume_array(struct ArrowSchema* schema, struct ArrowArray* array
 #endif
   return ENOSYS;
 }
+
+#ifdef FAULT_CANCELS
+#include <stdlib.h>
+static int cancel_on_schema(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* s) {
+  if (s->release) s->release(s);
+  self->producer->cancel(self->producer);
+  return 0;
+}
+static int drop_task(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task,
+                     const char* metadata) {
+  (void)self; (void)metadata;
+  if (task) task->extract_data(task, NULL);
+  return 0;
+}
+static void ignore_error(struct ArrowAsyncDeviceStreamHandler* self, int code,
+                         const char* message, const char* metadata) {
+  (void)self; (void)code; (void)message; (void)metadata;
+}
+static volatile int released;
+static void release_handler(struct ArrowAsyncDeviceStreamHandler* self) {
+  self->release = NULL;
+  released = 1;
+}
+int arrowcert_consume_async_start(struct ArrowAsyncDeviceStreamHandler* handler, void** token) {
+  handler->on_schema = cancel_on_schema;
+  handler->on_next_task = drop_task;
+  handler->on_error = ignore_error;
+  handler->release = release_handler;
+  handler->producer = NULL;
+  handler->private_data = NULL;
+  *token = handler;
+  released = 0;
+  return 0;
+}
+int arrowcert_consume_async_finish(void* token, int64_t timeout_ms, uint8_t** out, int64_t* len) {
+  (void)token; (void)out; (void)len;
+  for (int64_t waited = 0; !released && waited < timeout_ms; waited++) usleep(1000);
+  return ECANCELED;
+}
+#endif

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod plugin;
 pub mod report;
 pub mod roundtrip;
+pub mod rules;
 pub mod run;
 pub mod scenario;
 pub mod sdk;

@@ -252,6 +252,27 @@ fn a_hanging_get_next_is_a_timeout() {
 }
 
 #[test]
+fn a_deadlock_inside_cancel_is_a_timeout_of_that_case() {
+    let producer = faulty("producer", "CANCEL_DEADLOCK");
+    let consumer = faulty("consumer", "CANCELS");
+    let run = roundtrip_with(
+        producer.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &["async/primitive", WHOLE],
+        &[],
+        HANG_DEADLINE_MS,
+        "1024",
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let r = run.report.expect("report");
+    assert!(r.complete);
+    let c = case(&r, "async/primitive");
+    assert_eq!(c.verdict, Verdict::Timeout, "{c:?}");
+    // The next case ran in a fresh worker.
+    assert_eq!(case(&r, WHOLE).verdict, Verdict::Error);
+}
+
+#[test]
 fn an_async_producer_that_never_releases_is_an_error_not_a_hang() {
     let lib = faulty("producer", "ASYNC_NO_RELEASE");
     let (_, consumer) = bundled();

@@ -23,6 +23,9 @@
  *   FORK_RETURN    fork, and let the child return from the call too (into the
  *                  harness's own code, holding its socket), then fail
  *   SLOW           sleep 50 ms, then fail (long runs for interrupt tests)
+ *   CANCEL_DEADLOCK  arrowcert_produce_async: send the schema; cancel() then
+ *                  deadlocks (takes a lock it already holds). Pair it with
+ *                  the faulty consumer built with -DFAULT_CANCELS.
  *
  * producers/faulty/faulty_panic.rs is a Rust plugin whose produce panics
  * inside an `extern "C"` function.
@@ -159,5 +162,29 @@ int arrowcert_produce_async(const uint8_t* ipc, int64_t len, int32_t device_type
                             int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler) {
   (void)ipc; (void)len; (void)device_type; (void)device_id; (void)handler;
   return 0; /* accepted, and then nothing: no on_schema, no release */
+}
+#endif
+
+#ifdef FAULT_CANCEL_DEADLOCK
+#include <pthread.h>
+static pthread_mutex_t cancel_lock = PTHREAD_MUTEX_INITIALIZER;
+static void nop_request(struct ArrowAsyncProducer* p, int64_t n) { (void)p; (void)n; }
+static void deadlock_cancel(struct ArrowAsyncProducer* p) {
+  (void)p;
+  /* "Calls to cancel must be idempotent and thread-safe": this one takes a
+   * lock it already holds, the way a producer that calls cancel from a
+   * callback made under its own lock does. */
+  pthread_mutex_lock(&cancel_lock);
+  pthread_mutex_lock(&cancel_lock);
+}
+static struct ArrowAsyncProducer deadlock_producer = {
+    1, nop_request, deadlock_cancel, NULL, NULL};
+int arrowcert_produce_async(const uint8_t* ipc, int64_t len, int32_t device_type,
+                            int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler) {
+  (void)device_type; (void)device_id;
+  struct ArrowSchema schema;
+  arrowcert_produce_schema(ipc, len, &schema);
+  handler->producer = &deadlock_producer;
+  return handler->on_schema(handler, &schema) == 0 ? 0 : 0;
 }
 #endif

@@ -1,0 +1,674 @@
+//! The rule catalogue: every requirement the harness judges, with a stable ID,
+//! the spec's own level for it, the side it judges, the spec sentence it
+//! comes from (quoted verbatim) and how the harness observes it.
+//!
+//! `shared/RULES.md` is where the catalogue started; the tests below keep
+//! every ID, level and side of it here, every quote a real sentence of the
+//! spec texts under its section, and `docs/RULES.md` equal to [`markdown`]
+//! (regenerate with `ARROWCERT_BLESS=1 cargo test -p arrowcert --lib rules`).
+
+#![forbid(unsafe_code)]
+
+mod catalogue;
+
+use std::fmt;
+
+pub use catalogue::{LevelChange, LEVEL_CHANGES, RULES};
+
+/// How strongly the spec requires a rule: its own word for the quoted
+/// sentence, never stronger. `Info` is behaviour the spec leaves open.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    Must,
+    Should,
+    Info,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::Info => "INFO",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Which side of the interface a rule judges.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// P: the library under test exports, the harness consumes.
+    Producer,
+    /// C: the harness exports, the library under test consumes.
+    Consumer,
+    /// P/C: judged on both sides.
+    Both,
+}
+
+impl Side {
+    /// The letter(s) RULES.md uses: `P`, `C`, `P/C`.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Side::Producer => "P",
+            Side::Consumer => "C",
+            Side::Both => "P/C",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Producer => "producer",
+            Side::Consumer => "consumer",
+            Side::Both => "both",
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// One rule of the catalogue.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// Stable, hierarchical: `area.subject.property`, e.g. `array.null-count`.
+    pub id: &'static str,
+    pub level: Level,
+    pub side: Side,
+    /// The first segment of `id`: schema, array, device, stream, async, consumer.
+    pub area: &'static str,
+    /// One line: what the rule requires.
+    pub summary: &'static str,
+    /// The spec text the quote comes from, e.g. `CDataInterface.rst`.
+    pub spec_file: &'static str,
+    /// The heading of the RST section the quote is under.
+    pub section: &'static str,
+    /// A sentence of `spec_file`, verbatim but for RST markup and line breaks.
+    pub quote: &'static str,
+    /// How the harness decides it: what it does and what it observes.
+    pub observation: &'static str,
+}
+
+/// Display titles of the areas, in catalogue order.
+const AREAS: &[(&str, &str)] = &[
+    ("schema", "Schema (ArrowSchema)"),
+    ("array", "Array (ArrowArray)"),
+    ("device", "Device array and device stream"),
+    (
+        "stream",
+        "Streams (ArrowArrayStream, ArrowDeviceArrayStream)",
+    ),
+    ("async", "Async device stream"),
+    ("consumer", "Consumers (the harness is the producer)"),
+];
+
+fn area_title(area: &str) -> &str {
+    AREAS
+        .iter()
+        .find(|(a, _)| *a == area)
+        .map_or(area, |(_, t)| t)
+}
+
+/// The rule with this exact ID.
+pub fn find(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// Rules whose id matches a pattern: exact id, or a prefix ending in `*`
+/// ("array.*", "array.release.*", "*").
+pub fn matching(pattern: &str) -> Vec<&'static Rule> {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => RULES.iter().filter(|r| r.id.starts_with(prefix)).collect(),
+        None => RULES.iter().filter(|r| r.id == pattern).collect(),
+    }
+}
+
+/// The areas in catalogue order, each with its rules.
+fn by_area() -> Vec<(&'static str, Vec<&'static Rule>)> {
+    let mut out: Vec<(&'static str, Vec<&'static Rule>)> = Vec::new();
+    for rule in RULES {
+        match out.iter_mut().find(|(a, _)| *a == rule.area) {
+            Some((_, rules)) => rules.push(rule),
+            None => out.push((rule.area, vec![rule])),
+        }
+    }
+    out
+}
+
+/// Greedy word wrap of `text` to `width` columns, each line prefixed by `indent`.
+fn wrap(text: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The text `arrowcert explain ID` prints: id, level, side, summary, spec file
+/// and section, the quote (indented), the observation.
+pub fn explain(rule: &Rule) -> String {
+    let mut out = format!("{}  {}  {}\n", rule.id, rule.level, rule.side);
+    out.push_str(&wrap(rule.summary, "", 78));
+    out.push_str(&format!(
+        "\nSpec: {}, section \"{}\":\n",
+        rule.spec_file, rule.section
+    ));
+    out.push_str(&wrap(rule.quote, "    ", 78));
+    out.push_str("\nHow arrowcert decides:\n");
+    out.push_str(&wrap(rule.observation, "    ", 78));
+    if let Some(change) = LEVEL_CHANGES.iter().find(|c| c.id == rule.id) {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Level: {}, not {} as in the starting list (shared/RULES.md): {}.",
+                rule.level, change.rules_md, change.reason
+            ),
+            "",
+            78,
+        ));
+    }
+    out
+}
+
+/// The text `arrowcert rules` prints: one line per rule, `ID  LEVEL  SIDE
+/// summary`, aligned columns, grouped by area in catalogue order.
+pub fn list() -> String {
+    let id_width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (_, rules) in by_area() {
+        for r in rules {
+            out.push_str(&format!(
+                "{:<id_width$}  {:<6}  {:<3}  {}\n",
+                r.id,
+                r.level.as_str(),
+                r.side.letter(),
+                r.summary
+            ));
+        }
+    }
+    out
+}
+
+/// Markdown prose: `*` escaped so pointer types never start emphasis.
+fn md(text: &str) -> String {
+    text.replace('*', "\\*")
+}
+
+/// A Markdown table cell: pipes and `*` escaped, on one line.
+fn cell(text: &str) -> String {
+    md(&text.split_whitespace().collect::<Vec<_>>().join(" ")).replace('|', "\\|")
+}
+
+/// A Markdown document of the whole catalogue (a table per area, then the
+/// quotes and observations), committed as `docs/RULES.md`.
+pub fn markdown() -> String {
+    let count = |level| RULES.iter().filter(|r| r.level == level).count();
+    let mut out = String::new();
+    out.push_str("# Rule catalogue\n\n");
+    out.push_str(
+        "<!-- Generated from harness/src/rules by `arrowcert::rules::markdown()`; do not edit.\n     \
+         Regenerate: ARROWCERT_BLESS=1 cargo test -p arrowcert --lib rules -->\n\n",
+    );
+    out.push_str(&format!(
+        "{} rules: {} MUST, {} SHOULD, {} INFO. Side: P judges a producer (the library \
+         exports, the harness consumes), C judges a consumer (the harness exports), P/C both. \
+         The level is the spec's own word for the quoted sentence, never stronger; INFO is \
+         behaviour the spec leaves open. Quotes are verbatim from the spec texts (Apache Arrow \
+         `docs/source/format/`), with RST markup and line breaks dropped. \
+         `arrowcert explain ID` prints one rule; `arrowcert rules` lists them all.\n\n",
+        RULES.len(),
+        count(Level::Must),
+        count(Level::Should),
+        count(Level::Info)
+    ));
+    let areas = by_area();
+    out.push_str("| Area | Rules |\n|---|---|\n");
+    for (area, rules) in &areas {
+        out.push_str(&format!("| {} | {} |\n", area_title(area), rules.len()));
+    }
+    out.push('\n');
+    for (area, rules) in &areas {
+        out.push_str(&format!("## {}\n\n", area_title(area)));
+        out.push_str("| ID | Level | Side | Requirement | Spec |\n|---|---|---|---|---|\n");
+        for r in rules {
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {}: {} |\n",
+                r.id,
+                r.level,
+                r.side.letter(),
+                cell(r.summary),
+                r.spec_file,
+                cell(r.section)
+            ));
+        }
+        out.push('\n');
+        for r in rules {
+            out.push_str(&format!("### `{}`\n\n", r.id));
+            out.push_str(&format!(
+                "{} ({}, {}). {}, \"{}\":\n\n",
+                md(r.summary),
+                r.level,
+                r.side,
+                r.spec_file,
+                md(r.section)
+            ));
+            out.push_str(&format!("> {}\n\n", md(r.quote)));
+            out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
+        }
+    }
+    out.push_str("## Levels that differ from the starting list\n\n");
+    out.push_str(
+        "`shared/RULES.md` gave these rules a stronger level than the spec's own word for \
+         the sentence:\n\n",
+    );
+    for c in LEVEL_CHANGES {
+        let level = find(c.id).map_or(Level::Info, |r| r.level);
+        out.push_str(&format!(
+            "- `{}`: {} (RULES.md: {}): {}.\n",
+            c.id,
+            level,
+            c.rules_md,
+            md(c.reason)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::path::PathBuf;
+
+    fn spec_dir() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/spec"))
+    }
+
+    fn shared_rules_md() -> PathBuf {
+        PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/RULES.md"
+        ))
+    }
+
+    fn docs_rules_md() -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/RULES.md"))
+    }
+
+    /// RST text reduced for comparison: roles (`:c:member:`x``, `:ref:`text
+    /// <target>``) replaced by their text, backticks and `*` emphasis dropped,
+    /// whitespace runs collapsed to one space.
+    fn normalise(text: &str) -> String {
+        let chars: Vec<char> = text.chars().collect();
+        let mut roles_done = String::with_capacity(text.len());
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] == ':' {
+                let mut j = i + 1;
+                while j < chars.len() && (chars[j].is_ascii_lowercase() || chars[j] == ':') {
+                    j += 1;
+                }
+                let is_role = j >= i + 3
+                    && chars[j - 1] == ':'
+                    && chars.get(j) == Some(&'`')
+                    && chars.get(j + 1) != Some(&'`');
+                if is_role {
+                    if let Some(len) = chars[j + 1..].iter().position(|&c| c == '`') {
+                        let content: String = chars[j + 1..j + 1 + len].iter().collect();
+                        let shown = match (content.rfind(" <"), content.ends_with('>')) {
+                            (Some(at), true) => &content[..at],
+                            _ => &content[..],
+                        };
+                        roles_done.push_str(shown);
+                        i = j + 1 + len + 1;
+                        continue;
+                    }
+                }
+            }
+            roles_done.push(chars[i]);
+            i += 1;
+        }
+        roles_done
+            .replace(['`', '*'], "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn is_adornment(line: &str) -> bool {
+        let mut chars = line.chars();
+        match chars.next() {
+            Some(c) if "=-~'^\"#*+_:.".contains(c) => line.len() >= 3 && chars.all(|d| d == c),
+            _ => false,
+        }
+    }
+
+    /// The sections of an RST file: (heading, normalised text up to the next
+    /// heading of any level).
+    fn sections(text: &str) -> Vec<(String, String)> {
+        let lines: Vec<&str> = text.lines().collect();
+        let heads: Vec<usize> = (0..lines.len().saturating_sub(1))
+            .filter(|&i| {
+                let (title, under) = (lines[i], lines[i + 1]);
+                !title.trim().is_empty()
+                    && !title.starts_with(char::is_whitespace)
+                    && !is_adornment(title.trim())
+                    && is_adornment(under)
+                    && under.chars().count() >= title.trim_end().chars().count()
+            })
+            .collect();
+        heads
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let end = heads.get(k + 1).copied().unwrap_or(lines.len());
+                (
+                    lines[i].trim().to_string(),
+                    normalise(&lines[i + 2..end].join("\n")),
+                )
+            })
+            .collect()
+    }
+
+    fn read(path: &PathBuf) -> String {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn well_formed(id: &str) -> bool {
+        let segments: Vec<&str> = id.split('.').collect();
+        segments.len() >= 2
+            && segments.iter().all(|s| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            })
+    }
+
+    #[test]
+    fn normalise_drops_markup() {
+        assert_eq!(
+            normalise("There must be :c:member:`ArrowSchema.n_children`\n   pointers."),
+            "There must be ArrowSchema.n_children pointers."
+        );
+        assert_eq!(
+            normalise("a non-zero\n :ref:`error code <c-stream-interface-error-codes>` otherwise"),
+            "a non-zero error code otherwise"
+        );
+        assert_eq!(
+            normalise("*Mandatory.*  the ``ArrowArray`` is **not** *MUST*"),
+            "Mandatory. the ArrowArray is not MUST"
+        );
+        assert_eq!(normalise("the colon ``:`` must"), "the colon : must");
+    }
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let mut seen = HashSet::new();
+        for r in RULES {
+            assert!(seen.insert(r.id), "duplicate id {}", r.id);
+            assert!(well_formed(r.id), "malformed id {}", r.id);
+            assert_eq!(r.id.split('.').next(), Some(r.area), "area of {}", r.id);
+            assert!(
+                AREAS.iter().any(|(a, _)| *a == r.area),
+                "unknown area {}",
+                r.area
+            );
+            for (what, text) in [
+                ("summary", r.summary),
+                ("quote", r.quote),
+                ("observation", r.observation),
+            ] {
+                assert!(!text.trim().is_empty(), "{}: empty {what}", r.id);
+                assert!(!text.contains('\n'), "{}: {what} spans lines", r.id);
+            }
+            assert!(!r.quote.contains('`'), "{}: markup in quote", r.id);
+            assert!(r.quote.len() >= 40, "{}: quote too short", r.id);
+        }
+    }
+
+    #[test]
+    fn areas_are_contiguous_in_catalogue_order() {
+        let order: Vec<&str> = by_area().iter().map(|(a, _)| *a).collect();
+        let expected: Vec<&str> = AREAS.iter().map(|(a, _)| *a).collect();
+        assert_eq!(order, expected);
+        let mut last = "";
+        let mut done = HashSet::new();
+        for r in RULES {
+            if r.area != last {
+                assert!(done.insert(r.area), "area {} is split", r.area);
+                last = r.area;
+            }
+        }
+    }
+
+    #[test]
+    fn quotes_are_verbatim_under_their_sections() {
+        let mut failures = Vec::new();
+        for r in RULES {
+            let text = read(&spec_dir().join(r.spec_file));
+            if !text.lines().any(|l| l.trim() == r.section) {
+                failures.push(format!(
+                    "{}: no heading {:?} in {}",
+                    r.id, r.section, r.spec_file
+                ));
+                continue;
+            }
+            let quote = normalise(r.quote);
+            if !normalise(&text).contains(&quote) {
+                failures.push(format!("{}: quote not in {}: {quote}", r.id, r.spec_file));
+                continue;
+            }
+            let under: Vec<String> = sections(&text)
+                .into_iter()
+                .filter(|(_, body)| body.contains(&quote))
+                .map(|(heading, _)| heading)
+                .collect();
+            if !under.iter().any(|h| h == r.section) {
+                failures.push(format!(
+                    "{}: quote is under {under:?}, not {:?}",
+                    r.id, r.section
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Rows of RULES.md's tables: (id, level, side letter).
+    fn rules_md_rows() -> Vec<(String, String, String)> {
+        read(&shared_rules_md())
+            .lines()
+            .filter(|l| l.starts_with("| "))
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+                let id = cells.first()?;
+                if *id == "ID" || cells.len() < 3 {
+                    return None;
+                }
+                Some((id.to_string(), cells[1].to_string(), cells[2].to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_rules_md_row_is_in_the_catalogue() {
+        let rows = rules_md_rows();
+        assert!(
+            rows.len() > 50,
+            "parsed only {} rows of RULES.md",
+            rows.len()
+        );
+        let mut failures = Vec::new();
+        for (id, level, side) in &rows {
+            let changed = LEVEL_CHANGES.iter().find(|c| c.id == id);
+            if let Some(c) = changed {
+                assert_eq!(
+                    c.rules_md.as_str(),
+                    level,
+                    "{id}: LEVEL_CHANGES out of date"
+                );
+            }
+            let check = |r: &Rule, failures: &mut Vec<String>| {
+                let want_level = match changed {
+                    Some(_) => r.level.as_str(),
+                    None => level.as_str(),
+                };
+                if r.level.as_str() != want_level {
+                    failures.push(format!(
+                        "{}: level {} in RULES.md, {} here",
+                        r.id, level, r.level
+                    ));
+                }
+                if r.side.letter() != side {
+                    failures.push(format!(
+                        "{}: side {} in RULES.md, {} here",
+                        r.id,
+                        side,
+                        r.side.letter()
+                    ));
+                }
+            };
+            if let Some(prefix) = id.strip_suffix('*') {
+                assert!(well_formed(prefix.trim_end_matches('.')), "{id}");
+                let family = matching(id);
+                if family.is_empty() {
+                    failures.push(format!("{id}: no rule under this family"));
+                }
+                for r in family {
+                    check(r, &mut failures);
+                }
+            } else {
+                assert!(well_formed(id), "unparsed RULES.md row {id}");
+                match find(id) {
+                    Some(r) => check(r, &mut failures),
+                    None => failures.push(format!("{id}: missing from the catalogue")),
+                }
+            }
+        }
+        for c in LEVEL_CHANGES {
+            let r = find(c.id).unwrap_or_else(|| panic!("{}: unknown id", c.id));
+            assert_ne!(r.level, c.rules_md, "{}: not actually changed", c.id);
+            assert!(
+                rows.iter().any(|(id, _, _)| id == c.id),
+                "{}: not in RULES.md",
+                c.id
+            );
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn find_matching_explain_list() {
+        let release: Vec<&str> = matching("array.release.*").iter().map(|r| r.id).collect();
+        assert_eq!(
+            release,
+            [
+                "array.release.set",
+                "array.release.marks-released",
+                "array.release.frees",
+                "array.release.relocatable",
+                "array.release.walks-children",
+            ]
+        );
+        assert_eq!(matching("*").len(), RULES.len());
+        assert!(matching("array.*").iter().all(|r| r.area == "array"));
+        assert_eq!(matching("array.null-count").len(), 1);
+        assert!(matching("array.null").is_empty());
+        assert!(matching("nothing.*").is_empty());
+
+        let rule = find("array.null-count").expect("array.null-count");
+        assert_eq!(rule.level, Level::Must);
+        assert_eq!(rule.side, Side::Producer);
+        assert!(find("array.nope").is_none());
+
+        let text = explain(rule);
+        assert!(text.starts_with("array.null-count  MUST  producer\n"));
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(rule.quote), "{text}");
+        assert!(flat.contains(rule.observation), "{text}");
+        assert!(text.contains(rule.section) && text.contains(rule.spec_file));
+        assert!(text.lines().any(|l| l.starts_with("    Mandatory.")));
+        assert!(explain(find("device.event.none").unwrap()).contains("not MUST"));
+
+        let listing = list();
+        assert_eq!(listing.lines().count(), RULES.len());
+        let first = listing.lines().next().unwrap();
+        let level_col = first.find("MUST").unwrap();
+        for (line, r) in listing.lines().zip(RULES) {
+            assert!(line.starts_with(r.id), "{line}");
+            assert_eq!(
+                &line[level_col..level_col + r.level.as_str().len()],
+                r.level.as_str()
+            );
+            assert!(line.ends_with(r.summary));
+        }
+    }
+
+    #[test]
+    fn serde_names() {
+        assert_eq!(serde_json::to_string(&Level::Should).unwrap(), "\"SHOULD\"");
+        assert_eq!(serde_json::to_string(&Side::Both).unwrap(), "\"both\"");
+        let level: Level = serde_json::from_str("\"INFO\"").unwrap();
+        assert_eq!(level, Level::Info);
+    }
+
+    #[test]
+    fn docs_rules_md_is_current() {
+        let path = docs_rules_md();
+        let generated = markdown();
+        if std::env::var_os("ARROWCERT_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(&path, &generated).unwrap();
+            return;
+        }
+        let committed = read(&path);
+        assert!(
+            committed == generated,
+            "{} is out of date: run ARROWCERT_BLESS=1 cargo test -p arrowcert --lib rules",
+            path.display()
+        );
+    }
+}
