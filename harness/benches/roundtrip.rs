@@ -150,8 +150,9 @@ fn workers_vs_in_process(
             exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
             worker_args: run::worker::WorkerArgs {
                 socket: PathBuf::new(),
+                mode: run::worker::Mode::Roundtrip,
                 producer: producer_path.to_path_buf(),
-                consumer: consumer_path.to_path_buf(),
+                consumer: Some(consumer_path.to_path_buf()),
                 gold: Some(support::gold_dir()),
                 options: opts.clone(),
                 limits: run::proc::Limits::worker(8192),
@@ -176,7 +177,7 @@ fn workers_vs_in_process(
         // Whole runs: starting the workers and loading the plugins and the
         // gold data included, as a real run pays it.
         let whole = rate(|| {
-            let out = run::run(&cfg, n, jobs_list(), |_, _| {}, |_| {}).expect("workers start");
+            let out = run::run(&cfg, n, jobs_list(), |_| {}, |_| {}).expect("workers start");
             assert!(out
                 .cases
                 .iter()
@@ -191,7 +192,7 @@ fn workers_vs_in_process(
             &cfg,
             n,
             repeated,
-            |_, _| ready_at = Some(Instant::now()),
+            |_| ready_at = Some(Instant::now()),
             |_| {},
         )
         .expect("workers start");

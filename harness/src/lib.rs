@@ -6,8 +6,10 @@
 //! safe Rust.
 
 pub mod abi;
+pub mod certify;
 pub mod cli;
 pub mod compare;
+pub mod inspect;
 pub mod plugin;
 pub mod report;
 pub mod roundtrip;

@@ -89,10 +89,12 @@ enum Command {
     Worker {
         #[arg(long)]
         socket: PathBuf,
+        #[arg(long, default_value = "roundtrip")]
+        mode: String,
         #[arg(long)]
         producer: PathBuf,
         #[arg(long)]
-        consumer: PathBuf,
+        consumer: Option<PathBuf>,
         #[arg(long)]
         gold: Option<PathBuf>,
         #[arg(long)]
@@ -111,6 +113,64 @@ enum Command {
     AbiCheck {
         /// The header (default: the bundled arrowcert_plugin.h).
         header: Option<PathBuf>,
+    },
+    /// Certify a producer: judge what it exports, rule by rule (`arrowcert
+    /// rules`), with evidence and a replay command for every failure. Exit
+    /// code 0 when every MUST rule holds, 1 when one fails.
+    Certify {
+        /// Producer plugin: a path, or a bundled name.
+        #[arg(long, default_value = "reference")]
+        producer: String,
+        /// A directory of Arrow IPC stream files (`*.stream`) to use
+        /// instead of the built-in scenarios.
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// Where to write the JSON report (default: reports/certify-<time>.json).
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Also write JUnit XML (one test case per rule) here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Run only cases whose ID contains one of these.
+        filters: Vec<String>,
+        /// Filters match whole case IDs.
+        #[arg(long)]
+        exact: bool,
+        /// Skip cases whose ID contains this (repeatable).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// List the case IDs and exit.
+        #[arg(long)]
+        list: bool,
+        /// Print every case, not only failures.
+        #[arg(short, long)]
+        verbose: bool,
+        /// Worker processes (default: one per core); 0 runs in this process.
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+        /// Same as `--jobs 0`.
+        #[arg(long)]
+        in_process: bool,
+        /// A case with no result after this long is a timeout.
+        #[arg(long, default_value_t = 60_000)]
+        case_timeout_ms: u64,
+        /// Address-space limit of each worker process, in MiB.
+        #[arg(long, default_value_t = 8192)]
+        max_memory_mb: u64,
+    },
+    /// List the rules arrowcert checks (ID, level, side, what it requires).
+    Rules {
+        /// Only rules matching these: an ID, or a prefix ending in `*` (`array.*`).
+        patterns: Vec<String>,
+        /// Print the catalogue as Markdown (as in docs/RULES.md).
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Explain a rule: its level, the spec sentence it enforces, and how
+    /// arrowcert decides it.
+    Explain {
+        /// A rule ID (`array.null-count`) or a pattern (`device.*`).
+        rule: String,
     },
 }
 
@@ -190,6 +250,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         }),
         Command::Worker {
             socket,
+            mode,
             producer,
             consumer,
             gold,
@@ -200,6 +261,8 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         } => Ok(arrowcert::run::worker::run(
             arrowcert::run::worker::WorkerArgs {
                 socket,
+                mode: arrowcert::run::worker::Mode::parse(&mode)
+                    .ok_or_else(|| BadInput(format!("unknown worker mode {mode}")))?,
                 producer,
                 consumer,
                 gold,
@@ -216,6 +279,91 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 cpu_seconds: case_cpu_seconds,
             },
         )),
+        Command::Certify {
+            producer,
+            gold,
+            report,
+            junit,
+            filters,
+            exact,
+            skip,
+            list,
+            verbose,
+            jobs,
+            in_process,
+            case_timeout_ms,
+            max_memory_mb,
+        } => cli::certify::run(cli::certify::Args {
+            producer: cli::resolve_plugin(&producer, "producer")?,
+            producer_arg: producer,
+            gold,
+            report,
+            junit,
+            filter: Filter {
+                patterns: filters,
+                exact,
+                skip,
+            },
+            list,
+            verbose,
+            invocation: std::env::args().collect(),
+            jobs: if in_process {
+                0
+            } else {
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            },
+            case_timeout_ms,
+            max_memory_mb,
+        }),
+        Command::Rules { patterns, markdown } => {
+            if markdown {
+                print!("{}", arrowcert::rules::markdown());
+                return Ok(0);
+            }
+            if patterns.is_empty() {
+                print!("{}", arrowcert::rules::list());
+                return Ok(0);
+            }
+            let mut any = false;
+            for p in &patterns {
+                for r in arrowcert::rules::matching(p) {
+                    any = true;
+                    println!("{:<36} {:<6} {:<8} {}", r.id, r.level, r.side, r.summary);
+                }
+            }
+            if !any {
+                return Err(BadInput(format!(
+                    "no rule matches {}; `arrowcert rules` lists them",
+                    patterns.join(", ")
+                )));
+            }
+            Ok(0)
+        }
+        Command::Explain { rule } => {
+            let found = arrowcert::rules::matching(&rule);
+            if found.is_empty() {
+                let near: Vec<&str> = arrowcert::rules::RULES
+                    .iter()
+                    .map(|r| r.id)
+                    .filter(|id| {
+                        let last = rule.rsplit('.').next().unwrap_or(&rule);
+                        !last.is_empty() && id.contains(last)
+                    })
+                    .take(5)
+                    .collect();
+                return Err(BadInput(format!(
+                    "no rule {rule}{}; `arrowcert rules` lists them",
+                    if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (did you mean {}?)", near.join(", "))
+                    }
+                )));
+            }
+            let texts: Vec<String> = found.iter().map(|r| arrowcert::rules::explain(r)).collect();
+            print!("{}", texts.join("\n"));
+            Ok(0)
+        }
         Command::ReportSchema => {
             print!("{}", arrowcert::report::json_schema());
             Ok(0)

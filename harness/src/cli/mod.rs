@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod certify;
 pub mod inspect;
 pub mod roundtrip;
 

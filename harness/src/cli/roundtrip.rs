@@ -39,25 +39,25 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The report of a run in progress: every finished case, rewritten to disk
 /// now and then with `complete: false`.
-struct Checkpoint {
-    report: Report,
-    path: PathBuf,
+pub(super) struct Checkpoint {
+    pub(super) report: Report,
+    pub(super) path: PathBuf,
     /// Plan position of each case ID, to keep `cases` in plan order.
-    position: std::collections::HashMap<String, usize>,
-    last: Instant,
+    pub(super) position: std::collections::HashMap<String, usize>,
+    pub(super) last: Instant,
     /// The first write error, reported once at the end.
-    error: Option<String>,
+    pub(super) error: Option<String>,
 }
 
 impl Checkpoint {
-    fn add(&mut self, case: &Case) {
+    pub(super) fn add(&mut self, case: &Case) {
         self.report.cases.push(case.clone());
         if self.last.elapsed() >= CHECKPOINT_EVERY {
             self.save(false);
         }
     }
 
-    fn save(&mut self, complete: bool) {
+    pub(super) fn save(&mut self, complete: bool) {
         self.last = Instant::now();
         let position = &self.position;
         self.report
@@ -120,7 +120,7 @@ fn resumable(
     Ok(old)
 }
 
-fn shell_word(s: &str) -> String {
+pub(super) fn shell_word(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+:=".contains(c))
     {
@@ -226,6 +226,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             devices: vec!["cpu".into()],
             cases: kept,
             summary: Summary::default(),
+            rules: Vec::new(),
         },
         path: path.clone(),
         position,
@@ -281,8 +282,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
         let worker_args = run::worker::WorkerArgs {
             socket: PathBuf::new(),
+            mode: run::worker::Mode::Roundtrip,
             producer: args.producer.clone(),
-            consumer: args.consumer.clone(),
+            consumer: Some(args.consumer.clone()),
             gold: args.gold.clone(),
             options: opts.clone(),
             limits: run::proc::Limits::worker(args.max_memory_mb),
@@ -310,9 +312,16 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         // The workers load the plugins, so a plugin that crashes while
         // loading fails a worker, not this process.
         let how = format!("{} worker processes", args.jobs);
-        let ready = |p: &PluginIdentity, c: &PluginIdentity| {
-            header(&p.name, &c.name, scenarios.len(), &data, &how);
-            checkpoint.borrow_mut().report.plugins = vec![p.clone(), c.clone()];
+        let ready = |plugins: &[PluginIdentity]| {
+            let name = |role: &str| {
+                plugins
+                    .iter()
+                    .find(|p| p.role == role)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default()
+            };
+            header(&name("producer"), &name("consumer"), scenarios.len(), &data, &how);
+            checkpoint.borrow_mut().report.plugins = plugins.to_vec();
         };
         let outcome = run::run(&cfg, plan.len(), jobs, ready, print);
         let _ = std::fs::remove_dir_all(&cfg.scratch);
@@ -376,7 +385,7 @@ fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &st
     );
 }
 
-fn verdict_word(c: &Case) -> String {
+pub(super) fn verdict_word(c: &Case) -> String {
     match c.verdict {
         Verdict::Pass => "ok".into(),
         Verdict::Fail => "FAILED".into(),

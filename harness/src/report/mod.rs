@@ -39,6 +39,9 @@ pub struct Report {
     pub devices: Vec<String>,
     pub cases: Vec<Case>,
     pub summary: Summary,
+    /// Certification runs: one verdict per rule of the catalogue in scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -108,6 +111,44 @@ pub struct Case {
     /// (lossy UTF-8, truncated), when anything was printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Certification: the rules this case exercised (`arrowcert rules`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checked: Vec<String>,
+    /// Certification: every rule the case saw broken, with evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<RuleViolation>,
+}
+
+/// One broken rule, seen in one case.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RuleViolation {
+    /// The rule ID (`arrowcert explain ID`).
+    pub rule: String,
+    /// `MUST`, `SHOULD` or `INFO`.
+    pub level: String,
+    /// Where in the exported structure: `root.children[1].dictionary`, `chunk 2`, ...
+    pub at: String,
+    /// What was observed, against what the rule requires.
+    pub evidence: String,
+}
+
+/// The verdict of one rule over a whole certification run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct RuleSummary {
+    pub rule: String,
+    pub level: String,
+    /// `pass`: checked and never broken; `fail`: broken at least once;
+    /// `skip`: no case of this run exercised it (never counted as passed).
+    pub verdict: Verdict,
+    /// Cases that exercised the rule.
+    pub checked: u64,
+    /// Cases that saw it broken.
+    pub failed: u64,
+    /// The first few failing cases (IDs), with the first one's evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_cases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]

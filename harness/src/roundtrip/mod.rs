@@ -233,6 +233,8 @@ pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
         duration_us: 0,
         replay: format!("{} '{}'", opts.replay_prefix, spec.id),
         output: None,
+        checked: Vec::new(),
+        violations: Vec::new(),
     }
 }
 

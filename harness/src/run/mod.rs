@@ -122,7 +122,7 @@ impl Worker {
     fn start(
         cfg: &Config,
         name: &str,
-    ) -> Result<(Worker, PluginIdentity, PluginIdentity, usize), StartError> {
+    ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
         let socket = cfg.scratch.join(format!("{name}.sock"));
         let capture = cfg.scratch.join(format!("{name}.out"));
         let _ = std::fs::remove_file(&socket);
@@ -199,10 +199,9 @@ impl Worker {
         };
         match worker.read_message() {
             Ok(Some(FromWorker::Ready {
-                producer,
-                consumer,
+                plugins,
                 cases,
-            })) => Ok((worker, *producer, *consumer, cases)),
+            })) => Ok((worker, plugins, cases)),
             Ok(Some(FromWorker::Fatal { message })) => {
                 worker.stop();
                 Err(StartError(message))
@@ -340,8 +339,8 @@ impl Worker {
 /// The result of a run in workers.
 #[derive(Debug)]
 pub struct Outcome {
-    pub producer: PluginIdentity,
-    pub consumer: PluginIdentity,
+    /// The loaded plugins, as the first worker reported them.
+    pub plugins: Vec<PluginIdentity>,
     /// In plan order; fewer than the jobs when the run was interrupted.
     pub cases: Vec<Case>,
     /// The signal (SIGINT, SIGTERM) that stopped the run early.
@@ -463,19 +462,19 @@ pub fn run(
     cfg: &Config,
     plan_len: usize,
     jobs: Vec<Job>,
-    on_ready: impl FnOnce(&PluginIdentity, &PluginIdentity),
+    on_ready: impl FnOnce(&[PluginIdentity]),
     mut on_case: impl FnMut(&Case),
 ) -> Result<Outcome, StartError> {
     std::fs::create_dir_all(&cfg.scratch)
         .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
-    let (first, producer, consumer, cases) = Worker::start(cfg, "worker-0-0")?;
+    let (first, plugins, cases) = Worker::start(cfg, "worker-0-0")?;
     if cases != plan_len {
         first.stop();
         return Err(StartError(format!(
             "the worker planned {cases} cases, the orchestrator {plan_len}"
         )));
     }
-    on_ready(&producer, &consumer);
+    on_ready(&plugins);
     let position: std::collections::HashMap<String, usize> = jobs
         .iter()
         .map(|j| (j.record.id.clone(), j.index))
@@ -517,8 +516,7 @@ pub fn run(
     });
     results.sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
     Ok(Outcome {
-        producer,
-        consumer,
+        plugins,
         cases: results,
         interrupted: proc::interrupted(),
     })

@@ -17,8 +17,7 @@ pub enum ToWorker {
 pub enum FromWorker {
     /// Plugins loaded; the worker's plan has `cases` cases.
     Ready {
-        producer: Box<PluginIdentity>,
-        consumer: Box<PluginIdentity>,
+        plugins: Vec<PluginIdentity>,
         cases: usize,
     },
     /// A case finished (whatever its verdict). `output_end` is the worker's

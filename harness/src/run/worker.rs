@@ -9,16 +9,43 @@ use std::path::PathBuf;
 use super::proc::{self, flush_c_stdio, Limits};
 use super::protocol::{FromWorker, ToWorker};
 use crate::plugin::Plugin;
-use crate::report::{self, PluginIdentity};
+use crate::certify;
+use crate::report::{self, Case, PluginIdentity};
 use crate::roundtrip::{self, Options};
 use crate::scenario;
+
+/// The suites a worker can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `arrowcert roundtrip`: producer -> harness -> consumer.
+    Roundtrip,
+    /// `arrowcert certify --producer`: the harness judges a producer.
+    CertifyProducer,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Roundtrip => "roundtrip",
+            Mode::CertifyProducer => "certify-producer",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        [Mode::Roundtrip, Mode::CertifyProducer]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+}
 
 /// What a worker needs to know; passed on its command line.
 #[derive(Debug, Clone)]
 pub struct WorkerArgs {
     pub socket: PathBuf,
+    /// What the worker runs.
+    pub mode: Mode,
     pub producer: PathBuf,
-    pub consumer: PathBuf,
+    /// The consumer (roundtrip only).
+    pub consumer: Option<PathBuf>,
     pub gold: Option<PathBuf>,
     pub options: Options,
     pub limits: Limits,
@@ -37,10 +64,10 @@ impl WorkerArgs {
                 .to_string()
         };
         let mut args = vec![
+            "--mode".to_string(),
+            self.mode.name().to_string(),
             "--producer".to_string(),
             abs(&self.producer),
-            "--consumer".to_string(),
-            abs(&self.consumer),
             "--timeout-ms".to_string(),
             self.options.async_timeout_ms.to_string(),
             "--replay-prefix".to_string(),
@@ -48,6 +75,10 @@ impl WorkerArgs {
             "--max-memory-mb".to_string(),
             (self.limits.address_space.unwrap_or(u64::MAX) / (1024 * 1024)).to_string(),
         ];
+        if let Some(c) = &self.consumer {
+            args.push("--consumer".into());
+            args.push(abs(c));
+        }
         if let Some(secs) = self.cpu_seconds {
             args.push("--case-cpu-seconds".into());
             args.push(secs.to_string());
@@ -99,8 +130,10 @@ pub fn run(args: WorkerArgs) -> i32 {
         );
         return 2;
     }
-    let loaded =
-        Plugin::load(&args.producer).and_then(|p| Plugin::load(&args.consumer).map(|c| (p, c)));
+    let loaded = Plugin::load(&args.producer).and_then(|p| match &args.consumer {
+        Some(c) => Plugin::load(c).map(|c| (p, Some(c))),
+        None => Ok((p, None)),
+    });
     let (producer, consumer) = match loaded {
         Ok(pc) => pc,
         Err(e) => {
@@ -123,11 +156,50 @@ pub fn run(args: WorkerArgs) -> i32 {
         },
         None => scenario::builtin(),
     };
-    let plan = roundtrip::plan(&scenarios);
+    // The suite: the IDs of its planned cases, and how to run one.
+    let certify_opts = certify::Options {
+        replay_prefix: args.options.replay_prefix.clone(),
+        ..Default::default()
+    };
+    type Runner<'a> = Box<dyn Fn(usize) -> Case + 'a>;
+    let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
+        (Mode::Roundtrip, Some(consumer)) => {
+            let plan = roundtrip::plan(&scenarios);
+            let ids = plan.iter().map(|s| s.id.clone()).collect();
+            let (producer, scenarios, options) = (&producer, &scenarios, &args.options);
+            (
+                ids,
+                Box::new(move |i| {
+                    let spec = &plan[i];
+                    roundtrip::run_case(producer, consumer, &scenarios[spec.scenario], spec, options)
+                }),
+            )
+        }
+        (Mode::Roundtrip, None) => {
+            let message = "a roundtrip worker needs --consumer".to_string();
+            let _ = send(&mut stream, &FromWorker::Fatal { message });
+            return 2;
+        }
+        (Mode::CertifyProducer, _) => {
+            let plan = certify::plan(&scenarios);
+            let ids = plan.iter().map(|s| s.id.clone()).collect();
+            let (producer, scenarios, opts) = (&producer, &scenarios, &certify_opts);
+            (
+                ids,
+                Box::new(move |i| {
+                    let spec = &plan[i];
+                    certify::run_case(producer, &scenarios[spec.scenario], spec, opts)
+                }),
+            )
+        }
+    };
+    let mut plugins = vec![identity("producer", &producer)];
+    if let Some(c) = &consumer {
+        plugins.push(identity("consumer", c));
+    }
     let ready = FromWorker::Ready {
-        producer: Box::new(identity("producer", &producer)),
-        consumer: Box::new(identity("consumer", &consumer)),
-        cases: plan.len(),
+        plugins,
+        cases: ids.len(),
     };
     flush_c_stdio();
     if send(&mut stream, &ready).is_err() {
@@ -160,7 +232,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
         };
         let ToWorker::Case { index, id } = msg;
-        let Some(spec) = plan.get(index).filter(|s| s.id == id) else {
+        if ids.get(index) != Some(&id) {
             let _ = send(
                 &mut stream,
                 &FromWorker::Fatal {
@@ -172,13 +244,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         if let Some(secs) = args.cpu_seconds {
             let _ = proc::cpu_budget(secs);
         }
-        let case = roundtrip::run_case(
-            &producer,
-            &consumer,
-            &scenarios[spec.scenario],
-            spec,
-            &args.options,
-        );
+        let case = run_case(index);
         if std::process::id() != me {
             // A plugin forked and its child came back into our code: it
             // must not answer (or read) on the orchestrator's socket.

@@ -1,0 +1,536 @@
+//! The steps of a producer certification case, path by path, and the rule
+//! each step decides (the catalogue's `observation` text says the same in
+//! words; `arrowcert explain ID`).
+
+use arrow_array::RecordBatch;
+
+use super::{call_ended, CaseSpec, Ended, Observations, Options, Path};
+use crate::abi::ops::{Guard, Owned};
+use crate::abi::{
+    device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema,
+    Plain,
+};
+use crate::compare;
+use crate::inspect::probe::{self, Call, StreamCalls};
+use crate::inspect::validate::rule;
+use crate::plugin::Plugin;
+use crate::scenario::Scenario;
+
+/// The rules a schema validation decides.
+fn schema_rules() -> Vec<&'static str> {
+    rule::ALL
+        .iter()
+        .copied()
+        .filter(|r| r.starts_with("schema."))
+        .collect()
+}
+
+/// The rules an array validation decides.
+fn array_rules() -> Vec<&'static str> {
+    rule::ALL
+        .iter()
+        .copied()
+        .filter(|r| r.starts_with("array."))
+        .collect()
+}
+
+/// Moves a structure to a new address and overwrites the old bytes with
+/// poison: a structure that points into itself reads poison after a move,
+/// as "Moving an array" (CDataInterface.rst) permits any consumer to do.
+fn relocate_poisoning<T: Owned>(g: &mut Guard<T>) -> Guard<T> {
+    let moved = g.relocate();
+    **g = T::poisoned();
+    g.mark_released();
+    moved
+}
+
+/// Releases a live structure and checks that its callback marked it
+/// released ("The release callback MUST mark the structure as released",
+/// by setting `release` to NULL). If it did not, the harness marks it, so
+/// the callback is never called twice.
+fn release_checked<T: Owned>(
+    g: &mut Guard<T>,
+    rule: &'static str,
+    at: &str,
+    obs: &mut Observations,
+) {
+    if g.is_released() {
+        return;
+    }
+    g.release();
+    let marked = g.is_released();
+    obs.check(rule, marked, at, || {
+        "release returned but left the release member non-NULL".into()
+    });
+    if !marked {
+        g.mark_released();
+    }
+}
+
+/// What a case should see: the scenario's batch (sliced) or all batches.
+fn expected(scenario: &Scenario, spec: &CaseSpec) -> Vec<RecordBatch> {
+    match spec.batch {
+        None => scenario.batches.clone(),
+        Some(b) => {
+            let batch = &scenario.batches[b];
+            vec![match spec.slice {
+                Some((o, l)) => batch.slice(o, l),
+                None => batch.clone(),
+            }]
+        }
+    }
+}
+
+/// Compares what was read with what was asked for (array.values.roundtrip).
+fn values(
+    scenario: &Scenario,
+    expect: &[RecordBatch],
+    read: &[RecordBatch],
+    at: &str,
+    obs: &mut Observations,
+) {
+    let mut diffs = compare::schemas(&scenario.schema, &read.first().map(|b| b.schema()).unwrap_or_else(|| scenario.schema.clone()));
+    diffs.extend(compare::batches(expect, read));
+    obs.check("array.values.roundtrip", diffs.is_empty(), at, || {
+        diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+    });
+}
+
+/// Runs the steps of `spec`'s path.
+pub fn run(
+    producer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended {
+    match spec.path {
+        Path::Schema => schema_case(producer, scenario, obs),
+        Path::Array | Path::DeviceArray => array_case(producer, scenario, spec, opts, obs),
+        Path::Stream => stream_case::<ArrowArrayStream>(producer, scenario, spec, opts, obs),
+        Path::DeviceStream => {
+            stream_case::<ArrowDeviceArrayStream>(producer, scenario, spec, opts, obs)
+        }
+    }
+}
+
+/// Produces and validates the schema; `None` (with the case's end) when
+/// the call failed.
+fn produced_schema(
+    producer: &Plugin,
+    scenario: &Scenario,
+    obs: &mut Observations,
+) -> Result<(Guard<ArrowSchema>, bool), Ended> {
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    producer
+        .produce_schema(&scenario.ipc, &mut schema)
+        .map_err(call_ended)?;
+    let found = probe::check_schema(&schema);
+    let ok = found.is_empty();
+    obs.validated(&schema_rules(), found, "schema");
+    Ok((relocate_poisoning(&mut schema), ok))
+}
+
+/// Schema path: validation, relocation, moving a child out, release.
+fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -> Ended {
+    let (mut schema, ok) = match produced_schema(producer, scenario, obs) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    if !ok {
+        // Nothing more is safe to follow.
+        schema.mark_released();
+        return Ended::Ran;
+    }
+    // schema.move.child: "It is possible to move a child array, but the
+    // parent array MUST be released immediately afterwards" -- and the
+    // moved child must stay valid and be released by its own callback.
+    let child = probe::take_child_schema(&mut schema, 0);
+    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    obs.checked.insert("schema.release.relocatable");
+    if let Some(mut child) = child {
+        let found = probe::check_schema(&child);
+        obs.check("schema.move.child", found.is_empty(), "schema.children[0]", || {
+            format!(
+                "after the parent's release the moved child no longer validates: {}",
+                found.iter().map(|v| v.to_string()).take(3).collect::<Vec<_>>().join("; ")
+            )
+        });
+        release_checked(&mut child, "schema.release.marks-released", "schema.children[0]", obs);
+    }
+    Ended::Ran
+}
+
+/// Checks the device members of a freshly exported device array.
+fn device_members(a: &ArrowDeviceArray, opts: &Options, at: &str, obs: &mut Observations) {
+    let (dt, id, sync, reserved) = probe::device_fields(a);
+    obs.check("device.reserved.zero", reserved == [0; 3], at, || {
+        format!("reserved is {reserved:#x?}; it must be zeroed")
+    });
+    obs.check("device.type.known", device::name(dt).is_some(), at, || {
+        format!("device_type {dt} is not a defined ArrowDeviceType")
+    });
+    obs.check(
+        "device.type.requested",
+        dt == opts.device_type && (opts.device_type == device::CPU || id == opts.device_id),
+        at,
+        || {
+            format!(
+                "asked for device_type {} id {}, got device_type {dt} id {id}",
+                opts.device_type, opts.device_id
+            )
+        },
+    );
+    if dt == device::CPU {
+        obs.check("device.cpu.id", id == -1, at, || {
+            format!("a CPU array has device_id {id}; it should be -1")
+        });
+    }
+    if matches!(dt, 1 | 9 | 15 | 16) {
+        obs.check("device.event.none", sync == 0, at, || {
+            format!("sync_event is {sync:#x} on a device type with no event type; it must be NULL")
+        });
+    }
+}
+
+/// Array and device array paths.
+fn array_case(
+    producer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended {
+    let (batch, offset, length) = match (spec.batch, spec.slice) {
+        (Some(b), Some((o, l))) => (b as i64, o as i64, l as i64),
+        (Some(b), None) => (b as i64, 0, -1),
+        _ => (0, 0, -1),
+    };
+    let (mut schema, schema_ok) = match produced_schema(producer, scenario, obs) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    // One export to read values from, one to take apart.
+    let produce = |obs: &mut Observations| -> Result<Guard<ArrowArray>, Ended> {
+        if spec.path == Path::DeviceArray {
+            let mut out = Guard::<ArrowDeviceArray>::poisoned();
+            producer
+                .produce_device_array(
+                    &scenario.ipc,
+                    batch,
+                    offset,
+                    length,
+                    opts.device_type,
+                    opts.device_id,
+                    &mut out,
+                )
+                .map_err(call_ended)?;
+            device_members(&out, opts, "device array", obs);
+            let array = crate::abi::ops::take(&mut out.array);
+            Ok(Guard::new(array))
+        } else {
+            let mut out = Guard::<ArrowArray>::poisoned();
+            producer
+                .produce_array(&scenario.ipc, batch, offset, length, &mut out)
+                .map_err(call_ended)?;
+            Ok(out)
+        }
+    };
+    let mut first = match produce(obs) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let mut first = relocate_poisoning(&mut first);
+    if !schema_ok {
+        first.mark_released();
+        schema.mark_released();
+        return Ended::Ran;
+    }
+    let found = probe::check_array(&schema, &first);
+    let array_ok = found.is_empty();
+    obs.validated(&array_rules(), found, "array");
+    if !array_ok {
+        // Not safe to import or take apart; leave it (a leak beats a crash).
+        first.mark_released();
+        return Ended::Ran;
+    }
+    obs.checked.insert("array.release.relocatable");
+    match probe::import_batch(&schema, &mut first) {
+        Ok(read) => values(scenario, &expected(scenario, spec), &[read], "array", obs),
+        Err(e) => obs.check("array.values.roundtrip", false, "array", || {
+            format!("arrow-rs cannot import the validated array: {e}")
+        }),
+    }
+
+    // Take the second export apart: move child 0 out, release the parent
+    // at its new address, then use and release the child.
+    let mut second = match produce(obs) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let mut second = relocate_poisoning(&mut second);
+    let child = probe::take_child_array(&mut second, 0);
+    release_checked(&mut second, "array.release.marks-released", "array", obs);
+    if let Some(mut child) = child {
+        if let Some(child_schema) = probe::child_schema(&schema, 0) {
+            let found = probe::check_array(child_schema, &child);
+            obs.check("array.move.child", found.is_empty(), "array.children[0]", || {
+                format!(
+                    "after the parent's release the moved child no longer validates: {}",
+                    found.iter().map(|v| v.to_string()).take(3).collect::<Vec<_>>().join("; ")
+                )
+            });
+        }
+        release_checked(&mut child, "array.release.marks-released", "array.children[0]", obs);
+    }
+    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    Ended::Ran
+}
+
+/// What the stream paths need from a chunk: its plain array, and its
+/// device members when it has them.
+trait Chunk: Owned {
+    fn array(&mut self) -> &mut ArrowArray;
+    fn device(&self) -> Option<&ArrowDeviceArray>;
+}
+
+impl Chunk for ArrowArray {
+    fn array(&mut self) -> &mut ArrowArray {
+        self
+    }
+    fn device(&self) -> Option<&ArrowDeviceArray> {
+        None
+    }
+}
+
+impl Chunk for ArrowDeviceArray {
+    fn array(&mut self) -> &mut ArrowArray {
+        &mut self.array
+    }
+    fn device(&self) -> Option<&ArrowDeviceArray> {
+        Some(self)
+    }
+}
+
+/// Producing a stream of either kind.
+trait ProduceStream: StreamCalls + Sized
+where
+    Self::Chunk: Chunk,
+{
+    fn produce(p: &Plugin, s: &Scenario, o: &Options, out: &mut Self) -> Result<(), Ended>;
+    fn device_type(&self) -> Option<i32>;
+}
+
+impl ProduceStream for ArrowArrayStream {
+    fn produce(p: &Plugin, s: &Scenario, _: &Options, out: &mut Self) -> Result<(), Ended> {
+        p.produce_stream(&s.ipc, out).map_err(call_ended)
+    }
+    fn device_type(&self) -> Option<i32> {
+        None
+    }
+}
+
+impl ProduceStream for ArrowDeviceArrayStream {
+    fn produce(p: &Plugin, s: &Scenario, o: &Options, out: &mut Self) -> Result<(), Ended> {
+        p.produce_device_stream(&s.ipc, o.device_type, o.device_id, out)
+            .map_err(call_ended)
+    }
+    fn device_type(&self) -> Option<i32> {
+        Some(self.device_type)
+    }
+}
+
+/// Judges a failed stream call: a positive errno, and a last error that
+/// is NULL or UTF-8.
+fn stream_failure<S: StreamCalls>(stream: &mut S, code: i32, what: &str, obs: &mut Observations) -> String {
+    obs.check("stream.error.errno", code > 0, what, || {
+        format!("{what} failed with {code}; failures must be positive errno values")
+    });
+    let message = match stream.get_last_error() {
+        Some(Some(bytes)) => {
+            let text = String::from_utf8(bytes.clone());
+            obs.check("stream.error.message", text.is_ok(), what, || {
+                format!("get_last_error returned {} bytes that are not UTF-8", bytes.len())
+            });
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        _ => String::new(),
+    };
+    format!("{what} returned {code}: {message}")
+}
+
+/// Stream and device stream paths.
+fn stream_case<S: ProduceStream + Plain>(
+    producer: &Plugin,
+    scenario: &Scenario,
+    _spec: &CaseSpec,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended
+where
+    S::Chunk: Chunk + Plain,
+{
+    let mut stream = Guard::<S>::poisoned();
+    if let Err(e) = S::produce(producer, scenario, opts, &mut stream) {
+        return e;
+    }
+    obs.check("stream.release.set", !stream.is_released(), "stream", || {
+        "the produced stream has a NULL release".into()
+    });
+    if stream.is_released() {
+        return Ended::Ran;
+    }
+    // Every call below is made on the stream at a new address.
+    let mut stream = relocate_poisoning(&mut stream);
+    obs.checked.insert("stream.release.relocatable");
+    if let Some(dt) = stream.device_type() {
+        obs.check("device.stream.type", dt == opts.device_type, "stream", || {
+            format!("device stream device_type is {dt}, asked for {}", opts.device_type)
+        });
+    }
+
+    // stream.schema.get: succeeds, valid, and can be called again.
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    match stream.get_schema(&mut schema) {
+        Call::Returned(0) => {}
+        Call::Returned(code) => {
+            let why = stream_failure(&mut *stream, code, "get_schema", obs);
+            obs.check("stream.schema.get", false, "get_schema", || why.clone());
+            schema.mark_released();
+            return Ended::Ran;
+        }
+        Call::NotSet => {
+            obs.check("stream.schema.get", false, "stream", || "get_schema is NULL".into());
+            schema.mark_released();
+            stream.mark_released();
+            return Ended::Ran;
+        }
+    }
+    let found = probe::check_schema(&schema);
+    let schema_ok = found.is_empty();
+    obs.validated(&schema_rules(), found, "schema");
+    let mut again = Guard::<ArrowSchema>::poisoned();
+    let second = stream.get_schema(&mut again);
+    obs.check("stream.schema.get", second == Call::Returned(0), "get_schema", || {
+        format!("a second get_schema returned {second:?}")
+    });
+    if second == Call::Returned(0) {
+        release_checked(&mut again, "schema.release.marks-released", "schema", obs);
+    } else {
+        again.mark_released();
+    }
+    if !schema_ok {
+        schema.mark_released();
+        release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
+        return Ended::Ran;
+    }
+
+    // Chunks until end of stream; odd calls from another thread.
+    let expect = scenario.batches.len();
+    let mut chunks: Vec<Guard<S::Chunk>> = Vec::new();
+    let mut ended = Ended::Ran;
+    let mut eos = false;
+    for call in 0..expect + 8 {
+        let mut out = Guard::<S::Chunk>::poisoned();
+        let r = if call % 2 == 1 {
+            obs.checked.insert("stream.threads.serial");
+            probe::get_next_on_thread(&mut *stream, &mut out)
+        } else {
+            stream.get_next(&mut out)
+        };
+        match r {
+            Call::Returned(0) if out.is_released() => {
+                obs.check("stream.eos.released", true, "get_next", String::new);
+                eos = true;
+                break;
+            }
+            Call::Returned(0) => {
+                let at = format!("chunk {call}");
+                if let (Some(a), Some(dt)) = (out.device(), stream.device_type()) {
+                    device_members(a, opts, &at, obs);
+                    let cdt = a.device_type;
+                    obs.check("stream.chunk.device", cdt == dt, &at, || {
+                        format!("chunk device_type {cdt}, stream device_type {dt}")
+                    });
+                }
+                let found = probe::check_array(&schema, out.array());
+                let ok = found.is_empty();
+                obs.checked.insert("stream.chunk.schema");
+                obs.validated(&array_rules(), found, &at);
+                if !ok {
+                    out.mark_released();
+                    break;
+                }
+                chunks.push(relocate_poisoning(&mut out));
+            }
+            Call::Returned(code) => {
+                out.mark_released();
+                let why = stream_failure(&mut *stream, code, "get_next", obs);
+                if chunks.len() == expect {
+                    obs.check("stream.eos.released", false, "get_next", || {
+                        format!(
+                            "after the last of {expect} batches, end of stream was signalled \
+                             by an error instead of 0 and a released array ({why})"
+                        )
+                    });
+                } else {
+                    ended = Ended::Error(why);
+                }
+                break;
+            }
+            Call::NotSet => {
+                out.mark_released();
+                obs.check("stream.release.set", false, "stream", || "get_next is NULL".into());
+                break;
+            }
+        }
+    }
+    if eos {
+        // Informational: get_next after end of stream.
+        let mut out = Guard::<S::Chunk>::poisoned();
+        let r = stream.get_next(&mut out);
+        let ok = r == Call::Returned(0) && out.is_released();
+        if !out.is_released() && r == Call::Returned(0) {
+            // A chunk after the end: keep it from being released blindly.
+            out.release();
+        } else if !out.is_released() {
+            out.mark_released();
+        }
+        obs.check("stream.eos.repeat", ok, "get_next", || {
+            format!("get_next after end of stream returned {r:?} without a released array")
+        });
+    }
+
+    // Read every chunk into arrow-rs (zero-copy) and take a deep copy
+    // while the stream is alive; then release the stream and compare the
+    // zero-copy view with the copy: "the produced arrays and schema
+    // remain valid after the stream is released" (stream.results.outlive).
+    let mut imported = Vec::new();
+    for (i, c) in chunks.iter_mut().enumerate() {
+        let mut array = Guard::new(crate::abi::ops::take(c.array()));
+        c.mark_released();
+        match probe::import_batch(&schema, &mut array) {
+            Ok(b) => imported.push((i, probe::deep_copy(&b), b)),
+            Err(e) => obs.check("array.values.roundtrip", false, &format!("chunk {i}"), || {
+                format!("arrow-rs cannot import the validated chunk: {e}")
+            }),
+        }
+    }
+    release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
+    if eos || chunks.len() == expect {
+        let after: Vec<RecordBatch> = imported.iter().map(|(_, _, b)| b.clone()).collect();
+        let before: Vec<RecordBatch> = imported.iter().map(|(_, c, _)| c.clone()).collect();
+        let changed = compare::batches(&before, &after);
+        obs.check("stream.results.outlive", changed.is_empty(), "stream", || {
+            format!(
+                "chunks changed after the stream was released: {}",
+                changed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+            )
+        });
+        if matches!(ended, Ended::Ran) {
+            values(scenario, &scenario.batches, &before, "stream", obs);
+        }
+    }
+    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    ended
+}

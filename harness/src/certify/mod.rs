@@ -1,0 +1,270 @@
+//! Producer certification: the harness plays an instrumented consumer and
+//! judges, rule by rule (`arrowcert rules`), what a producer exports.
+//!
+//! Every case poisons each out-structure before the producer fills it
+//! (reserved bytes included), validates the result in full
+//! ([`crate::inspect::validate`]), moves structures bitwise to other
+//! addresses and poisons the old bytes before releasing them, moves a child
+//! out before releasing its parent, checks that every release marks its
+//! structure released, calls stream callbacks from other threads, keeps a
+//! stream's results past the stream's release, and compares the values
+//! with what was asked for.
+
+#![forbid(unsafe_code)]
+
+pub mod checks;
+pub mod summary;
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use crate::inspect::Violation;
+use crate::plugin::{CallError, Plugin};
+use crate::report::{Case, RuleViolation, Slice, Verdict};
+use crate::rules::{self, Level};
+use crate::scenario::Scenario;
+
+/// The interface paths a producer is certified on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// `arrowcert_produce_schema` alone.
+    Schema,
+    /// `ArrowArray`, one record batch (whole or sliced).
+    Array,
+    /// `ArrowDeviceArray`, one record batch (whole or sliced).
+    DeviceArray,
+    /// `ArrowArrayStream`, every batch.
+    Stream,
+    /// `ArrowDeviceArrayStream`, every batch.
+    DeviceStream,
+}
+
+impl Path {
+    pub const ALL: [Path; 5] = [
+        Path::Schema,
+        Path::Array,
+        Path::DeviceArray,
+        Path::Stream,
+        Path::DeviceStream,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Schema => "schema",
+            Path::Array => "array",
+            Path::DeviceArray => "device_array",
+            Path::Stream => "stream",
+            Path::DeviceStream => "device_stream",
+        }
+    }
+
+    fn per_batch(self) -> bool {
+        matches!(self, Path::Array | Path::DeviceArray)
+    }
+}
+
+/// One planned certification case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseSpec {
+    pub path: Path,
+    pub scenario: usize,
+    pub batch: Option<usize>,
+    pub slice: Option<(usize, usize)>,
+    pub id: String,
+}
+
+/// Every case for these scenarios, in a stable order. IDs are
+/// `producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`.
+pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
+    let mut out = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        for path in Path::ALL {
+            let base = format!("producer/{}/{}", path.name(), s.name);
+            if path.per_batch() {
+                for (bi, b) in s.batches.iter().enumerate() {
+                    for slice in [None, Some(crate::roundtrip::slice_of(b.num_rows()))] {
+                        let mut id = format!("{base}/batch:{bi}");
+                        if let Some((o, l)) = slice {
+                            id.push_str(&format!("/slice:{o}+{l}"));
+                        }
+                        out.push(CaseSpec {
+                            path,
+                            scenario: si,
+                            batch: Some(bi),
+                            slice,
+                            id,
+                        });
+                    }
+                }
+            } else {
+                out.push(CaseSpec {
+                    path,
+                    scenario: si,
+                    batch: None,
+                    slice: None,
+                    id: base,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How certification cases run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub device_type: crate::abi::ArrowDeviceType,
+    pub device_id: i64,
+    /// The command line that reruns one case when the case ID is appended.
+    pub replay_prefix: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            device_type: crate::abi::device::CPU,
+            device_id: -1,
+            replay_prefix: "arrowcert certify --exact".into(),
+        }
+    }
+}
+
+/// What a case observed: the rules it exercised and the ones it saw broken.
+#[derive(Debug, Default)]
+pub struct Observations {
+    pub checked: BTreeSet<&'static str>,
+    pub violations: Vec<Violation>,
+}
+
+impl Observations {
+    /// Records that `rule` was exercised, and broken unless `ok`.
+    pub fn check(&mut self, rule: &'static str, ok: bool, at: &str, evidence: impl FnOnce() -> String) {
+        debug_assert!(rules::find(rule).is_some(), "{rule} is not in the catalogue");
+        self.checked.insert(rule);
+        if !ok {
+            self.violations.push(Violation {
+                rule,
+                at: at.to_string(),
+                message: evidence(),
+            });
+        }
+    }
+
+    /// Records a validation pass: every rule in `exercised` was checked;
+    /// `found` are the ones broken.
+    pub fn validated(&mut self, exercised: &[&'static str], found: Vec<Violation>, prefix: &str) {
+        self.checked.extend(exercised.iter().copied());
+        self.violations.extend(found.into_iter().map(|mut v| {
+            if !prefix.is_empty() {
+                v.at = format!("{prefix} {}", v.at);
+            }
+            v
+        }));
+    }
+
+    /// True when a MUST rule is broken (the case fails).
+    pub fn any_must(&self) -> bool {
+        self.violations
+            .iter()
+            .any(|v| rules::find(v.rule).map(|r| r.level) == Some(Level::Must))
+    }
+
+    /// True when nothing at all is broken so far.
+    pub fn clean(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// How a case ended before its observations are judged.
+pub enum Ended {
+    /// Every step ran.
+    Ran,
+    /// The producer declined the entry point (not exported, or ENOSYS).
+    Skip(String),
+    /// A call failed, so the remaining steps could not run.
+    Error(String),
+}
+
+pub(crate) fn call_ended(e: CallError) -> Ended {
+    match e {
+        CallError::Missing(_) => Ended::Skip(e.to_string()),
+        CallError::Failed {
+            code: libc::ENOSYS, ..
+        } => Ended::Skip(format!("the producer does not support this: {e}")),
+        CallError::Failed { .. } => Ended::Error(e.to_string()),
+    }
+}
+
+/// The report entry of a case before it runs (what a crash reports).
+pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
+    Case {
+        id: spec.id.clone(),
+        path: spec.path.name().into(),
+        scenario: scenario.name.clone(),
+        batch: spec.batch.map(|b| b as u64),
+        slice: spec.slice.map(|(o, l)| Slice {
+            offset: o as u64,
+            length: l as u64,
+        }),
+        verdict: Verdict::Skip,
+        message: Some("not run".into()),
+        differences: Vec::new(),
+        duration_us: 0,
+        replay: format!("{} '{}'", opts.replay_prefix, spec.id),
+        output: None,
+        checked: Vec::new(),
+        violations: Vec::new(),
+    }
+}
+
+/// Runs one certification case against `producer`.
+pub fn run_case(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
+    let start = Instant::now();
+    let mut obs = Observations::default();
+    let ended = checks::run(producer, scenario, spec, opts, &mut obs);
+    let violations: Vec<RuleViolation> = obs
+        .violations
+        .iter()
+        .map(|v| RuleViolation {
+            rule: v.rule.to_string(),
+            level: rules::find(v.rule)
+                .map(|r| r.level.to_string())
+                .unwrap_or_else(|| "MUST".into()),
+            at: v.at.clone(),
+            evidence: crate::report::bounded(&v.message, 4096),
+        })
+        .collect();
+    let (verdict, message) = match ended {
+        Ended::Skip(why) if obs.clean() => (Verdict::Skip, Some(why)),
+        Ended::Error(why) if obs.clean() => (Verdict::Error, Some(why)),
+        _ if obs.any_must() => (
+            Verdict::Fail,
+            Some(format!(
+                "{} rule(s) broken: {}",
+                violations.len(),
+                violations
+                    .iter()
+                    .map(|v| v.rule.as_str())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+        Ended::Error(why) => (Verdict::Error, Some(why)),
+        _ => (Verdict::Pass, None),
+    };
+    Case {
+        verdict,
+        message,
+        differences: violations
+            .iter()
+            .take(20)
+            .map(|v| format!("{} at {}: {}", v.rule, v.at, v.evidence))
+            .collect(),
+        duration_us: start.elapsed().as_micros() as u64,
+        checked: obs.checked.iter().map(|r| r.to_string()).collect(),
+        violations,
+        ..record(scenario, spec, opts)
+    }
+}

@@ -1,0 +1,187 @@
+//! Rule verdicts over a whole run, and the terminal summary grouped by
+//! rule area with MUST failures first.
+
+use std::collections::BTreeMap;
+
+use crate::report::{Case, RuleSummary, Verdict};
+use crate::rules::{self, Level, Side};
+
+/// One verdict per producer-side rule of the catalogue in `areas`: `fail`
+/// if any case broke it, `pass` if cases checked it and none broke it,
+/// `skip` if no case exercised it.
+pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
+    let mut checked: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut failed: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
+    for c in cases {
+        for r in &c.checked {
+            *checked.entry(r.as_str()).or_default() += 1;
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for v in &c.violations {
+            if seen.insert(v.rule.as_str()) {
+                failed.entry(v.rule.as_str()).or_default().push(c);
+            }
+        }
+    }
+    rules::RULES
+        .iter()
+        .filter(|r| matches!(r.side, Side::Producer | Side::Both) && areas.contains(&r.area))
+        .map(|r| {
+            let fails = failed.get(r.id).map(Vec::as_slice).unwrap_or(&[]);
+            let n = checked.get(r.id).copied().unwrap_or(0).max(fails.len() as u64);
+            RuleSummary {
+                rule: r.id.into(),
+                level: r.level.to_string(),
+                verdict: if !fails.is_empty() {
+                    Verdict::Fail
+                } else if n > 0 {
+                    Verdict::Pass
+                } else {
+                    Verdict::Skip
+                },
+                checked: n,
+                failed: fails.len() as u64,
+                failing_cases: fails.iter().take(5).map(|c| c.id.clone()).collect(),
+                evidence: fails.first().and_then(|c| {
+                    c.violations
+                        .iter()
+                        .find(|v| v.rule == r.id)
+                        .map(|v| format!("{}: {}", v.at, v.evidence))
+                }),
+            }
+        })
+        .collect()
+}
+
+/// True when no MUST rule failed.
+pub fn musts_pass(rules: &[RuleSummary]) -> bool {
+    !rules
+        .iter()
+        .any(|r| r.verdict == Verdict::Fail && r.level == Level::Must.to_string())
+}
+
+/// The terminal summary: failing rules first (MUST before SHOULD/INFO),
+/// each with its first failing case, evidence and replay; then a line per
+/// area with counts.
+pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
+    let mut out = String::new();
+    let replay = |id: &str| {
+        cases
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.replay.clone())
+            .unwrap_or_default()
+    };
+    let mut failing: Vec<&RuleSummary> = rules.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+    failing.sort_by_key(|r| (r.level != "MUST", r.rule.clone()));
+    if !failing.is_empty() {
+        out.push_str("\nrules broken:\n");
+        for r in &failing {
+            out.push_str(&format!(
+                "\n  {} {}  ({} of {} cases)\n",
+                r.level, r.rule, r.failed, r.checked
+            ));
+            if let Some(e) = &r.evidence {
+                out.push_str(&format!("    {}\n", e.chars().take(300).collect::<String>()));
+            }
+            if let Some(first) = r.failing_cases.first() {
+                out.push_str(&format!("    first case: {first}\n    replay: {}\n", replay(first)));
+            }
+        }
+    }
+    out.push_str("\nby area:\n");
+    let mut areas: Vec<&str> = Vec::new();
+    for r in rules {
+        let area = r.rule.split('.').next().unwrap_or("");
+        if !areas.contains(&area) {
+            areas.push(area);
+        }
+    }
+    for area in areas {
+        let of: Vec<&RuleSummary> = rules
+            .iter()
+            .filter(|r| r.rule.split('.').next() == Some(area))
+            .collect();
+        let count = |v| of.iter().filter(|r| r.verdict == v).count();
+        out.push_str(&format!(
+            "  {:<10} {:>3} rules: {} pass, {} fail, {} not exercised\n",
+            area,
+            of.len(),
+            count(Verdict::Pass),
+            count(Verdict::Fail),
+            count(Verdict::Skip)
+        ));
+    }
+    out
+}
+
+/// JUnit XML: one test case per rule (a rule is what a CI user tracks),
+/// failures carry the evidence. Every string is escaped.
+pub fn junit(rules: &[RuleSummary], suite: &str) -> String {
+    let fails = rules.iter().filter(|r| r.verdict == Verdict::Fail).count();
+    let skips = rules.iter().filter(|r| r.verdict == Verdict::Skip).count();
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skips}\">\n",
+        xml(suite),
+        rules.len()
+    );
+    for r in rules {
+        let area = r.rule.split('.').next().unwrap_or("");
+        out.push_str(&format!(
+            "  <testcase classname=\"arrowcert.{}\" name=\"{}\">",
+            xml(area),
+            xml(&r.rule)
+        ));
+        match r.verdict {
+            Verdict::Fail => out.push_str(&format!(
+                "<failure message=\"{} {} broken in {} of {} cases\">{}</failure>",
+                xml(&r.level),
+                xml(&r.rule),
+                r.failed,
+                r.checked,
+                xml(&format!(
+                    "{}\ncases: {}",
+                    r.evidence.as_deref().unwrap_or(""),
+                    r.failing_cases.join(", ")
+                ))
+            )),
+            Verdict::Skip => out.push_str("<skipped message=\"no case exercised this rule\"/>"),
+            _ => {}
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite>\n</testsuites>\n");
+    out
+}
+
+/// Escapes text for XML attributes and content; characters XML 1.0 cannot
+/// carry at all (control characters other than tab, newline, CR) become
+/// U+FFFD.
+pub fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_escapes_markup_and_control_characters() {
+        assert_eq!(xml("a<b>&\"'\u{1}\n"), "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}\n");
+        let plugin_text = "</failure><script>x</script>";
+        assert!(!xml(plugin_text).contains('<'));
+    }
+}

@@ -1,0 +1,15 @@
+//! Structural inspection of exported C data interface structures.
+//!
+//! [`format`] parses format strings (safe Rust only); [`validate`] walks an
+//! `ArrowSchema` / `ArrowArray` tree and reports every broken rule as a
+//! [`Violation`] with the rule ID of `shared/RULES.md`, the path of the node
+//! (`root.children[1].dictionary`) and what was observed against what the
+//! spec requires. It checks structure and buffer contents (offsets, null
+//! counts, union type ids, run ends, views, dictionary indices), never
+//! follows a NULL or poison pointer, and bounds depth, counts and sizes.
+
+pub mod format;
+pub mod probe;
+pub mod validate;
+
+pub use validate::{validate_array, validate_schema, Violation};
