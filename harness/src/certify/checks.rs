@@ -89,7 +89,13 @@ fn values(
     at: &str,
     obs: &mut Observations,
 ) {
-    let mut diffs = compare::schemas(&scenario.schema, &read.first().map(|b| b.schema()).unwrap_or_else(|| scenario.schema.clone()));
+    let mut diffs = compare::schemas(
+        &scenario.schema,
+        &read
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| scenario.schema.clone()),
+    );
     diffs.extend(compare::batches(expect, read));
     obs.check("array.values.roundtrip", diffs.is_empty(), at, || {
         diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
@@ -150,13 +156,28 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     obs.checked.insert("schema.release.relocatable");
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
-        obs.check("schema.move.child", found.is_empty(), "schema.children[0]", || {
-            format!(
-                "after the parent's release the moved child no longer validates: {}",
-                found.iter().map(|v| v.to_string()).take(3).collect::<Vec<_>>().join("; ")
-            )
-        });
-        release_checked(&mut child, "schema.release.marks-released", "schema.children[0]", obs);
+        obs.check(
+            "schema.move.child",
+            found.is_empty(),
+            "schema.children[0]",
+            || {
+                format!(
+                    "after the parent's release the moved child no longer validates: {}",
+                    found
+                        .iter()
+                        .map(|v| v.to_string())
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            },
+        );
+        release_checked(
+            &mut child,
+            "schema.release.marks-released",
+            "schema.children[0]",
+            obs,
+        );
     }
     Ended::Ran
 }
@@ -274,14 +295,29 @@ fn array_case(
     if let Some(mut child) = child {
         if let Some(child_schema) = probe::child_schema(&schema, 0) {
             let found = probe::check_array(child_schema, &child);
-            obs.check("array.move.child", found.is_empty(), "array.children[0]", || {
-                format!(
-                    "after the parent's release the moved child no longer validates: {}",
-                    found.iter().map(|v| v.to_string()).take(3).collect::<Vec<_>>().join("; ")
-                )
-            });
+            obs.check(
+                "array.move.child",
+                found.is_empty(),
+                "array.children[0]",
+                || {
+                    format!(
+                        "after the parent's release the moved child no longer validates: {}",
+                        found
+                            .iter()
+                            .map(|v| v.to_string())
+                            .take(3)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                },
+            );
         }
-        release_checked(&mut child, "array.release.marks-released", "array.children[0]", obs);
+        release_checked(
+            &mut child,
+            "array.release.marks-released",
+            "array.children[0]",
+            obs,
+        );
     }
     release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
     Ended::Ran
@@ -342,7 +378,12 @@ impl ProduceStream for ArrowDeviceArrayStream {
 
 /// Judges a failed stream call: a positive errno, and a last error that
 /// is NULL or UTF-8.
-fn stream_failure<S: StreamCalls>(stream: &mut S, code: i32, what: &str, obs: &mut Observations) -> String {
+fn stream_failure<S: StreamCalls>(
+    stream: &mut S,
+    code: i32,
+    what: &str,
+    obs: &mut Observations,
+) -> String {
     obs.check("stream.error.errno", code > 0, what, || {
         format!("{what} failed with {code}; failures must be positive errno values")
     });
@@ -350,7 +391,10 @@ fn stream_failure<S: StreamCalls>(stream: &mut S, code: i32, what: &str, obs: &m
         Some(Some(bytes)) => {
             let text = String::from_utf8(bytes.clone());
             obs.check("stream.error.message", text.is_ok(), what, || {
-                format!("get_last_error returned {} bytes that are not UTF-8", bytes.len())
+                format!(
+                    "get_last_error returned {} bytes that are not UTF-8",
+                    bytes.len()
+                )
             });
             String::from_utf8_lossy(&bytes).into_owned()
         }
@@ -374,9 +418,12 @@ where
     if let Err(e) = S::produce(producer, scenario, opts, &mut stream) {
         return e;
     }
-    obs.check("stream.release.set", !stream.is_released(), "stream", || {
-        "the produced stream has a NULL release".into()
-    });
+    obs.check(
+        "stream.release.set",
+        !stream.is_released(),
+        "stream",
+        || "the produced stream has a NULL release".into(),
+    );
     if stream.is_released() {
         return Ended::Ran;
     }
@@ -384,9 +431,17 @@ where
     let mut stream = relocate_poisoning(&mut stream);
     obs.checked.insert("stream.release.relocatable");
     if let Some(dt) = stream.device_type() {
-        obs.check("device.stream.type", dt == opts.device_type, "stream", || {
-            format!("device stream device_type is {dt}, asked for {}", opts.device_type)
-        });
+        obs.check(
+            "device.stream.type",
+            dt == opts.device_type,
+            "stream",
+            || {
+                format!(
+                    "device stream device_type is {dt}, asked for {}",
+                    opts.device_type
+                )
+            },
+        );
     }
 
     // stream.schema.get: succeeds, valid, and can be called again.
@@ -400,7 +455,9 @@ where
             return Ended::Ran;
         }
         Call::NotSet => {
-            obs.check("stream.schema.get", false, "stream", || "get_schema is NULL".into());
+            obs.check("stream.schema.get", false, "stream", || {
+                "get_schema is NULL".into()
+            });
             schema.mark_released();
             stream.mark_released();
             return Ended::Ran;
@@ -411,9 +468,12 @@ where
     obs.validated(&schema_rules(), found, "schema");
     let mut again = Guard::<ArrowSchema>::poisoned();
     let second = stream.get_schema(&mut again);
-    obs.check("stream.schema.get", second == Call::Returned(0), "get_schema", || {
-        format!("a second get_schema returned {second:?}")
-    });
+    obs.check(
+        "stream.schema.get",
+        second == Call::Returned(0),
+        "get_schema",
+        || format!("a second get_schema returned {second:?}"),
+    );
     if second == Call::Returned(0) {
         release_checked(&mut again, "schema.release.marks-released", "schema", obs);
     } else {
@@ -480,7 +540,9 @@ where
             }
             Call::NotSet => {
                 out.mark_released();
-                obs.check("stream.release.set", false, "stream", || "get_next is NULL".into());
+                obs.check("stream.release.set", false, "stream", || {
+                    "get_next is NULL".into()
+                });
                 break;
             }
         }
@@ -511,9 +573,12 @@ where
         c.mark_released();
         match probe::import_batch(&schema, &mut array) {
             Ok(b) => imported.push((i, probe::deep_copy(&b), b)),
-            Err(e) => obs.check("array.values.roundtrip", false, &format!("chunk {i}"), || {
-                format!("arrow-rs cannot import the validated chunk: {e}")
-            }),
+            Err(e) => obs.check(
+                "array.values.roundtrip",
+                false,
+                &format!("chunk {i}"),
+                || format!("arrow-rs cannot import the validated chunk: {e}"),
+            ),
         }
     }
     release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
@@ -521,12 +586,22 @@ where
         let after: Vec<RecordBatch> = imported.iter().map(|(_, _, b)| b.clone()).collect();
         let before: Vec<RecordBatch> = imported.iter().map(|(_, c, _)| c.clone()).collect();
         let changed = compare::batches(&before, &after);
-        obs.check("stream.results.outlive", changed.is_empty(), "stream", || {
-            format!(
-                "chunks changed after the stream was released: {}",
-                changed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
-            )
-        });
+        obs.check(
+            "stream.results.outlive",
+            changed.is_empty(),
+            "stream",
+            || {
+                format!(
+                    "chunks changed after the stream was released: {}",
+                    changed
+                        .iter()
+                        .take(3)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            },
+        );
         if matches!(ended, Ended::Ran) {
             values(scenario, &scenario.batches, &before, "stream", obs);
         }

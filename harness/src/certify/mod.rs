@@ -138,8 +138,17 @@ pub struct Observations {
 
 impl Observations {
     /// Records that `rule` was exercised, and broken unless `ok`.
-    pub fn check(&mut self, rule: &'static str, ok: bool, at: &str, evidence: impl FnOnce() -> String) {
-        debug_assert!(rules::find(rule).is_some(), "{rule} is not in the catalogue");
+    pub fn check(
+        &mut self,
+        rule: &'static str,
+        ok: bool,
+        at: &str,
+        evidence: impl FnOnce() -> String,
+    ) {
+        debug_assert!(
+            rules::find(rule).is_some(),
+            "{rule} is not in the catalogue"
+        );
         self.checked.insert(rule);
         if !ok {
             self.violations.push(Violation {

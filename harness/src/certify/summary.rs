@@ -28,7 +28,11 @@ pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
         .filter(|r| matches!(r.side, Side::Producer | Side::Both) && areas.contains(&r.area))
         .map(|r| {
             let fails = failed.get(r.id).map(Vec::as_slice).unwrap_or(&[]);
-            let n = checked.get(r.id).copied().unwrap_or(0).max(fails.len() as u64);
+            let n = checked
+                .get(r.id)
+                .copied()
+                .unwrap_or(0)
+                .max(fails.len() as u64);
             RuleSummary {
                 rule: r.id.into(),
                 level: r.level.to_string(),
@@ -72,7 +76,10 @@ pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
             .map(|c| c.replay.clone())
             .unwrap_or_default()
     };
-    let mut failing: Vec<&RuleSummary> = rules.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+    let mut failing: Vec<&RuleSummary> = rules
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .collect();
     failing.sort_by_key(|r| (r.level != "MUST", r.rule.clone()));
     if !failing.is_empty() {
         out.push_str("\nrules broken:\n");
@@ -82,10 +89,16 @@ pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
                 r.level, r.rule, r.failed, r.checked
             ));
             if let Some(e) = &r.evidence {
-                out.push_str(&format!("    {}\n", e.chars().take(300).collect::<String>()));
+                out.push_str(&format!(
+                    "    {}\n",
+                    e.chars().take(300).collect::<String>()
+                ));
             }
             if let Some(first) = r.failing_cases.first() {
-                out.push_str(&format!("    first case: {first}\n    replay: {}\n", replay(first)));
+                out.push_str(&format!(
+                    "    first case: {first}\n    replay: {}\n",
+                    replay(first)
+                ));
             }
         }
     }
@@ -180,7 +193,10 @@ mod tests {
 
     #[test]
     fn xml_escapes_markup_and_control_characters() {
-        assert_eq!(xml("a<b>&\"'\u{1}\n"), "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}\n");
+        assert_eq!(
+            xml("a<b>&\"'\u{1}\n"),
+            "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}\n"
+        );
         let plugin_text = "</failure><script>x</script>";
         assert!(!xml(plugin_text).contains('<'));
     }

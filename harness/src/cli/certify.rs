@@ -47,7 +47,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         shell_word(&args.producer_arg)
     );
     if let Some(dir) = &args.gold {
-        replay.push_str(&format!(" --gold {}", shell_word(&dir.display().to_string())));
+        replay.push_str(&format!(
+            " --gold {}",
+            shell_word(&dir.display().to_string())
+        ));
     }
     replay.push_str(" --in-process --exact");
     let opts = certify::Options {
@@ -122,7 +125,12 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 break;
             }
             let spec = &plan[i];
-            print(&certify::run_case(&producer, &scenarios[spec.scenario], spec, &opts));
+            print(&certify::run_case(
+                &producer,
+                &scenarios[spec.scenario],
+                spec,
+                &opts,
+            ));
         }
         run::proc::interrupted()
     } else {
@@ -196,7 +204,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         report.duration_ms as f64 / 1000.0
     );
     if let Some(junit) = &args.junit {
-        let xml = summary::junit(&report.rules, &format!("arrowcert certify {}", args.producer_arg));
+        let xml = summary::junit(
+            &report.rules,
+            &format!("arrowcert certify {}", args.producer_arg),
+        );
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
     }
@@ -211,5 +222,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         return Ok(128 + sig);
     }
     // Crashes and hangs are failures too: the case could not be judged.
-    Ok(if musts && crashed == 0 { 0 } else { EXIT_FAILURES })
+    Ok(if musts && crashed == 0 {
+        0
+    } else {
+        EXIT_FAILURES
+    })
 }

@@ -320,7 +320,13 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                     .map(|p| p.name.clone())
                     .unwrap_or_default()
             };
-            header(&name("producer"), &name("consumer"), scenarios.len(), &data, &how);
+            header(
+                &name("producer"),
+                &name("consumer"),
+                scenarios.len(),
+                &data,
+                &how,
+            );
             checkpoint.borrow_mut().report.plugins = plugins.to_vec();
         };
         let outcome = run::run(&cfg, plan.len(), jobs, ready, print);

@@ -120,7 +120,8 @@ pub fn deep_copy(batch: &RecordBatch) -> RecordBatch {
         .iter()
         .map(|c| {
             let data = c.to_data();
-            let mut copy = arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
+            let mut copy =
+                arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
             copy.try_extend(0, 0, c.len())
                 .expect("copying an imported array fits");
             arrow_array::make_array(copy.freeze())
@@ -235,5 +236,10 @@ pub fn get_next_on_thread<S: StreamCalls>(stream: &mut S, out: &mut S::Chunk) ->
 
 /// The device fields of a device array, copied out.
 pub fn device_fields(a: &ArrowDeviceArray) -> (i32, i64, usize, [i64; 3]) {
-    (a.device_type, a.device_id, a.sync_event as usize, a.reserved)
+    (
+        a.device_type,
+        a.device_id,
+        a.sync_event as usize,
+        a.reserved,
+    )
 }

@@ -119,10 +119,7 @@ fn capture_len(f: &File) -> u64 {
 
 impl Worker {
     /// Starts a worker and waits for it to report ready.
-    fn start(
-        cfg: &Config,
-        name: &str,
-    ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
+    fn start(cfg: &Config, name: &str) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
         let socket = cfg.scratch.join(format!("{name}.sock"));
         let capture = cfg.scratch.join(format!("{name}.out"));
         let _ = std::fs::remove_file(&socket);
@@ -198,10 +195,7 @@ impl Worker {
             capture_file,
         };
         match worker.read_message() {
-            Ok(Some(FromWorker::Ready {
-                plugins,
-                cases,
-            })) => Ok((worker, plugins, cases)),
+            Ok(Some(FromWorker::Ready { plugins, cases })) => Ok((worker, plugins, cases)),
             Ok(Some(FromWorker::Fatal { message })) => {
                 worker.stop();
                 Err(StartError(message))

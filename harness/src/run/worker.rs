@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use super::proc::{self, flush_c_stdio, Limits};
 use super::protocol::{FromWorker, ToWorker};
-use crate::plugin::Plugin;
 use crate::certify;
+use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
 use crate::roundtrip::{self, Options};
 use crate::scenario;
@@ -171,7 +171,13 @@ pub fn run(args: WorkerArgs) -> i32 {
                 ids,
                 Box::new(move |i| {
                     let spec = &plan[i];
-                    roundtrip::run_case(producer, consumer, &scenarios[spec.scenario], spec, options)
+                    roundtrip::run_case(
+                        producer,
+                        consumer,
+                        &scenarios[spec.scenario],
+                        spec,
+                        options,
+                    )
                 }),
             )
         }

@@ -1,0 +1,139 @@
+//! `arrowcert certify`, `rules` and `explain` from the command line: the
+//! reference producer gets a clean report on built-in and gold data, every
+//! time; reports carry rule verdicts; JUnit XML is written.
+
+mod support;
+
+use std::process::Command;
+
+use arrowcert::report::{Report, Verdict};
+use support::*;
+
+fn certify(args: &[&str], name: &str) -> (Option<i32>, Report, String) {
+    let report = scratch("certify").join(format!("{name}.json"));
+    let out = Command::new(arrowcert_exe())
+        .arg("certify")
+        .args(args)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    (out.status.code(), r, stdout)
+}
+
+fn assert_clean(code: Option<i32>, r: &Report, out: &str) {
+    assert_eq!(code, Some(0), "{out}");
+    assert!(r.complete);
+    assert_eq!(r.summary.total, r.planned);
+    assert_eq!(r.summary.passed, r.summary.total, "{out}");
+    let failing: Vec<&str> = r
+        .rules
+        .iter()
+        .filter(|s| s.verdict == Verdict::Fail)
+        .map(|s| s.rule.as_str())
+        .collect();
+    assert!(failing.is_empty(), "{failing:?}");
+    // The run exercised the core of every area.
+    for rule in [
+        "schema.format.valid",
+        "schema.release.marks-released",
+        "array.null-count",
+        "array.move.child",
+        "array.values.roundtrip",
+        "device.reserved.zero",
+        "stream.eos.released",
+        "stream.results.outlive",
+        "stream.threads.serial",
+    ] {
+        let s = r.rules.iter().find(|s| s.rule == rule).expect(rule);
+        assert_eq!(s.verdict, Verdict::Pass, "{rule}");
+        assert!(s.checked > 0, "{rule}");
+    }
+}
+
+#[test]
+fn the_reference_producer_passes_every_rule_on_built_in_data_in_workers() {
+    bundled();
+    let (code, r, out) = certify(&["--jobs", "2"], "builtin");
+    assert_clean(code, &r, &out);
+    // Rules nothing exercised are `skip`, never counted as passed.
+    let frees = r
+        .rules
+        .iter()
+        .find(|s| s.rule == "array.release.frees")
+        .unwrap();
+    assert_eq!(frees.verdict, Verdict::Skip);
+    assert_eq!(frees.checked, 0);
+}
+
+#[test]
+fn the_reference_producer_passes_every_rule_on_the_gold_files_twice_alike() {
+    bundled();
+    let gold = gold_dir();
+    let gold = gold.to_str().unwrap();
+    let (code, first, out) = certify(&["--in-process", "--gold", gold], "gold-1");
+    assert_clean(code, &first, &out);
+    let (code, second, out) = certify(&["--jobs", "2", "--gold", gold], "gold-2");
+    assert_clean(code, &second, &out);
+    let verdicts = |r: &Report| {
+        r.cases
+            .iter()
+            .map(|c| (c.id.clone(), c.verdict, c.checked.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&first), verdicts(&second));
+    assert_eq!(first.rules.len(), second.rules.len());
+}
+
+#[test]
+fn junit_has_one_test_case_per_rule() {
+    bundled();
+    let junit = scratch("certify").join("junit.xml");
+    let (code, r, out) = certify(
+        &[
+            "--in-process",
+            "--junit",
+            junit.to_str().unwrap(),
+            "primitive",
+        ],
+        "junit",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.starts_with("<?xml"));
+    assert_eq!(xml.matches("<testcase ").count(), r.rules.len());
+    assert!(xml.contains("name=\"array.null-count\""));
+}
+
+#[test]
+fn rules_and_explain_print_the_catalogue() {
+    let run = |args: &[&str]| {
+        let out = Command::new(arrowcert_exe()).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, all, _) = run(&["rules"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        all.lines()
+            .filter(|l| !l.trim().is_empty() && l.contains('.'))
+            .count()
+            >= arrowcert::rules::RULES.len(),
+        true
+    );
+    let (code, text, _) = run(&["explain", "array.null-count"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("CDataInterface.rst"), "{text}");
+    assert!(text.contains("MAY be -1"), "{text}");
+    let (code, text, _) = run(&["rules", "device.*"]);
+    assert_eq!(code, Some(0));
+    assert!(text.lines().all(|l| l.starts_with("device.")), "{text}");
+    let (code, _, err) = run(&["explain", "array.no-such-rule"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no rule array.no-such-rule"), "{err}");
+}
