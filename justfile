@@ -18,6 +18,14 @@ roundtrip *ARGS: build
 gold *ARGS: build
     target/debug/arrowcert roundtrip --gold {{gold}} {{ARGS}}
 
+# Certify a producer rule by rule (default: the bundled reference producer).
+certify *ARGS: build
+    target/debug/arrowcert certify {{ARGS}}
+
+# List the rules, or explain one.
+rules *ARGS: build
+    target/debug/arrowcert rules {{ARGS}}
+
 # Describe a plugin.
 inspect LIB: build
     target/debug/arrowcert inspect {{LIB}}
