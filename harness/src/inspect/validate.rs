@@ -315,7 +315,8 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
     }
 
     let flags = s.flags;
-    let unknown = flags & !(ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_NULLABLE | ARROW_FLAG_MAP_KEYS_SORTED);
+    let unknown =
+        flags & !(ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_NULLABLE | ARROW_FLAG_MAP_KEYS_SORTED);
     if unknown != 0 {
         sink.push(
             SCHEMA_FLAGS_KNOWN,
@@ -335,7 +336,10 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
             sink.push(
                 SCHEMA_FLAGS_KNOWN,
                 at,
-                format!("ARROW_FLAG_MAP_KEYS_SORTED is set on format {}, not a map (+m)", shown(&f.to_string())),
+                format!(
+                    "ARROW_FLAG_MAP_KEYS_SORTED is set on format {}, not a map (+m)",
+                    shown(&f.to_string())
+                ),
             );
         }
     }
@@ -344,7 +348,11 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
     let n = s.n_children;
     let mut children = Vec::new();
     if n < 0 {
-        sink.push(SCHEMA_CHILDREN_COUNT, at, format!("n_children is {n}, negative"));
+        sink.push(
+            SCHEMA_CHILDREN_COUNT,
+            at,
+            format!("n_children is {n}, negative"),
+        );
     } else if n > MAX_CHILDREN {
         sink.push(
             SCHEMA_CHILDREN_COUNT,
@@ -420,7 +428,11 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
         Some(Format::RunEndEncoded) => {
             if let Some(Some(run_ends)) = children.first() {
                 let ree_at = format!("{at}.children[0]");
-                if let Some(f) = run_ends.format.as_ref().filter(|f| !format::is_run_end_type(f)) {
+                if let Some(f) = run_ends
+                    .format
+                    .as_ref()
+                    .filter(|f| !format::is_run_end_type(f))
+                {
                     sink.push(
                         SCHEMA_REE_RUN_ENDS,
                         &ree_at,
@@ -471,7 +483,11 @@ unsafe fn visit_schema(
     if let Some(why) = unusable(p) {
         // The dictionary pointer's problems are reported by the caller.
         if what == "children" {
-            sink.push(SCHEMA_CHILDREN_COUNT, parent_at, format!("{label} is {why}"));
+            sink.push(
+                SCHEMA_CHILDREN_COUNT,
+                parent_at,
+                format!("{label} is {why}"),
+            );
         }
         return None;
     }
@@ -607,14 +623,21 @@ unsafe fn metadata_problem(p: *const c_char) -> Option<String> {
 /// they are followed; non-NULL, non-poison pointers are trusted to point to
 /// what the C data interface says, buffers included: each buffer must hold
 /// at least what the node's offset and length imply for its type.
-pub unsafe fn validate_array(schema: *const ArrowSchema, array: *const ArrowArray) -> Vec<Violation> {
+pub unsafe fn validate_array(
+    schema: *const ArrowSchema,
+    array: *const ArrowArray,
+) -> Vec<Violation> {
     let mut sink = Sink::default();
     // SAFETY: forwarded from the caller; live_schema checks the pointer.
     let Some(s) = (unsafe { live_schema(schema) }) else {
         return sink.out;
     };
     if let Some(why) = unusable(array) {
-        sink.push(ARRAY_RELEASE_SET, "root", format!("the array pointer is {why}"));
+        sink.push(
+            ARRAY_RELEASE_SET,
+            "root",
+            format!("the array pointer is {why}"),
+        );
         return sink.out;
     }
     // SAFETY: usable pointer; the caller vouches for a readable array.
@@ -648,7 +671,9 @@ struct ArrayInfo {
 
 /// Byte size of `count` items of `width` bytes, if it fits the address space.
 fn bytes_for(count: usize, width: usize) -> Option<usize> {
-    count.checked_mul(width).filter(|&b| b <= isize::MAX as usize)
+    count
+        .checked_mul(width)
+        .filter(|&b| b <= isize::MAX as usize)
 }
 
 fn bitmap_bytes(bits: usize) -> usize {
@@ -742,11 +767,19 @@ unsafe fn check_array(
     let (len, off, nc) = (a.length, a.offset, a.null_count);
     let mut lengths_ok = true;
     if len < 0 {
-        sink.push(ARRAY_LENGTHS, at, format!("length is {len}; it must be >= 0"));
+        sink.push(
+            ARRAY_LENGTHS,
+            at,
+            format!("length is {len}; it must be >= 0"),
+        );
         lengths_ok = false;
     }
     if off < 0 {
-        sink.push(ARRAY_LENGTHS, at, format!("offset is {off}; it must be >= 0"));
+        sink.push(
+            ARRAY_LENGTHS,
+            at,
+            format!("offset is {off}; it must be >= 0"),
+        );
         lengths_ok = false;
     }
     if nc < -1 {
@@ -783,7 +816,10 @@ unsafe fn check_array(
                 sink.push(
                     ARRAY_N_BUFFERS,
                     at,
-                    format!("format {} has {k} buffer(s) but n_buffers is {nb}", shown(&fmt.to_string())),
+                    format!(
+                        "format {} has {k} buffer(s) but n_buffers is {nb}",
+                        shown(&fmt.to_string())
+                    ),
                 );
                 buffers_ok = false;
             }
@@ -867,13 +903,15 @@ unsafe fn check_array(
             ),
             None => {
                 // SAFETY: usable pointer to n_children (bounded) pointers.
-                let cps = unsafe { std::slice::from_raw_parts(a.children.cast_const(), an as usize) };
+                let cps =
+                    unsafe { std::slice::from_raw_parts(a.children.cast_const(), an as usize) };
                 kids.reserve(cps.len());
                 for (i, &cp) in cps.iter().enumerate() {
                     let child_at = format!("{at}.children[{i}]");
                     let sc = schema_kids.and_then(|k| k.get(i).copied());
                     // SAFETY: both pointers are checked before use.
-                    let info = unsafe { visit_array(sc, cp, &child_at, "children", i, at, depth, sink) };
+                    let info =
+                        unsafe { visit_array(sc, cp, &child_at, "children", i, at, depth, sink) };
                     kids.push(info);
                 }
             }
@@ -981,7 +1019,8 @@ unsafe fn check_array(
                 info.validity = p.cast::<u8>();
                 // SAFETY: non-NULL validity bitmap, which must hold
                 // offset + length bits; only bytes covering [offset, end) are read.
-                let bytes = unsafe { bufs.region(vi, "validity", required, offset / 8, required, sink) };
+                let bytes =
+                    unsafe { bufs.region(vi, "validity", required, offset / 8, required, sink) };
                 if let Some(bytes) = bytes {
                     validity = Some((bytes, offset % 8));
                     // A null_count above the length is already reported.
@@ -1162,7 +1201,9 @@ fn first_unordered<T: Int, const STRICT: bool>(bytes: &[u8]) -> Option<usize> {
     while start + 1 < n {
         let stop = (start + BLOCK).min(n - 1);
         let a = bytes.get(start * T::SIZE..stop * T::SIZE).unwrap_or(&[]);
-        let b = bytes.get((start + 1) * T::SIZE..(stop + 1) * T::SIZE).unwrap_or(&[]);
+        let b = bytes
+            .get((start + 1) * T::SIZE..(stop + 1) * T::SIZE)
+            .unwrap_or(&[]);
         let ok = a
             .chunks_exact(T::SIZE)
             .zip(b.chunks_exact(T::SIZE))
@@ -1318,7 +1359,12 @@ impl Node<'_> {
     ///
     /// # Safety
     /// Buffer `i`, when non-NULL, holds `end + 1` offsets of `T`.
-    unsafe fn offsets<'b, T: Int>(&self, bufs: &'b Buffers<'_>, i: usize, sink: &mut Sink) -> Option<(&'b [u8], T)> {
+    unsafe fn offsets<'b, T: Int>(
+        &self,
+        bufs: &'b Buffers<'_>,
+        i: usize,
+        sink: &mut Sink,
+    ) -> Option<(&'b [u8], T)> {
         let (offset, end) = (self.offset, self.end);
         // An empty array (offset + length = 0) needs no offsets at all: the
         // producer may pass NULL (as nanoarrow and Arrow C++ accept).
@@ -1338,7 +1384,8 @@ impl Node<'_> {
             }
         };
         // SAFETY: forwarded from the caller.
-        let bytes = unsafe { bufs.region(i, "offsets", required, offset * T::SIZE, required, sink) }?;
+        let bytes =
+            unsafe { bufs.region(i, "offsets", required, offset * T::SIZE, required, sink) }?;
         if bytes.is_empty() {
             return Some((bytes, T::ZERO));
         }
@@ -1380,7 +1427,12 @@ impl Node<'_> {
 
     /// # Safety
     /// As for [`Node::offsets`].
-    unsafe fn list<T: Int>(&self, bufs: &Buffers<'_>, child: Option<&Option<ArrayInfo>>, sink: &mut Sink) {
+    unsafe fn list<T: Int>(
+        &self,
+        bufs: &Buffers<'_>,
+        child: Option<&Option<ArrayInfo>>,
+        sink: &mut Sink,
+    ) {
         // SAFETY: forwarded from the caller.
         let Some((bytes, last)) = (unsafe { self.offsets::<T>(bufs, 1, sink) }) else {
             return;
@@ -1404,12 +1456,20 @@ impl Node<'_> {
 
     /// # Safety
     /// Buffers 1 and 2, when non-NULL, hold `end` offsets / sizes of `T`.
-    unsafe fn list_view<T: Int>(&self, bufs: &Buffers<'_>, child: Option<&Option<ArrayInfo>>, sink: &mut Sink) {
+    unsafe fn list_view<T: Int>(
+        &self,
+        bufs: &Buffers<'_>,
+        child: Option<&Option<ArrayInfo>>,
+        sink: &mut Sink,
+    ) {
         let Some(required) = bytes_for(self.end, T::SIZE) else {
             sink.push(
                 ARRAY_LENGTHS,
                 self.at,
-                format!("offset + length = {} implies buffers larger than the address space", self.end),
+                format!(
+                    "offset + length = {} implies buffers larger than the address space",
+                    self.end
+                ),
             );
             return;
         };
@@ -1518,7 +1578,9 @@ impl Node<'_> {
             return;
         };
         // SAFETY: forwarded from the caller.
-        let Some(offsets) = (unsafe { bufs.region(1, "offsets", required, offset * 4, required, sink) }) else {
+        let Some(offsets) =
+            (unsafe { bufs.region(1, "offsets", required, offset * 4, required, sink) })
+        else {
             return;
         };
         // Child lengths by child index; -1 where unknown (not checked).
@@ -1565,7 +1627,16 @@ impl Node<'_> {
         // The sizes buffer holds one int64 per variadic buffer.
         let sizes_required = n_variadic * 8;
         // SAFETY: forwarded from the caller.
-        let Some(size_bytes) = (unsafe { bufs.region(nb.saturating_sub(1), "variadic buffer sizes", sizes_required, 0, sizes_required, sink) }) else {
+        let Some(size_bytes) = (unsafe {
+            bufs.region(
+                nb.saturating_sub(1),
+                "variadic buffer sizes",
+                sizes_required,
+                0,
+                sizes_required,
+                sink,
+            )
+        }) else {
             return;
         };
         let mut sizes: Vec<i64> = Vec::with_capacity(n_variadic);
@@ -1576,7 +1647,10 @@ impl Node<'_> {
                 sink.push(
                     ARRAY_VIEW_SIZES,
                     at,
-                    format!("the size of variadic buffer {k} (buffers[{}]) is {size}, negative", k + 2),
+                    format!(
+                        "the size of variadic buffer {k} (buffers[{}]) is {size}, negative",
+                        k + 2
+                    ),
                 );
                 sizes_ok = false;
             } else if !bufs.present(k + 2, "variadic data", size as usize, sink) {
@@ -1588,12 +1662,16 @@ impl Node<'_> {
             sink.push(
                 ARRAY_LENGTHS,
                 at,
-                format!("offset + length = {end} implies a views buffer larger than the address space"),
+                format!(
+                    "offset + length = {end} implies a views buffer larger than the address space"
+                ),
             );
             return;
         };
         // SAFETY: forwarded from the caller.
-        let Some(views) = (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) }) else {
+        let Some(views) =
+            (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) })
+        else {
             return;
         };
         if !sizes_ok {
@@ -1654,7 +1732,9 @@ impl Node<'_> {
     ) {
         let required = self.end * width;
         // SAFETY: forwarded from the caller.
-        let Some(bytes) = (unsafe { bufs.region(1, "indices", required, self.offset * width, required, sink) }) else {
+        let Some(bytes) =
+            (unsafe { bufs.region(1, "indices", required, self.offset * width, required, sink) })
+        else {
             return;
         };
         let dict_len = dict.length as i64;
@@ -1697,7 +1777,10 @@ impl Node<'_> {
             sink.push(
                 ARRAY_REE_RUN_ENDS,
                 at,
-                format!("offset + length = {} does not fit the run ends' type (max {max})", self.end),
+                format!(
+                    "offset + length = {} does not fit the run ends' type (max {max})",
+                    self.end
+                ),
             );
             return;
         }
@@ -1706,7 +1789,10 @@ impl Node<'_> {
             sink.push(
                 ARRAY_REE_RUN_ENDS,
                 &run_ends_at,
-                format!("run ends have null_count {}; run ends cannot be null", r.null_count),
+                format!(
+                    "run ends have null_count {}; run ends cannot be null",
+                    r.null_count
+                ),
             );
             return;
         }
@@ -1724,11 +1810,17 @@ impl Node<'_> {
         // SAFETY: data was set by check_array only when buffer 1 is non-NULL
         // (or the extent is 0 bytes, and then length is 0, handled above)
         // and holds the child's offset + length values; only those are read.
-        let bytes = unsafe { std::slice::from_raw_parts(data.add(r.offset * width), r.length * width) };
+        let bytes =
+            unsafe { std::slice::from_raw_parts(data.add(r.offset * width), r.length * width) };
         if r.null_count == -1 && !r.validity.is_null() {
             // SAFETY: the validity bitmap of a checked child holds its
             // offset + length bits.
-            let bits = unsafe { std::slice::from_raw_parts(r.validity.add(r.offset / 8), bitmap_bytes(r.offset + r.length) - r.offset / 8) };
+            let bits = unsafe {
+                std::slice::from_raw_parts(
+                    r.validity.add(r.offset / 8),
+                    bitmap_bytes(r.offset + r.length) - r.offset / 8,
+                )
+            };
             let zeros = r.length - count_set_bits(bits, r.offset % 8, r.length);
             if zeros > 0 {
                 sink.push(
@@ -1786,9 +1878,10 @@ fn first_bad_index<T: Int>(
         let v = v.to_i64();
         (v < 0) | (v >= dict_len)
     };
-    let any_bad = bytes
-        .chunks(BLOCK * T::SIZE)
-        .any(|c| c.chunks_exact(T::SIZE).fold(false, |b, x| b | bad(T::load(x))));
+    let any_bad = bytes.chunks(BLOCK * T::SIZE).any(|c| {
+        c.chunks_exact(T::SIZE)
+            .fold(false, |b, x| b | bad(T::load(x)))
+    });
     if !any_bad {
         return None;
     }
@@ -1819,11 +1912,14 @@ mod tests {
     use arrow_schema::{DataType, Field, Fields, Schema, UnionFields};
 
     use super::*;
-    use crate::abi::arrow_rs::{array_from_arrow_rs, export_batch, export_batch_slice, export_schema, schema_from_arrow_rs};
+    use crate::abi::arrow_rs::{
+        array_from_arrow_rs, export_batch, export_batch_slice, export_schema, schema_from_arrow_rs,
+    };
     use crate::abi::ops::Guard;
     use crate::abi::Plain;
 
-    const POISON: usize = usize::from_ne_bytes([crate::abi::POISON_BYTE; std::mem::size_of::<usize>()]);
+    const POISON: usize =
+        usize::from_ne_bytes([crate::abi::POISON_BYTE; std::mem::size_of::<usize>()]);
 
     // -- helpers -------------------------------------------------------------
 
@@ -1842,17 +1938,33 @@ mod tests {
         assert!(
             v.is_empty(),
             "{what}: expected no violations, got:\n{}",
-            v.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n")
+            v.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
 
     /// `rule` is reported, and nothing but `rule` and `also`.
     #[track_caller]
     fn assert_rule(v: &[Violation], rule: &str, also: &[&str]) {
-        let dump = || v.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
-        assert!(v.iter().any(|x| x.rule == rule), "expected {rule}, got:\n{}", dump());
+        let dump = || {
+            v.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(
+            v.iter().any(|x| x.rule == rule),
+            "expected {rule}, got:\n{}",
+            dump()
+        );
         for x in v {
-            assert!(x.rule == rule || also.contains(&x.rule), "unexpected {x}\nall:\n{}", dump());
+            assert!(
+                x.rule == rule || also.contains(&x.rule),
+                "unexpected {x}\nall:\n{}",
+                dump()
+            );
         }
     }
 
@@ -1867,7 +1979,9 @@ mod tests {
     fn export_data(data: &ArrayData, nullable: bool) -> (Guard<ArrowSchema>, Guard<ArrowArray>) {
         let field = Field::new("a", data.data_type().clone(), nullable);
         (
-            Guard::new(schema_from_arrow_rs(FFI_ArrowSchema::try_from(&field).unwrap())),
+            Guard::new(schema_from_arrow_rs(
+                FFI_ArrowSchema::try_from(&field).unwrap(),
+            )),
             Guard::new(array_from_arrow_rs(FFI_ArrowArray::new(data))),
         )
     }
@@ -1925,7 +2039,13 @@ mod tests {
     }
 
     /// A hand-built, leaked array node.
-    fn arr(length: i64, null_count: i64, offset: i64, buffers: Vec<*const c_void>, children: Vec<*mut ArrowArray>) -> *mut ArrowArray {
+    fn arr(
+        length: i64,
+        null_count: i64,
+        offset: i64,
+        buffers: Vec<*const c_void>,
+        children: Vec<*mut ArrowArray>,
+    ) -> *mut ArrowArray {
         let mut a = ArrowArray::zeroed();
         a.length = length;
         a.null_count = null_count;
@@ -1960,7 +2080,13 @@ mod tests {
     }
 
     fn int32_array(values: &[i32]) -> *mut ArrowArray {
-        arr(values.len() as i64, 0, 0, vec![std::ptr::null(), leak_buf(values.to_vec())], vec![])
+        arr(
+            values.len() as i64,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(values.to_vec())],
+            vec![],
+        )
     }
 
     // -- valid data ----------------------------------------------------------
@@ -1976,61 +2102,289 @@ mod tests {
             cols.push((name.to_string(), a, nullable));
         };
         add("null", Arc::new(NullArray::new(n)));
-        add("bool", Arc::new((0..n).map(|i| opt(i).then_some(i % 2 == 0)).collect::<BooleanArray>()));
-        add("i8", Arc::new((0..n).map(|i| Some(i as i8)).collect::<Int8Array>()));
-        add("u8", Arc::new((0..n).map(|i| opt(i).then_some(i as u8)).collect::<UInt8Array>()));
-        add("i16", Arc::new((0..n).map(|i| Some(i as i16)).collect::<Int16Array>()));
-        add("u16", Arc::new((0..n).map(|i| Some(i as u16)).collect::<UInt16Array>()));
+        add(
+            "bool",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i % 2 == 0))
+                    .collect::<BooleanArray>(),
+            ),
+        );
+        add(
+            "i8",
+            Arc::new((0..n).map(|i| Some(i as i8)).collect::<Int8Array>()),
+        );
+        add(
+            "u8",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as u8))
+                    .collect::<UInt8Array>(),
+            ),
+        );
+        add(
+            "i16",
+            Arc::new((0..n).map(|i| Some(i as i16)).collect::<Int16Array>()),
+        );
+        add(
+            "u16",
+            Arc::new((0..n).map(|i| Some(i as u16)).collect::<UInt16Array>()),
+        );
         add("i32", Arc::new(ints.clone()));
-        add("u32", Arc::new((0..n).map(|i| Some(i as u32)).collect::<UInt32Array>()));
-        add("i64", Arc::new((0..n).map(|i| opt(i).then_some(i as i64)).collect::<Int64Array>()));
-        add("u64", Arc::new((0..n).map(|i| Some(i as u64)).collect::<UInt64Array>()));
+        add(
+            "u32",
+            Arc::new((0..n).map(|i| Some(i as u32)).collect::<UInt32Array>()),
+        );
+        add(
+            "i64",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as i64))
+                    .collect::<Int64Array>(),
+            ),
+        );
+        add(
+            "u64",
+            Arc::new((0..n).map(|i| Some(i as u64)).collect::<UInt64Array>()),
+        );
         let f16 = ArrayData::builder(DataType::Float16)
             .len(n)
             .add_buffer(Buffer::from_vec(vec![0x3c00u16; n]))
             .build()
             .unwrap();
         add("f16", make_array(f16));
-        add("f32", Arc::new((0..n).map(|i| opt(i).then_some(i as f32)).collect::<Float32Array>()));
-        add("f64", Arc::new((0..n).map(|i| Some(i as f64)).collect::<Float64Array>()));
-        let strs: Vec<Option<String>> = (0..n).map(|i| opt(i).then(|| "x".repeat(i % 20))).collect();
-        add("utf8", Arc::new(strs.iter().map(|s| s.as_deref()).collect::<StringArray>()));
-        add("large_utf8", Arc::new(strs.iter().map(|s| s.as_deref()).collect::<LargeStringArray>()));
-        add("binary", Arc::new(strs.iter().map(|s| s.as_deref().map(str::as_bytes)).collect::<BinaryArray>()));
-        add("large_binary", Arc::new(strs.iter().map(|s| s.as_deref().map(str::as_bytes)).collect::<LargeBinaryArray>()));
-        add("utf8_view", Arc::new(strs.iter().map(|s| s.as_deref()).collect::<StringViewArray>()));
-        add("binary_view", Arc::new(strs.iter().map(|s| s.as_deref().map(str::as_bytes)).collect::<BinaryViewArray>()));
+        add(
+            "f32",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as f32))
+                    .collect::<Float32Array>(),
+            ),
+        );
+        add(
+            "f64",
+            Arc::new((0..n).map(|i| Some(i as f64)).collect::<Float64Array>()),
+        );
+        let strs: Vec<Option<String>> =
+            (0..n).map(|i| opt(i).then(|| "x".repeat(i % 20))).collect();
+        add(
+            "utf8",
+            Arc::new(strs.iter().map(|s| s.as_deref()).collect::<StringArray>()),
+        );
+        add(
+            "large_utf8",
+            Arc::new(
+                strs.iter()
+                    .map(|s| s.as_deref())
+                    .collect::<LargeStringArray>(),
+            ),
+        );
+        add(
+            "binary",
+            Arc::new(
+                strs.iter()
+                    .map(|s| s.as_deref().map(str::as_bytes))
+                    .collect::<BinaryArray>(),
+            ),
+        );
+        add(
+            "large_binary",
+            Arc::new(
+                strs.iter()
+                    .map(|s| s.as_deref().map(str::as_bytes))
+                    .collect::<LargeBinaryArray>(),
+            ),
+        );
+        add(
+            "utf8_view",
+            Arc::new(
+                strs.iter()
+                    .map(|s| s.as_deref())
+                    .collect::<StringViewArray>(),
+            ),
+        );
+        add(
+            "binary_view",
+            Arc::new(
+                strs.iter()
+                    .map(|s| s.as_deref().map(str::as_bytes))
+                    .collect::<BinaryViewArray>(),
+            ),
+        );
         add(
             "fixed_binary",
             Arc::new(
-                FixedSizeBinaryArray::try_from_sparse_iter_with_size((0..n).map(|i| opt(i).then_some([i as u8; 3])), 3)
+                FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                    (0..n).map(|i| opt(i).then_some([i as u8; 3])),
+                    3,
+                )
+                .unwrap(),
+            ),
+        );
+        add(
+            "dec32",
+            Arc::new(
+                Decimal32Array::from_iter((0..n).map(|i| opt(i).then_some(i as i32)))
+                    .with_precision_and_scale(9, 2)
                     .unwrap(),
             ),
         );
-        add("dec32", Arc::new(Decimal32Array::from_iter((0..n).map(|i| opt(i).then_some(i as i32))).with_precision_and_scale(9, 2).unwrap()));
-        add("dec64", Arc::new(Decimal64Array::from_iter((0..n).map(|i| Some(i as i64))).with_precision_and_scale(18, -2).unwrap()));
-        add("dec128", Arc::new(Decimal128Array::from_iter((0..n).map(|i| opt(i).then_some(i as i128))).with_precision_and_scale(38, 10).unwrap()));
-        add("dec256", Arc::new(Decimal256Array::from_iter((0..n).map(|i| Some(i256::from(i as i32)))).with_precision_and_scale(76, 5).unwrap()));
-        add("date32", Arc::new((0..ni).map(Some).collect::<Date32Array>()));
-        add("date64", Arc::new((0..n).map(|i| opt(i).then_some(i as i64)).collect::<Date64Array>()));
-        add("time32s", Arc::new((0..ni).map(Some).collect::<Time32SecondArray>()));
-        add("time32ms", Arc::new((0..ni).map(Some).collect::<Time32MillisecondArray>()));
-        add("time64us", Arc::new((0..n).map(|i| Some(i as i64)).collect::<Time64MicrosecondArray>()));
-        add("time64ns", Arc::new((0..n).map(|i| Some(i as i64)).collect::<Time64NanosecondArray>()));
-        add("ts_s", Arc::new((0..n).map(|i| Some(i as i64)).collect::<TimestampSecondArray>()));
-        add("ts_ms_tz", Arc::new((0..n).map(|i| opt(i).then_some(i as i64)).collect::<TimestampMillisecondArray>().with_timezone("Europe/Paris")));
-        add("ts_us_tz", Arc::new((0..n).map(|i| Some(i as i64)).collect::<TimestampMicrosecondArray>().with_timezone("+01:00")));
-        add("ts_ns", Arc::new((0..n).map(|i| Some(i as i64)).collect::<TimestampNanosecondArray>()));
-        add("dur_s", Arc::new((0..n).map(|i| Some(i as i64)).collect::<DurationSecondArray>()));
-        add("dur_ns", Arc::new((0..n).map(|i| opt(i).then_some(i as i64)).collect::<DurationNanosecondArray>()));
-        add("iv_ym", Arc::new((0..ni).map(Some).collect::<IntervalYearMonthArray>()));
-        add("iv_dt", Arc::new((0..ni).map(|i| Some(IntervalDayTime::new(i, -i))).collect::<IntervalDayTimeArray>()));
-        add("iv_mdn", Arc::new((0..ni).map(|i| opt(i as usize).then_some(IntervalMonthDayNano::new(i, i, i as i64))).collect::<IntervalMonthDayNanoArray>()));
-        let lists = (0..n).map(|i| opt(i).then(|| (0..(i % 4) as i32).map(Some).collect::<Vec<_>>()));
-        add("list", Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(lists.clone())));
-        add("large_list", Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(lists.clone())));
-        add("list_view", Arc::new(ListViewArray::from_iter_primitive::<Int32Type, _, _>(lists.clone())));
-        add("large_list_view", Arc::new(LargeListViewArray::from_iter_primitive::<Int32Type, _, _>(lists)));
+        add(
+            "dec64",
+            Arc::new(
+                Decimal64Array::from_iter((0..n).map(|i| Some(i as i64)))
+                    .with_precision_and_scale(18, -2)
+                    .unwrap(),
+            ),
+        );
+        add(
+            "dec128",
+            Arc::new(
+                Decimal128Array::from_iter((0..n).map(|i| opt(i).then_some(i as i128)))
+                    .with_precision_and_scale(38, 10)
+                    .unwrap(),
+            ),
+        );
+        add(
+            "dec256",
+            Arc::new(
+                Decimal256Array::from_iter((0..n).map(|i| Some(i256::from(i as i32))))
+                    .with_precision_and_scale(76, 5)
+                    .unwrap(),
+            ),
+        );
+        add(
+            "date32",
+            Arc::new((0..ni).map(Some).collect::<Date32Array>()),
+        );
+        add(
+            "date64",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as i64))
+                    .collect::<Date64Array>(),
+            ),
+        );
+        add(
+            "time32s",
+            Arc::new((0..ni).map(Some).collect::<Time32SecondArray>()),
+        );
+        add(
+            "time32ms",
+            Arc::new((0..ni).map(Some).collect::<Time32MillisecondArray>()),
+        );
+        add(
+            "time64us",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<Time64MicrosecondArray>(),
+            ),
+        );
+        add(
+            "time64ns",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<Time64NanosecondArray>(),
+            ),
+        );
+        add(
+            "ts_s",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<TimestampSecondArray>(),
+            ),
+        );
+        add(
+            "ts_ms_tz",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as i64))
+                    .collect::<TimestampMillisecondArray>()
+                    .with_timezone("Europe/Paris"),
+            ),
+        );
+        add(
+            "ts_us_tz",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<TimestampMicrosecondArray>()
+                    .with_timezone("+01:00"),
+            ),
+        );
+        add(
+            "ts_ns",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<TimestampNanosecondArray>(),
+            ),
+        );
+        add(
+            "dur_s",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(i as i64))
+                    .collect::<DurationSecondArray>(),
+            ),
+        );
+        add(
+            "dur_ns",
+            Arc::new(
+                (0..n)
+                    .map(|i| opt(i).then_some(i as i64))
+                    .collect::<DurationNanosecondArray>(),
+            ),
+        );
+        add(
+            "iv_ym",
+            Arc::new((0..ni).map(Some).collect::<IntervalYearMonthArray>()),
+        );
+        add(
+            "iv_dt",
+            Arc::new(
+                (0..ni)
+                    .map(|i| Some(IntervalDayTime::new(i, -i)))
+                    .collect::<IntervalDayTimeArray>(),
+            ),
+        );
+        add(
+            "iv_mdn",
+            Arc::new(
+                (0..ni)
+                    .map(|i| opt(i as usize).then_some(IntervalMonthDayNano::new(i, i, i as i64)))
+                    .collect::<IntervalMonthDayNanoArray>(),
+            ),
+        );
+        let lists =
+            (0..n).map(|i| opt(i).then(|| (0..(i % 4) as i32).map(Some).collect::<Vec<_>>()));
+        add(
+            "list",
+            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+                lists.clone(),
+            )),
+        );
+        add(
+            "large_list",
+            Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(
+                lists.clone(),
+            )),
+        );
+        add(
+            "list_view",
+            Arc::new(ListViewArray::from_iter_primitive::<Int32Type, _, _>(
+                lists.clone(),
+            )),
+        );
+        add(
+            "large_list_view",
+            Arc::new(LargeListViewArray::from_iter_primitive::<Int32Type, _, _>(
+                lists,
+            )),
+        );
         add(
             "fixed_list",
             Arc::new(FixedSizeListArray::from_iter_primitive::<Int32Type, _, _>(
@@ -2048,9 +2402,15 @@ mod tests {
                 struct_fields,
                 vec![
                     Arc::new(ints.clone()),
-                    Arc::new((0..n).map(|i| Some(format!("s{i}"))).collect::<StringArray>()),
+                    Arc::new(
+                        (0..n)
+                            .map(|i| Some(format!("s{i}")))
+                            .collect::<StringArray>(),
+                    ),
                 ],
-                Some(NullBuffer::from((0..n).map(|i| i % 4 != 2).collect::<Vec<_>>())),
+                Some(NullBuffer::from(
+                    (0..n).map(|i| i % 4 != 2).collect::<Vec<_>>(),
+                )),
             )),
         );
         let mut mb = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
@@ -2064,7 +2424,10 @@ mod tests {
         add("map", Arc::new(mb.finish()));
         let union_fields = UnionFields::try_new(
             vec![3, 7],
-            vec![Field::new("i", DataType::Int32, true), Field::new("s", DataType::Utf8, true)],
+            vec![
+                Field::new("i", DataType::Int32, true),
+                Field::new("s", DataType::Utf8, true),
+            ],
         )
         .unwrap();
         let tids: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { 7 } else { 3 }).collect();
@@ -2086,7 +2449,11 @@ mod tests {
                     Some(offs.into()),
                     vec![
                         Arc::new((0..counts[0]).map(Some).collect::<Int32Array>()),
-                        Arc::new((0..counts[1]).map(|i| Some(format!("u{i}"))).collect::<StringArray>()),
+                        Arc::new(
+                            (0..counts[1])
+                                .map(|i| Some(format!("u{i}")))
+                                .collect::<StringArray>(),
+                        ),
                     ],
                 )
                 .unwrap(),
@@ -2101,7 +2468,11 @@ mod tests {
                     None,
                     vec![
                         Arc::new(ints.clone()),
-                        Arc::new((0..n).map(|i| Some(format!("v{i}"))).collect::<StringArray>()),
+                        Arc::new(
+                            (0..n)
+                                .map(|i| Some(format!("v{i}")))
+                                .collect::<StringArray>(),
+                        ),
                     ],
                 )
                 .unwrap(),
@@ -2135,23 +2506,45 @@ mod tests {
             ends.push(e);
             run += 1;
         }
-        let values: StringArray = (0..ends.len()).map(|i| (i % 2 == 0).then(|| format!("r{i}"))).collect();
-        add("ree", Arc::new(RunArray::<Int32Type>::try_new(&Int32Array::from(ends), &values).unwrap()));
+        let values: StringArray = (0..ends.len())
+            .map(|i| (i % 2 == 0).then(|| format!("r{i}")))
+            .collect();
+        add(
+            "ree",
+            Arc::new(RunArray::<Int32Type>::try_new(&Int32Array::from(ends), &values).unwrap()),
+        );
         let nested = ListArray::new(
-            Arc::new(Field::new_list_field(DataType::Struct(Fields::from(vec![Field::new("v", DataType::Int64, true)])), true)),
+            Arc::new(Field::new_list_field(
+                DataType::Struct(Fields::from(vec![Field::new("v", DataType::Int64, true)])),
+                true,
+            )),
             arrow_buffer::OffsetBuffer::from_lengths((0..n).map(|i| i % 3)),
             Arc::new(StructArray::new(
                 Fields::from(vec![Field::new("v", DataType::Int64, true)]),
-                vec![Arc::new((0..(0..n).map(|i| i % 3).sum::<usize>() as i64).map(Some).collect::<Int64Array>())],
+                vec![Arc::new(
+                    (0..(0..n).map(|i| i % 3).sum::<usize>() as i64)
+                        .map(Some)
+                        .collect::<Int64Array>(),
+                )],
                 None,
             )),
             None,
         );
         add("list_of_struct", Arc::new(nested));
 
-        let fields: Vec<Field> = cols.iter().map(|(name, a, nullable)| Field::new(name, a.data_type().clone(), *nullable)).collect();
-        let schema = Schema::new(fields).with_metadata(std::collections::HashMap::from([("origin".to_string(), "arrowcert tests ✓".to_string())]));
-        RecordBatch::try_new(Arc::new(schema), cols.into_iter().map(|(_, a, _)| a).collect()).unwrap()
+        let fields: Vec<Field> = cols
+            .iter()
+            .map(|(name, a, nullable)| Field::new(name, a.data_type().clone(), *nullable))
+            .collect();
+        let schema = Schema::new(fields).with_metadata(std::collections::HashMap::from([(
+            "origin".to_string(),
+            "arrowcert tests ✓".to_string(),
+        )]));
+        RecordBatch::try_new(
+            Arc::new(schema),
+            cols.into_iter().map(|(_, a, _)| a).collect(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -2169,16 +2562,34 @@ mod tests {
         let n = 1000;
         let batch = all_types(n);
         let s = Guard::new(export_schema(&batch.schema()).unwrap());
-        for (offset, length) in [(0, n), (1, 999), (3, 500), (7, 9), (8, 64), (13, 700), (63, 1), (999, 1), (1000, 0), (5, 0), (517, 483)] {
+        for (offset, length) in [
+            (0, n),
+            (1, 999),
+            (3, 500),
+            (7, 9),
+            (8, 64),
+            (13, 700),
+            (63, 1),
+            (999, 1),
+            (1000, 0),
+            (5, 0),
+            (517, 483),
+        ] {
             let a = Guard::new(export_batch_slice(&batch, offset, length));
-            assert_clean(&array_of(&s, &a), &format!("slice [{offset}, {})", offset + length));
+            assert_clean(
+                &array_of(&s, &a),
+                &format!("slice [{offset}, {})", offset + length),
+            );
         }
         // Slices of a small batch (bitmaps shorter than a word).
         let batch = all_types(10);
         for offset in 0..10 {
             for length in 0..=(10 - offset) {
                 let a = Guard::new(export_batch_slice(&batch, offset, length));
-                assert_clean(&array_of(&s, &a), &format!("small slice [{offset}, {})", offset + length));
+                assert_clean(
+                    &array_of(&s, &a),
+                    &format!("small slice [{offset}, {})", offset + length),
+                );
             }
         }
     }
@@ -2191,11 +2602,23 @@ mod tests {
         assert_clean(&check_array_raw(s, a), "empty utf8 with NULL buffers");
         // null_count -1 with a bitmap: not checked against the bits.
         let s = sch("i", 2, vec![]);
-        let a = arr(3, -1, 0, vec![leak_buf(vec![0b101u8]), leak_buf(vec![1i32, 2, 3])], vec![]);
+        let a = arr(
+            3,
+            -1,
+            0,
+            vec![leak_buf(vec![0b101u8]), leak_buf(vec![1i32, 2, 3])],
+            vec![],
+        );
         assert_clean(&check_array_raw(s, a), "null_count -1");
         // Union with type ids on children declared out of order.
         let s = sch("+us:5,2", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
-        let a = arr(3, 0, 0, vec![leak_buf(vec![2i8, 5, 2])], vec![int32_array(&[1, 2, 3]), int32_array(&[4, 5, 6])]);
+        let a = arr(
+            3,
+            0,
+            0,
+            vec![leak_buf(vec![2i8, 5, 2])],
+            vec![int32_array(&[1, 2, 3]), int32_array(&[4, 5, 6])],
+        );
         assert_clean(&check_array_raw(s, a), "sparse union 5,2");
         // Dictionary with the ordered flag.
         let s = sch("i", 3, vec![]);
@@ -2204,7 +2627,10 @@ mod tests {
         assert_clean(&check_schema_raw(s), "ordered dictionary");
         // Sorted map keys on a map.
         let entries = sch("+s", 0, vec![sch("u", 0, vec![]), sch("i", 2, vec![])]);
-        assert_clean(&check_schema_raw(sch("+m", 4 | 2, vec![entries])), "sorted map");
+        assert_clean(
+            &check_schema_raw(sch("+m", 4 | 2, vec![entries])),
+            "sorted map",
+        );
         // Well-formed metadata.
         let s = sch("i", 0, vec![]);
         let mut md = Vec::new();
@@ -2224,7 +2650,18 @@ mod tests {
         view[8..12].copy_from_slice(&0i32.to_ne_bytes());
         view[12..16].copy_from_slice(&3i32.to_ne_bytes());
         let s = sch("vz", 0, vec![]);
-        let a = arr(1, 0, 0, vec![std::ptr::null(), leak_buf(view.to_vec()), data, leak_buf(vec![19i64])], vec![]);
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![
+                std::ptr::null(),
+                leak_buf(view.to_vec()),
+                data,
+                leak_buf(vec![19i64]),
+            ],
+            vec![],
+        );
         assert_clean(&check_array_raw(s, a), "view at buffer end");
     }
 
@@ -2232,13 +2669,19 @@ mod tests {
 
     #[test]
     fn schema_format_valid() {
-        for f in ["d:40", "w:0", "+ud:1,1", "tss", "x", "", "d:40,2", "+w:-1", "tsu", "+us:200"] {
+        for f in [
+            "d:40", "w:0", "+ud:1,1", "tss", "x", "", "d:40,2", "+w:-1", "tsu", "+us:200",
+        ] {
             let v = check_schema_raw(sch(f, 0, vec![]));
             assert_rule(&v, SCHEMA_FORMAT_VALID, &[]);
             assert_eq!(v.len(), 1, "{f}: {v:?}");
         }
         // NULL, non-UTF-8, poison.
-        for p in [std::ptr::null(), leak_bytes(b"\xff\xfei\0"), POISON as *const c_char] {
+        for p in [
+            std::ptr::null(),
+            leak_bytes(b"\xff\xfei\0"),
+            POISON as *const c_char,
+        ] {
             let s = sch("i", 0, vec![]);
             // SAFETY: s is a leaked test schema.
             unsafe { (*s).format = p };
@@ -2249,8 +2692,10 @@ mod tests {
         let (mut s, _a) = export(&batch);
         // SAFETY: the exported root has children; the format is restored.
         let saved = unsafe { schild(&mut s, 2) }.format;
+        // SAFETY: the export has this child; the field is restored before release.
         unsafe { schild(&mut s, 2) }.format = cstr("w:0");
         let v = schema_of(&s);
+        // SAFETY: the export has this child; the field is restored before release.
         unsafe { schild(&mut s, 2) }.format = saved;
         assert_rule(&v, SCHEMA_FORMAT_VALID, &[]);
         assert_eq!(v[0].at, "root.children[2]");
@@ -2282,7 +2727,11 @@ mod tests {
         // SAFETY: s is a leaked test schema.
         unsafe { (*s).n_children = -1 };
         assert_rule(&check_schema_raw(s), SCHEMA_CHILDREN_COUNT, &[]);
-        let s = sch("+s", 0, vec![sch("i", 0, vec![]), POISON as *mut ArrowSchema]);
+        let s = sch(
+            "+s",
+            0,
+            vec![sch("i", 0, vec![]), POISON as *mut ArrowSchema],
+        );
         assert_rule(&check_schema_raw(s), SCHEMA_CHILDREN_COUNT, &[]);
         // Deep nesting and a cycle end with a report, not a stack overflow.
         let mut s = sch("i", 0, vec![]);
@@ -2301,14 +2750,22 @@ mod tests {
     #[test]
     fn schema_map_entries() {
         let map = |entries_flags: i64, key_flags: i64| {
-            let entries = sch("+s", entries_flags, vec![sch("u", key_flags, vec![]), sch("i", 2, vec![])]);
+            let entries = sch(
+                "+s",
+                entries_flags,
+                vec![sch("u", key_flags, vec![]), sch("i", 2, vec![])],
+            );
             sch("+m", 2, vec![entries])
         };
         assert_clean(&check_schema_raw(map(0, 0)), "good map");
         let v = check_schema_raw(map(0, ARROW_FLAG_NULLABLE));
         assert_rule(&v, SCHEMA_MAP_ENTRIES, &[]);
         assert_eq!(v[0].at, "root.children[0].children[0]");
-        assert_rule(&check_schema_raw(map(ARROW_FLAG_NULLABLE, 0)), SCHEMA_MAP_ENTRIES, &[]);
+        assert_rule(
+            &check_schema_raw(map(ARROW_FLAG_NULLABLE, 0)),
+            SCHEMA_MAP_ENTRIES,
+            &[],
+        );
         let one_child = sch("+m", 0, vec![sch("+s", 0, vec![sch("u", 0, vec![])])]);
         assert_rule(&check_schema_raw(one_child), SCHEMA_MAP_ENTRIES, &[]);
         let not_struct = sch("+m", 0, vec![sch("+l", 0, vec![sch("u", 0, vec![])])]);
@@ -2322,24 +2779,34 @@ mod tests {
         let saved = key.flags;
         key.flags |= ARROW_FLAG_NULLABLE;
         let v = schema_of(&s);
+        // SAFETY: the export has this child; the field is restored before release.
         unsafe { schild(schild(schild(&mut s, idx), 0), 0) }.flags = saved;
         assert_rule(&v, SCHEMA_MAP_ENTRIES, &[]);
     }
 
     #[test]
     fn schema_ree_run_ends() {
-        let ree = |f: &str, flags: i64| sch("+r", 0, vec![sch(f, flags, vec![]), sch("u", 2, vec![])]);
+        let ree =
+            |f: &str, flags: i64| sch("+r", 0, vec![sch(f, flags, vec![]), sch("u", 2, vec![])]);
         assert_clean(&check_schema_raw(ree("s", 0)), "int16 run ends");
         assert_clean(&check_schema_raw(ree("l", 0)), "int64 run ends");
         assert_rule(&check_schema_raw(ree("c", 0)), SCHEMA_REE_RUN_ENDS, &[]);
         assert_rule(&check_schema_raw(ree("I", 0)), SCHEMA_REE_RUN_ENDS, &[]);
-        assert_rule(&check_schema_raw(ree("i", ARROW_FLAG_NULLABLE)), SCHEMA_REE_RUN_ENDS, &[]);
+        assert_rule(
+            &check_schema_raw(ree("i", ARROW_FLAG_NULLABLE)),
+            SCHEMA_REE_RUN_ENDS,
+            &[],
+        );
     }
 
     #[test]
     fn schema_dictionary_shape() {
         for f in ["u", "g", "+l"] {
-            let s = if f == "+l" { sch(f, 0, vec![sch("i", 0, vec![])]) } else { sch(f, 0, vec![]) };
+            let s = if f == "+l" {
+                sch(f, 0, vec![sch("i", 0, vec![])])
+            } else {
+                sch(f, 0, vec![])
+            };
             // SAFETY: s is a leaked test schema.
             unsafe { (*s).dictionary = sch("u", 0, vec![]) };
             assert_rule(&check_schema_raw(s), SCHEMA_DICTIONARY_SHAPE, &[]);
@@ -2352,9 +2819,21 @@ mod tests {
 
     #[test]
     fn schema_flags_known() {
-        assert_rule(&check_schema_raw(sch("i", 8, vec![])), SCHEMA_FLAGS_KNOWN, &[]);
-        assert_rule(&check_schema_raw(sch("i", 1 << 40, vec![])), SCHEMA_FLAGS_KNOWN, &[]);
-        assert_rule(&check_schema_raw(sch("i", ARROW_FLAG_DICTIONARY_ORDERED, vec![])), SCHEMA_FLAGS_KNOWN, &[]);
+        assert_rule(
+            &check_schema_raw(sch("i", 8, vec![])),
+            SCHEMA_FLAGS_KNOWN,
+            &[],
+        );
+        assert_rule(
+            &check_schema_raw(sch("i", 1 << 40, vec![])),
+            SCHEMA_FLAGS_KNOWN,
+            &[],
+        );
+        assert_rule(
+            &check_schema_raw(sch("i", ARROW_FLAG_DICTIONARY_ORDERED, vec![])),
+            SCHEMA_FLAGS_KNOWN,
+            &[],
+        );
         let list = sch("+l", ARROW_FLAG_MAP_KEYS_SORTED, vec![sch("i", 0, vec![])]);
         assert_rule(&check_schema_raw(list), SCHEMA_FLAGS_KNOWN, &[]);
         // In an export: flags 8 on a column.
@@ -2362,6 +2841,7 @@ mod tests {
         // SAFETY: restored below.
         unsafe { schild(&mut s, 1) }.flags |= 8;
         let v = schema_of(&s);
+        // SAFETY: the export has this child; the field is restored before release.
         unsafe { schild(&mut s, 1) }.flags &= !8;
         assert_rule(&v, SCHEMA_FLAGS_KNOWN, &[]);
         assert_eq!(v[0].at, "root.children[1]");
@@ -2386,12 +2866,24 @@ mod tests {
         assert_clean(&with_md(enc(0, &[])), "empty metadata");
         assert_rule(&with_md(enc(-1, &[])), SCHEMA_METADATA_ENCODING, &[]);
         assert_rule(&with_md(enc(1 << 21, &[])), SCHEMA_METADATA_ENCODING, &[]);
-        assert_rule(&with_md(enc(1, &[(-4, b"")])), SCHEMA_METADATA_ENCODING, &[]);
-        assert_rule(&with_md(enc(1, &[(1 << 31 - 1, b"")])), SCHEMA_METADATA_ENCODING, &[]);
+        assert_rule(
+            &with_md(enc(1, &[(-4, b"")])),
+            SCHEMA_METADATA_ENCODING,
+            &[],
+        );
+        assert_rule(
+            &with_md(enc(1, &[(i32::MAX, b"")])),
+            SCHEMA_METADATA_ENCODING,
+            &[],
+        );
         let v = with_md(enc(1, &[(1, b"k"), (2, b"\xc3\x28")]));
         assert_rule(&v, SCHEMA_METADATA_ENCODING, &[]);
         assert!(v[0].message.contains("value"), "{v:?}");
-        assert_rule(&with_md(enc(1, &[(2, b"\xff\xff"), (0, b"")])), SCHEMA_METADATA_ENCODING, &[]);
+        assert_rule(
+            &with_md(enc(1, &[(2, b"\xff\xff"), (0, b"")])),
+            SCHEMA_METADATA_ENCODING,
+            &[],
+        );
         let s = sch("i", 0, vec![]);
         // SAFETY: s is a leaked test schema.
         unsafe { (*s).metadata = POISON as *const c_char };
@@ -2437,10 +2929,20 @@ mod tests {
         // A release left as the poison pattern.
         let s = sch("i", 0, vec![]);
         // SAFETY: s is a leaked test schema; the poisoned callback is never called.
-        unsafe { std::ptr::write_bytes(std::ptr::addr_of_mut!((*s).release).cast::<u8>(), crate::abi::POISON_BYTE, 8) };
+        unsafe {
+            std::ptr::write_bytes(
+                std::ptr::addr_of_mut!((*s).release).cast::<u8>(),
+                crate::abi::POISON_BYTE,
+                8,
+            )
+        };
         assert_rule(&check_schema_raw(s), SCHEMA_RELEASE_SET, &[]);
         // SAFETY: NULL is allowed.
-        assert_rule(&unsafe { validate_schema(std::ptr::null()) }, SCHEMA_RELEASE_SET, &[]);
+        assert_rule(
+            &unsafe { validate_schema(std::ptr::null()) },
+            SCHEMA_RELEASE_SET,
+            &[],
+        );
     }
 
     // -- array rules, on arrow-rs exports ------------------------------------
@@ -2547,11 +3049,23 @@ mod tests {
         let v = with_buffer(10, "i64", 1, std::ptr::null());
         assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
         // NULL offsets, NULL data of a non-empty string column.
-        assert_rule(&with_buffer(10, "utf8", 1, std::ptr::null()), ARRAY_NULL_BUFFER, &[]);
-        assert_rule(&with_buffer(10, "utf8", 2, std::ptr::null()), ARRAY_NULL_BUFFER, &[]);
+        assert_rule(
+            &with_buffer(10, "utf8", 1, std::ptr::null()),
+            ARRAY_NULL_BUFFER,
+            &[],
+        );
+        assert_rule(
+            &with_buffer(10, "utf8", 2, std::ptr::null()),
+            ARRAY_NULL_BUFFER,
+            &[],
+        );
         // Poison buffer pointer: reported, never read.
         for col in ["i64", "utf8", "list", "utf8_view", "dense_union"] {
-            assert_rule(&with_buffer(10, col, 1, POISON as *const c_void), ARRAY_NULL_BUFFER, &[]);
+            assert_rule(
+                &with_buffer(10, col, 1, POISON as *const c_void),
+                ARRAY_NULL_BUFFER,
+                &[],
+            );
         }
         // The buffers array itself NULL or poison.
         let v = corrupt_column(5, "i32", |c| c.buffers = std::ptr::null_mut());
@@ -2560,16 +3074,38 @@ mod tests {
         assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
         // NULL validity with null_count -1 (the spec allows NULL only for 0).
         let s = sch("i", 2, vec![]);
-        let a = arr(3, -1, 0, vec![std::ptr::null(), leak_buf(vec![1i32, 2, 3])], vec![]);
+        let a = arr(
+            3,
+            -1,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![1i32, 2, 3])],
+            vec![],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_NULL_BUFFER, &[]);
     }
 
     #[test]
     fn array_lengths() {
-        assert_rule(&corrupt_column(5, "i32", |c| c.length = -1), ARRAY_LENGTHS, &[]);
-        assert_rule(&corrupt_column(5, "i32", |c| c.offset = -1), ARRAY_LENGTHS, &[]);
-        assert_rule(&corrupt_column(5, "i32", |c| c.null_count = -2), ARRAY_LENGTHS, &[]);
-        assert_rule(&corrupt_column(5, "i32", |c| c.null_count = 6), ARRAY_LENGTHS, &[]);
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.length = -1),
+            ARRAY_LENGTHS,
+            &[],
+        );
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.offset = -1),
+            ARRAY_LENGTHS,
+            &[],
+        );
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.null_count = -2),
+            ARRAY_LENGTHS,
+            &[],
+        );
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.null_count = 6),
+            ARRAY_LENGTHS,
+            &[],
+        );
         let v = corrupt_column(5, "i32", |c| {
             c.offset = i64::MAX;
             c.length = 5;
@@ -2582,15 +3118,33 @@ mod tests {
         assert!(v[0].message.contains("children[7] has length 4"), "{v:?}");
         // Fixed-size list child too short.
         let s = sch("+w:3", 0, vec![sch("i", 2, vec![])]);
-        let a = arr(2, 0, 0, vec![std::ptr::null()], vec![int32_array(&[1, 2, 3, 4, 5])]);
+        let a = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null()],
+            vec![int32_array(&[1, 2, 3, 4, 5])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
         // Sparse union child too short.
         let s = sch("+us:0,1", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
-        let a = arr(3, 0, 0, vec![leak_buf(vec![0i8, 1, 0])], vec![int32_array(&[1, 2, 3]), int32_array(&[4, 5])]);
+        let a = arr(
+            3,
+            0,
+            0,
+            vec![leak_buf(vec![0i8, 1, 0])],
+            vec![int32_array(&[1, 2, 3]), int32_array(&[4, 5])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
         // REE run ends longer than values.
         let s = sch("+r", 0, vec![sch("i", 0, vec![]), sch("i", 2, vec![])]);
-        let a = arr(5, 0, 0, vec![], vec![int32_array(&[2, 5]), int32_array(&[7])]);
+        let a = arr(
+            5,
+            0,
+            0,
+            vec![],
+            vec![int32_array(&[2, 5]), int32_array(&[7])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
     }
 
@@ -2609,32 +3163,64 @@ mod tests {
         let (off, nc) = (c.offset, c.null_count);
         c.null_count = nc - 1;
         let v = array_of(&s, &a);
+        // SAFETY: the export has this child; the field is restored before release.
         unsafe { child(&mut a, idx) }.null_count = nc;
         assert_rule(&v, ARRAY_NULL_COUNT, &[]);
         assert_eq!(
             v[0].message,
-            format!("null_count is {} but the validity bitmap has {nc} zero bits in [{off}, {})", nc - 1, off + 90)
+            format!(
+                "null_count is {} but the validity bitmap has {nc} zero bits in [{off}, {})",
+                nc - 1,
+                off + 90
+            )
         );
         // Null type: null_count must be the length.
-        assert_rule(&corrupt_column(5, "null", |c| c.null_count = 0), ARRAY_NULL_COUNT, &[]);
-        assert_clean(&corrupt_column(5, "null", |c| c.null_count = -1), "null type, -1");
+        assert_rule(
+            &corrupt_column(5, "null", |c| c.null_count = 0),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
+        assert_clean(
+            &corrupt_column(5, "null", |c| c.null_count = -1),
+            "null type, -1",
+        );
         // Union and REE have no bitmap.
-        assert_rule(&corrupt_column(5, "dense_union", |c| c.null_count = 1), ARRAY_NULL_COUNT, &[]);
-        assert_rule(&corrupt_column(5, "ree", |c| c.null_count = 2), ARRAY_NULL_COUNT, &[]);
+        assert_rule(
+            &corrupt_column(5, "dense_union", |c| c.null_count = 1),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
+        assert_rule(
+            &corrupt_column(5, "ree", |c| c.null_count = 2),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
         // Struct with nulls.
-        assert_rule(&corrupt_column(37, "struct", |c| c.null_count = 0), ARRAY_NULL_COUNT, &[]);
+        assert_rule(
+            &corrupt_column(37, "struct", |c| c.null_count = 0),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
     }
 
     #[test]
     fn bit_counting() {
-        let bytes: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2654435761) >> 7) as u8).collect();
+        let bytes: Vec<u8> = (0..200u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 7) as u8)
+            .collect();
         for first in 0..8 {
             for len in [0, 1, 5, 7, 8, 9, 63, 64, 65, 100, 511, 512, 513, 1000, 1500] {
                 if first + len > bytes.len() * 8 {
                     continue;
                 }
-                let expected = (first..first + len).filter(|&k| bytes[k / 8] & (1 << (k % 8)) != 0).count();
-                assert_eq!(count_set_bits(&bytes, first, len), expected, "first {first} len {len}");
+                let expected = (first..first + len)
+                    .filter(|&k| bytes[k / 8] & (1 << (k % 8)) != 0)
+                    .count();
+                assert_eq!(
+                    count_set_bits(&bytes, first, len),
+                    expected,
+                    "first {first} len {len}"
+                );
             }
         }
     }
@@ -2655,7 +3241,11 @@ mod tests {
         let (s, a) = export_data(&bad(vec![0, 3, 2, 5], b"hello"), true);
         let v = array_of(&s, &a);
         assert_rule(&v, ARRAY_OFFSETS_VALID, &[]);
-        assert!(v[0].message.contains("offsets[2] = 2 is less than offsets[1] = 3"), "{v:?}");
+        assert!(
+            v[0].message
+                .contains("offsets[2] = 2 is less than offsets[1] = 3"),
+            "{v:?}"
+        );
         let (s, a) = export_data(&bad(vec![-1, 3, 4, 5], b"hello"), true);
         assert_rule(&array_of(&s, &a), ARRAY_OFFSETS_VALID, &[]);
         // A decrease only outside the slice is not read.
@@ -2676,10 +3266,23 @@ mod tests {
         let (s, a) = export_data(&data, true);
         let v = array_of(&s, &a);
         assert_rule(&v, ARRAY_OFFSETS_VALID, &[]);
-        assert!(v[0].message.contains("offsets[9001] = 9001 is less than offsets[9000] = 8000") || v[0].message.contains("offsets[9000] = 8000 is less than offsets[8999] = 8999"), "{v:?}");
+        assert!(
+            v[0].message
+                .contains("offsets[9001] = 9001 is less than offsets[9000] = 8000")
+                || v[0]
+                    .message
+                    .contains("offsets[9000] = 8000 is less than offsets[8999] = 8999"),
+            "{v:?}"
+        );
         // List whose last offset is beyond its child.
         let s = sch("+l", 0, vec![sch("i", 2, vec![])]);
-        let a = arr(2, 0, 0, vec![std::ptr::null(), leak_buf(vec![0i32, 2, 6])], vec![int32_array(&[1, 2, 3, 4, 5])]);
+        let a = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i32, 2, 6])],
+            vec![int32_array(&[1, 2, 3, 4, 5])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_OFFSETS_VALID, &[]);
         // A map whose entries are shorter than its last offset (arrow-rs export).
         let batch = all_types(10);
@@ -2699,14 +3302,28 @@ mod tests {
             2,
             0,
             0,
-            vec![std::ptr::null(), leak_buf(vec![0i32, 3]), leak_buf(vec![2i32, 3])],
+            vec![
+                std::ptr::null(),
+                leak_buf(vec![0i32, 3]),
+                leak_buf(vec![2i32, 3]),
+            ],
             vec![int32_array(&[1, 2, 3, 4, 5])],
         );
         let v = check_array_raw(s, a);
         assert_rule(&v, ARRAY_OFFSETS_VALID, &[]);
         assert!(v[0].message.contains("slot 1"), "{v:?}");
         let s = sch("+vL", 0, vec![sch("i", 2, vec![])]);
-        let a = arr(1, 0, 0, vec![std::ptr::null(), leak_buf(vec![1i64]), leak_buf(vec![-1i64])], vec![int32_array(&[1, 2])]);
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![
+                std::ptr::null(),
+                leak_buf(vec![1i64]),
+                leak_buf(vec![-1i64]),
+            ],
+            vec![int32_array(&[1, 2])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_OFFSETS_VALID, &[]);
         // Dense union offset beyond its child.
         let s = sch("+ud:0,1", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
@@ -2725,17 +3342,38 @@ mod tests {
     #[test]
     fn array_union_type_ids() {
         let s = sch("+us:0,1", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
-        let a = arr(4, 0, 0, vec![leak_buf(vec![0i8, 1, 5, 5])], vec![int32_array(&[1, 2, 3, 4]), int32_array(&[5, 6, 7, 8])]);
+        let a = arr(
+            4,
+            0,
+            0,
+            vec![leak_buf(vec![0i8, 1, 5, 5])],
+            vec![int32_array(&[1, 2, 3, 4]), int32_array(&[5, 6, 7, 8])],
+        );
         let v = check_array_raw(s, a);
         assert_rule(&v, ARRAY_UNION_TYPE_IDS, &[]);
-        assert!(v[0].message.contains("type id 5 at slot 2") && v[0].message.contains("2 slot(s)"), "{v:?}");
+        assert!(
+            v[0].message.contains("type id 5 at slot 2") && v[0].message.contains("2 slot(s)"),
+            "{v:?}"
+        );
         // Negative ids too; ids of the declared list, not child indices.
         let s = sch("+ud:4,9", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
-        let a = arr(2, 0, 0, vec![leak_buf(vec![4i8, 1]), leak_buf(vec![0i32, 0])], vec![int32_array(&[1]), int32_array(&[2])]);
+        let a = arr(
+            2,
+            0,
+            0,
+            vec![leak_buf(vec![4i8, 1]), leak_buf(vec![0i32, 0])],
+            vec![int32_array(&[1]), int32_array(&[2])],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_UNION_TYPE_IDS, &[]);
         // Outside the slice: not read.
         let s = sch("+us:0", 0, vec![sch("i", 2, vec![])]);
-        let a = arr(2, 0, 1, vec![leak_buf(vec![-1i8, 0, 0])], vec![int32_array(&[1, 2, 3])]);
+        let a = arr(
+            2,
+            0,
+            1,
+            vec![leak_buf(vec![-1i8, 0, 0])],
+            vec![int32_array(&[1, 2, 3])],
+        );
         assert_clean(&check_array_raw(s, a), "bad id before the offset");
     }
 
@@ -2744,7 +3382,13 @@ mod tests {
         let ree = |length: i64, offset: i64, ends: &[i32]| {
             let s = sch("+r", 0, vec![sch("i", 0, vec![]), sch("i", 2, vec![])]);
             let values: Vec<i32> = (0..ends.len() as i32).collect();
-            let a = arr(length, 0, offset, vec![], vec![int32_array(ends), int32_array(&values)]);
+            let a = arr(
+                length,
+                0,
+                offset,
+                vec![],
+                vec![int32_array(ends), int32_array(&values)],
+            );
             check_array_raw(s, a)
         };
         assert_clean(&ree(6, 0, &[2, 5, 6]), "good run ends");
@@ -2758,12 +3402,33 @@ mod tests {
         assert_rule(&ree(3, 0, &[]), ARRAY_REE_RUN_ENDS, &[]);
         // Run ends with a null.
         let s = sch("+r", 0, vec![sch("i", 0, vec![]), sch("i", 2, vec![])]);
-        let run_ends = arr(2, 1, 0, vec![leak_buf(vec![0b01u8]), leak_buf(vec![2i32, 4])], vec![]);
+        let run_ends = arr(
+            2,
+            1,
+            0,
+            vec![leak_buf(vec![0b01u8]), leak_buf(vec![2i32, 4])],
+            vec![],
+        );
         let a = arr(4, 0, 0, vec![], vec![run_ends, int32_array(&[1, 2])]);
         assert_rule(&check_array_raw(s, a), ARRAY_REE_RUN_ENDS, &[]);
         // int16 run ends cannot reach beyond 32767.
         let s = sch("+r", 0, vec![sch("s", 0, vec![]), sch("i", 2, vec![])]);
-        let a = arr(40_000, 0, 0, vec![], vec![arr(1, 0, 0, vec![std::ptr::null(), leak_buf(vec![32_000i16])], vec![]), int32_array(&[1])]);
+        let a = arr(
+            40_000,
+            0,
+            0,
+            vec![],
+            vec![
+                arr(
+                    1,
+                    0,
+                    0,
+                    vec![std::ptr::null(), leak_buf(vec![32_000i16])],
+                    vec![],
+                ),
+                int32_array(&[1]),
+            ],
+        );
         assert_rule(&check_array_raw(s, a), ARRAY_REE_RUN_ENDS, &[]);
     }
 
@@ -2795,19 +3460,67 @@ mod tests {
             let nulls = validity.map_or(0, |b| count - i64::from(b.count_ones()).min(count));
             check_array_raw(sch("vu", 2, vec![]), arr(count, nulls, 0, bufs, vec![]))
         };
-        assert_clean(&check(vec![view(3, b"abc", 0, 0), view(20, b"the ", 0, 0), view(19, b"the ", 1, n as i32 - 19)], vec![n, n], None), "good views");
+        assert_clean(
+            &check(
+                vec![
+                    view(3, b"abc", 0, 0),
+                    view(20, b"the ", 0, 0),
+                    view(19, b"the ", 1, n as i32 - 19),
+                ],
+                vec![n, n],
+                None,
+            ),
+            "good views",
+        );
         // Beyond the buffer, bad buffer index, negative length, negative size.
-        assert_rule(&check(vec![view(20, b"the ", 0, n as i32 - 19)], vec![n], None), ARRAY_VIEW_SIZES, &[]);
-        assert_rule(&check(vec![view(20, b"the ", 1, 0)], vec![n], None), ARRAY_VIEW_SIZES, &[]);
-        assert_rule(&check(vec![view(-1, b"", 0, 0)], vec![n], None), ARRAY_VIEW_SIZES, &[]);
-        assert_rule(&check(vec![view(3, b"abc", 0, 0)], vec![-5], None), ARRAY_VIEW_SIZES, &[]);
+        assert_rule(
+            &check(vec![view(20, b"the ", 0, n as i32 - 19)], vec![n], None),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
+        assert_rule(
+            &check(vec![view(20, b"the ", 1, 0)], vec![n], None),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
+        assert_rule(
+            &check(vec![view(-1, b"", 0, 0)], vec![n], None),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
+        assert_rule(
+            &check(vec![view(3, b"abc", 0, 0)], vec![-5], None),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
         // A broken view under a null slot is not read.
-        assert_clean(&check(vec![view(3, b"abc", 0, 0), view(20, b"the ", 7, 0)], vec![n], Some(0b01)), "garbage under a null");
+        assert_clean(
+            &check(
+                vec![view(3, b"abc", 0, 0), view(20, b"the ", 7, 0)],
+                vec![n],
+                Some(0b01),
+            ),
+            "garbage under a null",
+        );
         // Missing the sizes buffer: n_buffers 2.
-        let a = arr(1, 0, 0, vec![std::ptr::null(), leak_buf(view(3, b"abc", 0, 0))], vec![]);
-        assert_rule(&check_array_raw(sch("vz", 2, vec![]), a), ARRAY_VIEW_SIZES, &[]);
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(view(3, b"abc", 0, 0))],
+            vec![],
+        );
+        assert_rule(
+            &check_array_raw(sch("vz", 2, vec![]), a),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
         // arrow-rs export with n_buffers cut to 2.
-        assert_rule(&corrupt_column(10, "utf8_view", |c| c.n_buffers = 2), ARRAY_VIEW_SIZES, &[]);
+        assert_rule(
+            &corrupt_column(10, "utf8_view", |c| c.n_buffers = 2),
+            ARRAY_VIEW_SIZES,
+            &[],
+        );
     }
 
     #[test]
@@ -2816,12 +3529,15 @@ mod tests {
         let keys = Int32Array::from(vec![Some(0), None, Some(3), Some(1)]);
         // SAFETY: deliberately invalid data, exported as is.
         let data = unsafe {
-            ArrayData::builder(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)))
-                .len(4)
-                .nulls(keys.nulls().cloned())
-                .add_buffer(keys.values().inner().clone())
-                .add_child_data(StringArray::from(vec!["a", "b", "c"]).into_data())
-                .build_unchecked()
+            ArrayData::builder(DataType::Dictionary(
+                Box::new(DataType::Int32),
+                Box::new(DataType::Utf8),
+            ))
+            .len(4)
+            .nulls(keys.nulls().cloned())
+            .add_buffer(keys.values().inner().clone())
+            .add_child_data(StringArray::from(vec!["a", "b", "c"]).into_data())
+            .build_unchecked()
         };
         let (s, a) = export_data(&data, true);
         let v = array_of(&s, &a);
@@ -2831,12 +3547,15 @@ mod tests {
         let keys = Int32Array::from(vec![Some(0), None, Some(2)]);
         // SAFETY: as above, with garbage under the null.
         let data = unsafe {
-            ArrayData::builder(DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)))
-                .len(3)
-                .nulls(keys.nulls().cloned())
-                .add_buffer(Buffer::from_vec(vec![0i32, -7, 2]))
-                .add_child_data(StringArray::from(vec!["a", "b", "c"]).into_data())
-                .build_unchecked()
+            ArrayData::builder(DataType::Dictionary(
+                Box::new(DataType::Int32),
+                Box::new(DataType::Utf8),
+            ))
+            .len(3)
+            .nulls(keys.nulls().cloned())
+            .add_buffer(Buffer::from_vec(vec![0i32, -7, 2]))
+            .add_child_data(StringArray::from(vec!["a", "b", "c"]).into_data())
+            .build_unchecked()
         };
         let (s, a) = export_data(&data, true);
         assert_clean(&array_of(&s, &a), "garbage under a null index");
@@ -2844,7 +3563,13 @@ mod tests {
         let s = sch("L", 0, vec![]);
         // SAFETY: s is a leaked test schema.
         unsafe { (*s).dictionary = sch("i", 2, vec![]) };
-        let a = arr(1, 0, 0, vec![std::ptr::null(), leak_buf(vec![u64::MAX])], vec![]);
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![u64::MAX])],
+            vec![],
+        );
         // SAFETY: a is a leaked test array.
         unsafe { (*a).dictionary = int32_array(&[1, 2]) };
         assert_rule(&check_array_raw(s, a), ARRAY_DICTIONARY_INDICES, &[]);
@@ -2888,6 +3613,24 @@ mod tests {
         let s = Box::into_raw(Box::new(ArrowSchema::poisoned()));
         let v = check_schema_raw(s);
         assert!(!v.is_empty());
+        // A cyclic array (and schema) ends with a depth report.
+        let sc = sch("+l", 0, vec![std::ptr::null_mut()]);
+        let ac = arr(
+            1,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i32, 1])],
+            vec![std::ptr::null_mut()],
+        );
+        // SAFETY: leaked test structures with one child slot each.
+        unsafe {
+            *(*sc).children = sc;
+            *(*ac).children = ac;
+        }
+        // SAFETY: as above.
+        let v = unsafe { validate_array(sc, ac) };
+        assert_rule(&v, ARRAY_N_CHILDREN, &[]);
+        assert!(v[0].message.contains("deeper"), "{v:?}");
         // Too many violations are capped.
         let kids: Vec<*mut ArrowSchema> = (0..3000).map(|_| sch("?", 0, vec![])).collect();
         assert_eq!(check_schema_raw(sch("+s", 0, kids)).len(), MAX_VIOLATIONS);
@@ -2900,7 +3643,10 @@ mod tests {
         // RecordBatch::slice slices each array (arrow-rs array-level slicing).
         for (offset, length) in [(0, 100), (1, 98), (3, 50), (9, 0), (63, 37)] {
             let a = Guard::new(export_batch(&batch.slice(offset, length)));
-            assert_clean(&array_of(&s, &a), &format!("RecordBatch::slice({offset}, {length})"));
+            assert_clean(
+                &array_of(&s, &a),
+                &format!("RecordBatch::slice({offset}, {length})"),
+            );
         }
         // All-null and empty columns of every type.
         for n in [0usize, 1, 9] {
@@ -2908,7 +3654,13 @@ mod tests {
                 .schema()
                 .fields()
                 .iter()
-                .map(|f| if n == 0 { new_empty_array(f.data_type()) } else { new_null_array(f.data_type(), n) })
+                .map(|f| {
+                    if n == 0 {
+                        new_empty_array(f.data_type())
+                    } else {
+                        new_null_array(f.data_type(), n)
+                    }
+                })
                 .collect();
             let fields: Vec<Field> = batch
                 .schema()
@@ -2920,10 +3672,21 @@ mod tests {
             let (s2, a2) = export(&b);
             let sv = schema_of(&s2);
             let av = array_of(&s2, &a2);
-            let all: Vec<String> = sv.iter().chain(&av).map(|v| {
-                let idx: Option<usize> = v.at.strip_prefix("root.children[").and_then(|r| r.split(']').next()).and_then(|i| i.parse().ok());
-                format!("{} ({})", v, idx.map_or("?".into(), |i| b.schema().field(i).name().clone()))
-            }).collect();
+            let all: Vec<String> = sv
+                .iter()
+                .chain(&av)
+                .map(|v| {
+                    let idx: Option<usize> =
+                        v.at.strip_prefix("root.children[")
+                            .and_then(|r| r.split(']').next())
+                            .and_then(|i| i.parse().ok());
+                    format!(
+                        "{} ({})",
+                        v,
+                        idx.map_or("?".into(), |i| b.schema().field(i).name().clone())
+                    )
+                })
+                .collect();
             assert!(all.is_empty(), "{n} rows: {all:#?}");
         }
     }
@@ -2933,10 +3696,36 @@ mod tests {
         // Bigger arrays than a block, through the public entry points.
         let n = 100_000;
         let batch = RecordBatch::try_from_iter([
-            ("a", Arc::new((0..n).map(|i| (i % 7 != 3).then_some(i as i64)).collect::<Int64Array>()) as ArrayRef),
-            ("b", Arc::new((0..n).map(|i| (i % 5 != 0).then(|| "y".repeat(i % 30))).collect::<StringArray>()) as ArrayRef),
-            ("c", Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>((0..n).map(|i| (i % 11 != 0).then(|| vec![Some(i as i64); i % 4])))) as ArrayRef),
-            ("d", Arc::new((0..n).map(|i| Some("z".repeat(i % 40))).collect::<StringViewArray>()) as ArrayRef),
+            (
+                "a",
+                Arc::new(
+                    (0..n)
+                        .map(|i| (i % 7 != 3).then_some(i as i64))
+                        .collect::<Int64Array>(),
+                ) as ArrayRef,
+            ),
+            (
+                "b",
+                Arc::new(
+                    (0..n)
+                        .map(|i| (i % 5 != 0).then(|| "y".repeat(i % 30)))
+                        .collect::<StringArray>(),
+                ) as ArrayRef,
+            ),
+            (
+                "c",
+                Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+                    (0..n).map(|i| (i % 11 != 0).then(|| vec![Some(i as i64); i % 4])),
+                )) as ArrayRef,
+            ),
+            (
+                "d",
+                Arc::new(
+                    (0..n)
+                        .map(|i| Some("z".repeat(i % 40)))
+                        .collect::<StringViewArray>(),
+                ) as ArrayRef,
+            ),
         ])
         .unwrap();
         let (s, a) = export(&batch);
