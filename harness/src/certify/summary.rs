@@ -91,7 +91,7 @@ pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
             if let Some(e) = &r.evidence {
                 out.push_str(&format!(
                     "    {}\n",
-                    e.chars().take(300).collect::<String>()
+                    crate::report::printable(&e.chars().take(300).collect::<String>())
                 ));
             }
             if let Some(first) = r.failing_cases.first() {

@@ -400,7 +400,7 @@ pub(super) fn verdict_word(c: &Case) -> String {
         Verdict::Timeout => "TIMED OUT".into(),
         Verdict::Skip => format!(
             "skipped ({})",
-            c.message.as_deref().unwrap_or("no reason given")
+            report::printable(c.message.as_deref().unwrap_or("no reason given"))
         ),
     }
 }
@@ -421,10 +421,10 @@ fn print_summary(report: &Report) {
         for c in &bad {
             println!("\n---- {} ----", c.id);
             if let Some(m) = &c.message {
-                println!("  {m}");
+                println!("  {}", report::printable(m));
             }
             for d in &c.differences {
-                println!("  - {d}");
+                println!("  - {}", report::printable(d));
             }
             if let Some(out) = &c.output {
                 let lines: Vec<&str> = out.lines().collect();
@@ -434,7 +434,10 @@ fn print_summary(report: &Report) {
                     if lines.len() > 10 { ", first 10" } else { "" }
                 );
                 for l in lines.iter().take(10) {
-                    println!("    | {}", l.chars().take(200).collect::<String>());
+                    println!(
+                        "    | {}",
+                        report::printable(&l.chars().take(200).collect::<String>())
+                    );
                 }
             }
             println!("  replay: {}", c.replay);

@@ -231,6 +231,21 @@ pub fn bounded(text: &str, max: usize) -> String {
     )
 }
 
+/// Makes a string that came from a plugin safe to print on a terminal:
+/// control characters (ANSI escape sequences included) other than newline
+/// and tab are shown as `\u{..}` escapes instead of being sent raw.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Lowercase hex SHA-256 of a file.
 pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
     use sha2::Digest;
@@ -239,4 +254,16 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn printable_escapes_terminal_control_sequences() {
+        let hostile = "ok\u{1b}[2J\u{7}line\nnext\ttab";
+        let shown = super::printable(hostile);
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}'));
+        assert!(shown.contains("\\u{1b}[2J"));
+        assert!(shown.contains("line\nnext\ttab"));
+    }
 }
