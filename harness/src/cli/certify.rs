@@ -134,8 +134,6 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
         run::proc::interrupted()
     } else {
-        let exe = std::env::current_exe()
-            .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
         let worker_args = run::worker::WorkerArgs {
             socket: PathBuf::new(),
             mode: run::worker::Mode::CertifyProducer,
@@ -147,18 +145,15 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 ..Default::default()
             },
             limits: run::proc::Limits::worker(args.max_memory_mb),
-            cpu_seconds: Some(args.case_timeout_ms.div_ceil(1000) * 2 + 1),
-        }
-        .to_args();
-        let cfg = run::Config {
-            exe,
-            worker_args,
-            jobs: args.jobs,
-            case_timeout: std::time::Duration::from_millis(args.case_timeout_ms),
-            start_timeout: std::time::Duration::from_secs(60),
-            output_limit: 64 * 1024,
-            scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
+            cpu_seconds: None,
         };
+        let cfg = run::Config::for_workers(
+            worker_args,
+            args.jobs,
+            args.case_timeout_ms,
+            args.max_memory_mb,
+        )
+        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
         let jobs: Vec<run::Job> = selected
             .iter()
             .map(|&index| run::Job {

@@ -46,6 +46,31 @@ pub struct Config {
     pub scratch: PathBuf,
 }
 
+impl Config {
+    /// The configuration every command uses: this executable as the
+    /// worker, `jobs` workers, a case deadline, and a CPU budget per case of
+    /// twice the deadline (so that only several spinning threads hit it
+    /// before the deadline does).
+    pub fn for_workers(
+        mut args: worker::WorkerArgs,
+        jobs: usize,
+        case_timeout_ms: u64,
+        max_memory_mb: u64,
+    ) -> std::io::Result<Config> {
+        args.limits = proc::Limits::worker(max_memory_mb);
+        args.cpu_seconds = Some(case_timeout_ms.div_ceil(1000) * 2 + 1);
+        Ok(Config {
+            exe: std::env::current_exe()?,
+            worker_args: args.to_args(),
+            jobs,
+            case_timeout: Duration::from_millis(case_timeout_ms),
+            start_timeout: Duration::from_secs(60),
+            output_limit: 64 * 1024,
+            scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
+        })
+    }
+}
+
 /// One case to run: its index in the plan, and the record to report if the
 /// worker running it dies (ID, path, scenario, replay already filled in).
 #[derive(Debug, Clone)]
