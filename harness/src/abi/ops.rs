@@ -34,7 +34,8 @@ pub fn relocate<T: Owned>(src: &mut T) -> Box<T> {
     Box::new(take(src))
 }
 
-fn callable<F: Copy>(f: Option<F>) -> Option<F> {
+/// `f` unless it is unset or still the poison pattern (never written).
+pub(crate) fn callable<F: Copy>(f: Option<F>) -> Option<F> {
     // A callback whose bits are still the poison pattern was never written by
     // the producer; calling it would jump to garbage.
     let f = f?;

@@ -14,6 +14,7 @@ use crate::compare;
 use crate::inspect::probe::{self, Call, StreamCalls};
 use crate::inspect::validate::rule;
 use crate::plugin::Plugin;
+use crate::roundtrip::{call_range, requested};
 use crate::scenario::Scenario;
 
 /// The rules a schema validation decides.
@@ -64,20 +65,6 @@ fn release_checked<T: Owned>(
     });
     if !marked {
         g.mark_released();
-    }
-}
-
-/// What a case should see: the scenario's batch (sliced) or all batches.
-fn expected(scenario: &Scenario, spec: &CaseSpec) -> Vec<RecordBatch> {
-    match spec.batch {
-        None => scenario.batches.clone(),
-        Some(b) => {
-            let batch = &scenario.batches[b];
-            vec![match spec.slice {
-                Some((o, l)) => batch.slice(o, l),
-                None => batch.clone(),
-            }]
-        }
     }
 }
 
@@ -222,11 +209,7 @@ fn array_case(
     opts: &Options,
     obs: &mut Observations,
 ) -> Ended {
-    let (batch, offset, length) = match (spec.batch, spec.slice) {
-        (Some(b), Some((o, l))) => (b as i64, o as i64, l as i64),
-        (Some(b), None) => (b as i64, 0, -1),
-        _ => (0, 0, -1),
-    };
+    let (batch, offset, length) = call_range(spec.batch, spec.slice);
     let (mut schema, schema_ok) = match produced_schema(producer, scenario, obs) {
         Ok(s) => s,
         Err(e) => return e,
@@ -277,7 +260,13 @@ fn array_case(
     }
     obs.checked.insert("array.release.relocatable");
     match probe::import_batch(&schema, &mut first) {
-        Ok(read) => values(scenario, &expected(scenario, spec), &[read], "array", obs),
+        Ok(read) => values(
+            scenario,
+            &requested(scenario, spec.batch, spec.slice),
+            &[read],
+            "array",
+            obs,
+        ),
         Err(e) => obs.check("array.values.roundtrip", false, "array", || {
             format!("arrow-rs cannot import the validated array: {e}")
         }),

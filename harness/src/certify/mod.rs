@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use crate::inspect::Violation;
 use crate::plugin::{CallError, Plugin};
-use crate::report::{Case, RuleViolation, Slice, Verdict};
+use crate::report::{Case, RuleViolation, Verdict};
 use crate::rules::{self, Level};
 use crate::scenario::Scenario;
 
@@ -81,21 +81,15 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
         for path in Path::ALL {
             let base = format!("producer/{}/{}", path.name(), s.name);
             if path.per_batch() {
-                for (bi, b) in s.batches.iter().enumerate() {
-                    for slice in [None, Some(crate::roundtrip::slice_of(b.num_rows()))] {
-                        let mut id = format!("{base}/batch:{bi}");
-                        if let Some((o, l)) = slice {
-                            id.push_str(&format!("/slice:{o}+{l}"));
-                        }
-                        out.push(CaseSpec {
-                            path,
-                            scenario: si,
-                            batch: Some(bi),
-                            slice,
-                            id,
-                        });
-                    }
-                }
+                out.extend(
+                    crate::roundtrip::batch_cases(&base, s).map(|(bi, slice, id)| CaseSpec {
+                        path,
+                        scenario: si,
+                        batch: Some(bi),
+                        slice,
+                        id,
+                    }),
+                );
             } else {
                 out.push(CaseSpec {
                     path,
@@ -206,24 +200,14 @@ pub(crate) fn call_ended(e: CallError) -> Ended {
 
 /// The report entry of a case before it runs (what a crash reports).
 pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
-    Case {
-        id: spec.id.clone(),
-        path: spec.path.name().into(),
-        scenario: scenario.name.clone(),
-        batch: spec.batch.map(|b| b as u64),
-        slice: spec.slice.map(|(o, l)| Slice {
-            offset: o as u64,
-            length: l as u64,
-        }),
-        verdict: Verdict::Skip,
-        message: Some("not run".into()),
-        differences: Vec::new(),
-        duration_us: 0,
-        replay: format!("{} '{}'", opts.replay_prefix, spec.id),
-        output: None,
-        checked: Vec::new(),
-        violations: Vec::new(),
-    }
+    crate::roundtrip::not_run(
+        &spec.id,
+        spec.path.name(),
+        scenario,
+        spec.batch,
+        spec.slice,
+        &opts.replay_prefix,
+    )
 }
 
 /// Runs one certification case against `producer`.

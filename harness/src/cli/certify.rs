@@ -172,16 +172,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?
             .interrupted
     };
-    let mut checkpoint = checkpoint.into_inner();
-    let complete = interrupted.is_none() && checkpoint.report.cases.len() >= selected.len();
-    checkpoint.report.duration_ms = clock.elapsed().as_millis() as u64;
-    checkpoint.report.interrupted = interrupted.map(run::proc::signal_name);
-    checkpoint.report.rules = summary::rule_verdicts(&checkpoint.report.cases, AREAS);
-    checkpoint.save(complete);
-    if let Some(e) = checkpoint.error {
-        return Err(BadInput(e));
-    }
-    let report = checkpoint.report;
+    let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
+        r.rules = summary::rule_verdicts(&r.cases, AREAS);
+    })?;
     print!("{}", summary::render(&report.rules, &report.cases));
     let s = &report.summary;
     let musts = summary::musts_pass(&report.rules);

@@ -57,12 +57,38 @@ impl Checkpoint {
         }
     }
 
-    pub(super) fn save(&mut self, complete: bool) {
-        self.last = Instant::now();
+    fn sort(&mut self) {
         let position = &self.position;
         self.report
             .cases
             .sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
+    }
+
+    /// The end of a run: complete unless interrupted or short of the plan;
+    /// `judge` adds what the command derives from every case (with cases
+    /// in plan order) before the final write.
+    pub(super) fn finish(
+        mut self,
+        interrupted: Option<i32>,
+        clock: Instant,
+        judge: impl FnOnce(&mut Report),
+    ) -> Result<Report, BadInput> {
+        let complete =
+            interrupted.is_none() && self.report.cases.len() as u64 >= self.report.planned;
+        self.report.duration_ms = clock.elapsed().as_millis() as u64;
+        self.report.interrupted = interrupted.map(run::proc::signal_name);
+        self.sort();
+        judge(&mut self.report);
+        self.save(complete);
+        match self.error {
+            Some(e) => Err(BadInput(e)),
+            None => Ok(self.report),
+        }
+    }
+
+    pub(super) fn save(&mut self, complete: bool) {
+        self.last = Instant::now();
+        self.sort();
         self.report.summary = Summary::of(&self.report.cases);
         self.report.complete = complete;
         self.report.finished_at = report::time::rfc3339(SystemTime::now());
@@ -328,15 +354,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
         outcome.interrupted
     };
-    let mut checkpoint = checkpoint.into_inner();
-    let complete = interrupted.is_none() && checkpoint.report.cases.len() >= selected.len();
-    checkpoint.report.duration_ms = clock.elapsed().as_millis() as u64;
-    checkpoint.report.interrupted = interrupted.map(run::proc::signal_name);
-    checkpoint.save(complete);
-    if let Some(e) = checkpoint.error {
-        return Err(BadInput(e));
-    }
-    let report = checkpoint.report;
+    let report = checkpoint.into_inner().finish(interrupted, clock, |_| {})?;
     print_summary(&report);
     println!("report: {}", path.display());
     if let Some(sig) = interrupted {

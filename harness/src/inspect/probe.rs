@@ -16,7 +16,7 @@ use arrow_array::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::Schema;
 
-use crate::abi::ops::{Guard, Owned};
+use crate::abi::ops::{callable, Guard, Owned};
 use crate::abi::{
     is_poison_ptr, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream,
     ArrowSchema,
@@ -141,13 +141,6 @@ pub enum Call {
     Returned(c_int),
     /// The callback member is NULL or was never written (poison).
     NotSet,
-}
-
-fn callable<F: Copy>(f: Option<F>) -> Option<F> {
-    let f = f?;
-    // SAFETY: F is a function pointer type: one usize of bits.
-    let bits: usize = unsafe { std::mem::transmute_copy(&f) };
-    (!is_poison_ptr(bits)).then_some(f)
 }
 
 /// What `get_last_error` returned: `None` for NULL, else the bytes (before

@@ -87,34 +87,81 @@ pub fn slice_of(rows: usize) -> (usize, usize) {
     (offset, (rows - offset).div_ceil(2))
 }
 
+/// The per-batch cases of one scenario: every batch whole and a zero-copy
+/// slice of it, as (batch, slice, ID under `base`). Shared by every suite
+/// that plans per-batch cases.
+pub fn batch_cases<'a>(
+    base: &str,
+    scenario: &'a Scenario,
+) -> impl Iterator<Item = (usize, Option<(usize, usize)>, String)> + 'a {
+    let base = base.to_string();
+    scenario
+        .batches
+        .iter()
+        .enumerate()
+        .flat_map(move |(bi, b)| {
+            let base = base.clone();
+            [None, Some(slice_of(b.num_rows()))]
+                .into_iter()
+                .map(move |slice| {
+                    let mut id = format!("{base}/batch:{bi}");
+                    if let Some((o, l)) = slice {
+                        id.push_str(&format!("/slice:{o}+{l}"));
+                    }
+                    (bi, slice, id)
+                })
+        })
+}
+
+/// The producer arguments of a per-batch case: batch index, slice offset,
+/// slice length (-1: the whole batch).
+pub fn call_range(batch: Option<usize>, slice: Option<(usize, usize)>) -> (i64, i64, i64) {
+    match (batch, slice) {
+        (Some(b), Some((o, l))) => (b as i64, o as i64, l as i64),
+        (Some(b), None) => (b as i64, 0, -1),
+        _ => (0, 0, -1),
+    }
+}
+
+/// The batches a case asked for: one (sliced) batch, or all of them.
+pub fn requested(
+    scenario: &Scenario,
+    batch: Option<usize>,
+    slice: Option<(usize, usize)>,
+) -> Vec<RecordBatch> {
+    match batch {
+        None => scenario.batches.clone(),
+        Some(b) => {
+            let batch = &scenario.batches[b];
+            vec![match slice {
+                Some((o, l)) => batch.slice(o, l),
+                None => batch.clone(),
+            }]
+        }
+    }
+}
+
 /// Every case for these scenarios, in a stable order.
 pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
     let mut out = Vec::new();
     for (si, s) in scenarios.iter().enumerate() {
         for path in Path::ALL {
+            let base = format!("{}/{}", path.name(), s.name);
             if path.per_batch() {
-                for (bi, b) in s.batches.iter().enumerate() {
-                    for slice in [None, Some(slice_of(b.num_rows()))] {
-                        let mut id = format!("{}/{}/batch:{bi}", path.name(), s.name);
-                        if let Some((o, l)) = slice {
-                            id.push_str(&format!("/slice:{o}+{l}"));
-                        }
-                        out.push(CaseSpec {
-                            path,
-                            scenario: si,
-                            batch: Some(bi),
-                            slice,
-                            id,
-                        });
-                    }
-                }
+                out.extend(batch_cases(&base, s).map(|(bi, slice, id)| CaseSpec {
+                    path,
+                    scenario: si,
+                    batch: Some(bi),
+                    slice,
+                    id,
+                }));
             } else {
                 out.push(CaseSpec {
                     path,
                     scenario: si,
                     batch: None,
                     slice: None,
-                    id: format!("{}/{}", path.name(), s.name),
+                    id: base,
                 });
             }
         }
@@ -218,12 +265,32 @@ pub fn run_case(
 /// The report entry of a case before it runs: what a worker that dies
 /// running it reports (with the verdict changed to `crash` or `timeout`).
 pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
+    not_run(
+        &spec.id,
+        spec.path.name(),
+        scenario,
+        spec.batch,
+        spec.slice,
+        &opts.replay_prefix,
+    )
+}
+
+/// A planned case's report entry before it runs (verdict `skip`, "not
+/// run"), with a replay command of `replay_prefix` and the quoted ID.
+pub fn not_run(
+    id: &str,
+    path: &str,
+    scenario: &Scenario,
+    batch: Option<usize>,
+    slice: Option<(usize, usize)>,
+    replay_prefix: &str,
+) -> Case {
     Case {
-        id: spec.id.clone(),
-        path: spec.path.name().into(),
+        id: id.to_string(),
+        path: path.into(),
         scenario: scenario.name.clone(),
-        batch: spec.batch.map(|b| b as u64),
-        slice: spec.slice.map(|(o, l)| Slice {
+        batch: batch.map(|b| b as u64),
+        slice: slice.map(|(o, l)| Slice {
             offset: o as u64,
             length: l as u64,
         }),
@@ -231,7 +298,7 @@ pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
         message: Some("not run".into()),
         differences: Vec::new(),
         duration_us: 0,
-        replay: format!("{} '{}'", opts.replay_prefix, spec.id),
+        replay: format!("{replay_prefix} '{id}'"),
         output: None,
         checked: Vec::new(),
         violations: Vec::new(),
@@ -255,18 +322,10 @@ fn device_skip(producer: &Plugin, consumer: &Plugin, path: Path, opts: &Options)
 
 /// The schema and batches the consumer should have read.
 fn expected(scenario: &Scenario, spec: &CaseSpec) -> (arrow_schema::SchemaRef, Vec<RecordBatch>) {
-    let schema = scenario.schema.clone();
-    match spec.batch {
-        None => (schema, scenario.batches.clone()),
-        Some(b) => {
-            let batch = &scenario.batches[b];
-            let batch = match spec.slice {
-                Some((o, l)) => batch.slice(o, l),
-                None => batch.clone(),
-            };
-            (schema, vec![batch])
-        }
-    }
+    (
+        scenario.schema.clone(),
+        requested(scenario, spec.batch, spec.slice),
+    )
 }
 
 fn call_outcome(e: CallError) -> Outcome {
@@ -297,11 +356,7 @@ fn transfer(
     differences: &mut Vec<String>,
 ) -> Outcome {
     let ipc = &scenario.ipc;
-    let (batch, offset, length) = match (spec.batch, spec.slice) {
-        (Some(b), Some((o, l))) => (b as i64, o as i64, l as i64),
-        (Some(b), None) => (b as i64, 0, -1),
-        _ => (0, 0, -1),
-    };
+    let (batch, offset, length) = call_range(spec.batch, spec.slice);
     let result = match spec.path {
         Path::DeviceArray | Path::Array => {
             let mut schema = Guard::<ArrowSchema>::poisoned();

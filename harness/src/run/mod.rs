@@ -104,23 +104,12 @@ fn describe_exit(status: ExitStatus) -> String {
 
 /// Reads what was appended to the capture file since `from`, at most
 /// `limit` bytes, as lossy UTF-8; `None` if nothing was.
-fn output_since(mut f: &File, from: u64, limit: usize) -> Option<String> {
-    let end = capture_len(f);
-    if end <= from {
-        return None;
-    }
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut buf = Vec::with_capacity(limit.min((end - from) as usize));
-    f.take(limit as u64).read_to_end(&mut buf).ok()?;
-    let mut text = String::from_utf8_lossy(&buf).into_owned();
-    let dropped = (end - from).saturating_sub(buf.len() as u64);
-    if dropped > 0 {
-        text.push_str(&format!("\n[... {dropped} more bytes not kept]"));
-    }
-    Some(text)
+fn output_since(f: &File, from: u64, limit: usize) -> Option<String> {
+    output_between(f, from, capture_len(f), limit)
 }
 
-/// What the capture file holds in `[from, end)`, like [`output_since`].
+/// What the capture file holds in `[from, end)`, at most `limit` bytes, as
+/// lossy UTF-8 with a note of how much was dropped; `None` if empty.
 fn output_between(mut f: &File, from: u64, end: u64, limit: usize) -> Option<String> {
     if end <= from {
         return None;
