@@ -101,7 +101,12 @@ pub fn batch_cases<'a>(
         .enumerate()
         .flat_map(move |(bi, b)| {
             let base = base.clone();
-            [None, Some(slice_of(b.num_rows()))]
+            let slice = scenario
+                .slices
+                .as_ref()
+                .and_then(|s| s.get(bi).copied())
+                .unwrap_or_else(|| slice_of(b.num_rows()));
+            [None, Some(slice)]
                 .into_iter()
                 .map(move |slice| {
                     let mut id = format!("{base}/batch:{bi}");

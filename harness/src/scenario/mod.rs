@@ -22,6 +22,10 @@ pub struct Scenario {
     pub ipc: Vec<u8>,
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
+    /// The zero-copy slice (offset, length) asked for per batch; `None`:
+    /// the default one (`roundtrip::slice_of`). Generated scenarios pick
+    /// their own, so every offset gets exercised.
+    pub slices: Option<Vec<(usize, usize)>>,
 }
 
 impl Scenario {
@@ -37,6 +41,7 @@ impl Scenario {
             ipc: bytes,
             schema,
             batches,
+            slices: None,
         })
     }
 
@@ -48,6 +53,7 @@ impl Scenario {
             ipc: bytes,
             schema: decoded.schema,
             batches: decoded.batches,
+            slices: None,
         })
     }
 }
