@@ -22,6 +22,14 @@ gold *ARGS: build
 certify *ARGS: build
     target/debug/arrowcert certify {{ARGS}}
 
+# Nightly: many generated scenarios with a fresh seed, plus the gold files.
+certify-nightly CASES="20000" *ARGS: build
+    target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}
+
+# Rerun one certification case exactly (IDs and seeds come from reports).
+replay *ARGS: build
+    target/debug/arrowcert replay {{ARGS}}
+
 # List the rules, or explain one.
 rules *ARGS: build
     target/debug/arrowcert rules {{ARGS}}

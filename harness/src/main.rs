@@ -98,6 +98,14 @@ enum Command {
         #[arg(long)]
         gold: Option<PathBuf>,
         #[arg(long)]
+        no_builtin: bool,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 0)]
+        generated: u64,
+        #[arg(long)]
+        scenario: Vec<String>,
+        #[arg(long)]
         timeout_ms: i64,
         #[arg(long)]
         replay_prefix: String,
@@ -121,10 +129,25 @@ enum Command {
         /// Producer plugin: a path, or a bundled name.
         #[arg(long, default_value = "reference")]
         producer: String,
-        /// A directory of Arrow IPC stream files (`*.stream`) to use
-        /// instead of the built-in scenarios.
+        /// Also certify over these Arrow IPC stream files (`*.stream`), e.g.
+        /// Arrow's integration gold files, as `gold/<stem>`.
         #[arg(long)]
         gold: Option<PathBuf>,
+        /// Generated scenarios to draw (each is certified on every path);
+        /// 0 for none.
+        #[arg(long, default_value_t = 100)]
+        cases: u64,
+        /// The seed generated scenarios are drawn with (default: a fresh
+        /// one, printed and kept in the report).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Leave out the built-in scenarios.
+        #[arg(long)]
+        no_builtin: bool,
+        /// Candidate scenarios tried when shrinking one failure; 0 turns
+        /// shrinking off.
+        #[arg(long, default_value_t = 1000)]
+        shrink_candidates: usize,
         /// Where to write the JSON report (default: reports/certify-<time>.json).
         #[arg(long)]
         report: Option<PathBuf>,
@@ -152,6 +175,35 @@ enum Command {
         #[arg(long)]
         in_process: bool,
         /// A case with no result after this long is a timeout.
+        #[arg(long, default_value_t = 60_000)]
+        case_timeout_ms: u64,
+        /// Address-space limit of each worker process, in MiB.
+        #[arg(long, default_value_t = 8192)]
+        max_memory_mb: u64,
+    },
+    /// Rerun certification cases exactly (what a certify report's
+    /// `replay` commands call): every violation printed in full. Runs in
+    /// this process unless -j says otherwise, so a debugger sees the crash.
+    Replay {
+        /// Producer plugin: a path, or a bundled name.
+        #[arg(long, default_value = "reference")]
+        producer: String,
+        /// The gold directory the case's run used (for `gold/...` cases).
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// The seed of the run (for `gen/...` cases).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Case IDs, as reports print them.
+        #[arg(required = true)]
+        cases: Vec<String>,
+        /// Also write a JSON report here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Worker processes (default 0: this process).
+        #[arg(long, short = 'j', default_value_t = 0)]
+        jobs: usize,
+        /// A case with no result after this long is a timeout (workers).
         #[arg(long, default_value_t = 60_000)]
         case_timeout_ms: u64,
         /// Address-space limit of each worker process, in MiB.
@@ -254,6 +306,10 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             producer,
             consumer,
             gold,
+            no_builtin,
+            seed,
+            generated,
+            scenario,
             timeout_ms,
             replay_prefix,
             max_memory_mb,
@@ -265,7 +321,13 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                     .ok_or_else(|| BadInput(format!("unknown worker mode {mode}")))?,
                 producer,
                 consumer,
-                gold,
+                sources: arrowcert::scenario::Sources {
+                    builtin: !no_builtin,
+                    gold,
+                    generated,
+                    seed,
+                    only: (!scenario.is_empty()).then_some(scenario),
+                },
                 options: arrowcert::roundtrip::Options {
                     async_timeout_ms: timeout_ms,
                     replay_prefix,
@@ -282,6 +344,10 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         Command::Certify {
             producer,
             gold,
+            cases,
+            seed,
+            no_builtin,
+            shrink_candidates,
             report,
             junit,
             filters,
@@ -296,7 +362,13 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         } => cli::certify::run(cli::certify::Args {
             producer: cli::resolve_plugin(&producer, "producer")?,
             producer_arg: producer,
-            gold,
+            sources: arrowcert::scenario::Sources {
+                builtin: !no_builtin,
+                gold,
+                generated: cases,
+                seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
+                only: None,
+            },
             report,
             junit,
             filter: Filter {
@@ -314,7 +386,63 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             },
             case_timeout_ms,
             max_memory_mb,
+            shrink: arrowcert::gen::shrink::Budget {
+                candidates: shrink_candidates,
+                ..Default::default()
+            },
+            replay: false,
         }),
+        Command::Replay {
+            producer,
+            gold,
+            seed,
+            cases,
+            report,
+            jobs,
+            case_timeout_ms,
+            max_memory_mb,
+        } => {
+            let mut names: Vec<String> = Vec::new();
+            for id in &cases {
+                let name = cli::certify::scenario_of(id).ok_or_else(|| {
+                    BadInput(format!(
+                        "{id}: not a certification case ID (producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]])"
+                    ))
+                })?;
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            cli::certify::run(cli::certify::Args {
+                producer: cli::resolve_plugin(&producer, "producer")?,
+                producer_arg: producer,
+                sources: arrowcert::scenario::Sources {
+                    builtin: false,
+                    gold,
+                    generated: 0,
+                    seed,
+                    only: Some(names),
+                },
+                report,
+                junit: None,
+                filter: Filter {
+                    patterns: cases,
+                    exact: true,
+                    skip: Vec::new(),
+                },
+                list: false,
+                verbose: true,
+                invocation: std::env::args().collect(),
+                jobs,
+                case_timeout_ms,
+                max_memory_mb,
+                shrink: arrowcert::gen::shrink::Budget {
+                    candidates: 0,
+                    ..Default::default()
+                },
+                replay: true,
+            })
+        }
         Command::Rules { patterns, markdown } => {
             if markdown {
                 print!("{}", arrowcert::rules::markdown());

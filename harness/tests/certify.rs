@@ -56,7 +56,7 @@ fn assert_clean(code: Option<i32>, r: &Report, out: &str) {
 #[test]
 fn the_reference_producer_passes_every_rule_on_built_in_data_in_workers() {
     bundled();
-    let (code, r, out) = certify(&["--jobs", "2"], "builtin");
+    let (code, r, out) = certify(&["--jobs", "2", "--cases", "0"], "builtin");
     assert_clean(code, &r, &out);
     // Rules nothing exercised are `skip`, never counted as passed.
     let frees = r
@@ -73,9 +73,11 @@ fn the_reference_producer_passes_every_rule_on_the_gold_files_twice_alike() {
     bundled();
     let gold = gold_dir();
     let gold = gold.to_str().unwrap();
-    let (code, first, out) = certify(&["--in-process", "--gold", gold], "gold-1");
+    let only_gold = ["--no-builtin", "--cases", "0", "--gold", gold];
+    let (code, first, out) = certify(&[&["--in-process"][..], &only_gold].concat(), "gold-1");
     assert_clean(code, &first, &out);
-    let (code, second, out) = certify(&["--jobs", "2", "--gold", gold], "gold-2");
+    assert!(first.cases.iter().all(|c| c.scenario.starts_with("gold/")));
+    let (code, second, out) = certify(&[&["--jobs", "2"][..], &only_gold].concat(), "gold-2");
     assert_clean(code, &second, &out);
     let verdicts = |r: &Report| {
         r.cases
@@ -85,6 +87,90 @@ fn the_reference_producer_passes_every_rule_on_the_gold_files_twice_alike() {
     };
     assert_eq!(verdicts(&first), verdicts(&second));
     assert_eq!(first.rules.len(), second.rules.len());
+}
+
+/// Generated scenarios over every type: clean with several seeds, in this
+/// process and in workers alike, and a seed draws the same run twice.
+#[test]
+fn the_reference_producer_passes_generated_scenarios_with_several_seeds() {
+    bundled();
+    let verdicts = |r: &Report| {
+        r.cases
+            .iter()
+            .map(|c| (c.id.clone(), c.verdict, c.checked.clone()))
+            .collect::<Vec<_>>()
+    };
+    for seed in ["1", "77"] {
+        let gen = ["--no-builtin", "--cases", "120", "--seed", seed];
+        let (code, a, out) = certify(&[&["--jobs", "2"][..], &gen].concat(), "gen-workers");
+        assert_clean(code, &a, &out);
+        assert_eq!(a.seed, Some(seed.parse().unwrap()));
+        assert!(a.cases.len() > 1000, "{}", a.cases.len());
+        assert!(a.cases.iter().all(|c| c.scenario.starts_with("gen/")));
+        assert!(out.contains(&format!("seed: {seed}")), "{out}");
+        let (code, b, out) = certify(&[&["--in-process"][..], &gen].concat(), "gen-in-process");
+        assert_clean(code, &b, &out);
+        assert_eq!(verdicts(&a), verdicts(&b));
+        // Every generated case's replay names the run's seed.
+        assert!(
+            a.cases[0].replay.contains(&format!("--seed {seed}")),
+            "{}",
+            a.cases[0].replay
+        );
+        assert!(a.cases[0].replay.starts_with("arrowcert replay "));
+    }
+    // Without --seed, each run draws a fresh one and says which.
+    let (code, r, out) = certify(
+        &["--in-process", "--no-builtin", "--cases", "3"],
+        "gen-fresh",
+    );
+    assert_clean(code, &r, &out);
+    assert!(r.seed.is_some());
+}
+
+/// `arrowcert replay` reruns one case exactly, prints it, and writes no
+/// report unless asked; a bad case ID is a usage error.
+#[test]
+fn replay_reruns_one_case() {
+    bundled();
+    let run = |args: &[&str]| {
+        let out = Command::new(arrowcert_exe()).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let listed = Command::new(arrowcert_exe())
+        .args([
+            "certify",
+            "--no-builtin",
+            "--cases",
+            "6",
+            "--seed",
+            "9",
+            "--list",
+        ])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let case = listed
+        .lines()
+        .filter_map(|l| l.strip_suffix(": case"))
+        .find(|l| l.contains("/slice:"))
+        .expect("a sliced generated case")
+        .to_string();
+    let (code, out, err) = run(&["replay", "--seed", "9", &case]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains(&format!("case {case} ... ok")), "{out}");
+    assert!(out.contains("1 cases: 1 passed"), "{out}");
+    assert!(!out.contains("report:"), "{out}");
+    let (code, _, err) = run(&["replay", "not-a-case-id"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a certification case ID"), "{err}");
+    let (code, _, err) = run(&["replay", "producer/array/no-such-scenario/batch:0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no such scenario"), "{err}");
 }
 
 #[test]

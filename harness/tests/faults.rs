@@ -534,3 +534,40 @@ fn resume_refuses_a_report_made_with_other_plugins() {
     assert!(stderr.contains("the producer changed"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A plugin that crashes on generated data: the crash is shrunk like a
+/// rule failure, each candidate in a fresh worker, and the run ends with a
+/// report (the harness survives every crash while shrinking).
+#[test]
+fn a_crash_on_generated_data_is_shrunk_in_workers() {
+    let lib = faulty("producer", "SEGV_PRODUCE");
+    let report = scratch("fault-reports").join("crash-shrink.json");
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--producer"])
+        .arg(&lib)
+        .args(["--no-builtin", "--cases", "2", "--seed", "5", "--jobs", "1"])
+        .args([
+            "--shrink-candidates",
+            "12",
+            "--case-timeout-ms",
+            DEADLINE_MS,
+        ])
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let r = arrowcert::report::read(&report).unwrap();
+    assert!(r.complete);
+    let s = r
+        .shrunk
+        .iter()
+        .find(|s| s.target == "crash")
+        .unwrap_or_else(|| panic!("no crash shrink: {stdout}"));
+    assert!(s.tried > 0 && s.tried <= 12, "{s:?}");
+    assert!(s.evidence.contains("SIGSEGV"), "{s:?}");
+    assert!(stdout.contains("crash (shrunk):"), "{stdout}");
+}

@@ -107,7 +107,7 @@ fn certify(mutant: &str, filters: &[&str]) -> (Option<i32>, Report, String) {
     let out = Command::new(arrowcert_exe())
         .args(["certify", "--producer"])
         .arg(mutant_lib_cached())
-        .args(["--in-process", "--report"])
+        .args(["--in-process", "--cases", "0", "--report"])
         .arg(&report)
         .args(filters)
         .env("ARROWCERT_MUTANT", mutant)
@@ -219,4 +219,76 @@ fn an_unknown_mutation_is_bad_input_not_a_crash_of_arrowcert() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown ARROWCERT_MUTANT"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A failure found on generated data is shrunk to a smaller scenario that
+/// still shows it, and the report's replay command reproduces exactly that
+/// case.
+#[test]
+fn a_failure_on_generated_data_is_shrunk_and_replays() {
+    let (reference, _) = bundled();
+    let report = scratch("mutant-reports").join("shrink.json");
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--producer"])
+        .arg(mutant_lib_cached())
+        .args([
+            "--in-process",
+            "--no-builtin",
+            "--cases",
+            "60",
+            "--seed",
+            "3",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .env("ARROWCERT_MUTANT", "slice-offset-ignored")
+        .env("ARROWCERT_MUTANT_BASE", &reference)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r = arrowcert::report::read(&report).unwrap();
+    let s = r
+        .shrunk
+        .iter()
+        .find(|s| s.target == "array.values.roundtrip")
+        .unwrap_or_else(|| panic!("not shrunk: {stdout}"));
+    assert!(s.steps > 0 && s.tried >= s.steps, "{s:?}");
+    assert_ne!(s.case, s.from_case);
+    assert!(
+        stdout.contains(&format!("smallest case: {}", s.case)),
+        "{stdout}"
+    );
+    let name = arrowcert::cli::certify::scenario_of(&s.case).unwrap();
+    let from = arrowcert::cli::certify::scenario_of(&s.from_case).unwrap();
+    assert!(name.starts_with(&format!("{from}@")), "{name} from {from}");
+    let small = arrowcert::gen::scenario(3, &name).unwrap();
+    let big = arrowcert::gen::scenario(3, &from).unwrap();
+    let size = |sc: &arrowcert::scenario::Scenario| {
+        sc.schema.fields().len() * 1000 + sc.batches.iter().map(|b| b.num_rows()).sum::<usize>()
+    };
+    assert!(
+        size(&small) < size(&big),
+        "{} vs {}",
+        s.scenario,
+        arrowcert::gen::describe(&big)
+    );
+    assert_eq!(small.schema.fields().len(), 1, "{}", s.scenario);
+    // The replay command, as printed, reproduces that very case.
+    assert!(s.replay.starts_with("arrowcert replay ") && s.replay.contains("--seed 3"));
+    let replay = Command::new(arrowcert_exe())
+        .args(["replay", "--producer"])
+        .arg(mutant_lib_cached())
+        .args(["--seed", "3", &s.case])
+        .env("ARROWCERT_MUTANT", "slice-offset-ignored")
+        .env("ARROWCERT_MUTANT_BASE", &reference)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert_eq!(replay.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("case {} ... FAIL", s.case)),
+        "{text}"
+    );
+    assert!(text.contains("MUST array.values.roundtrip at "), "{text}");
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::{Case, RuleSummary, Verdict};
+use crate::report::{Case, RuleSummary, ShrunkFailure, Verdict};
 use crate::rules::{self, Level, Side};
 
 /// One verdict per producer-side rule of the catalogue in `areas`: `fail`
@@ -67,7 +67,7 @@ pub fn musts_pass(rules: &[RuleSummary]) -> bool {
 /// The terminal summary: failing rules first (MUST before SHOULD/INFO),
 /// each with its first failing case, evidence and replay; then a line per
 /// area with counts.
-pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
+pub fn render(rules: &[RuleSummary], cases: &[Case], shrunk: &[ShrunkFailure]) -> String {
     let mut out = String::new();
     let replay = |id: &str| {
         cases
@@ -100,7 +100,14 @@ pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
                     replay(first)
                 ));
             }
+            if let Some(s) = shrunk.iter().find(|s| s.target == r.rule) {
+                out.push_str(&shrunk_lines(s));
+            }
         }
+    }
+    for s in shrunk.iter().filter(|s| s.target == "crash") {
+        out.push_str("\ncrash (shrunk):\n");
+        out.push_str(&shrunk_lines(s));
     }
     out.push_str("\nby area:\n");
     let mut areas: Vec<&str> = Vec::new();
@@ -126,6 +133,19 @@ pub fn render(rules: &[RuleSummary], cases: &[Case]) -> String {
         ));
     }
     out
+}
+
+fn shrunk_lines(s: &ShrunkFailure) -> String {
+    format!(
+        "    smallest case: {}  ({} steps from {}, {} candidates tried{})\n      data: {}\n      replay: {}\n",
+        s.case,
+        s.steps,
+        s.from_case,
+        s.tried,
+        if s.exhausted { ", budget spent" } else { "" },
+        crate::report::printable(&s.scenario.chars().take(300).collect::<String>()),
+        s.replay
+    )
 }
 
 /// JUnit XML: one test case per rule (a rule is what a CI user tracks),

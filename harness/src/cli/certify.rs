@@ -1,26 +1,34 @@
 //! `arrowcert certify --producer LIB`: rule-by-rule verdicts on a
-//! producer's export paths, with evidence and a replay for every failure.
+//! producer's export paths, with evidence, the smallest failing generated
+//! scenario, and a replay command for every failure. `arrowcert replay`
+//! reruns chosen cases of such a run.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
+use super::progress::Progress;
 use super::roundtrip::{shell_word, verdict_word, Checkpoint};
 use super::{BadInput, EXIT_FAILURES};
-use crate::certify::{self, summary};
+use crate::certify::{self, summary, CaseSpec};
+use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
-use crate::report::{self, Case, PluginIdentity, Report, Summary, Verdict};
+use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
 use crate::run::{self, worker::identity};
-use crate::scenario::{self, Scenario};
+use crate::scenario::{Scenario, Sources};
 
 /// The rule areas producer certification judges (async has its own suite).
 pub const AREAS: &[&str] = &["schema", "array", "device", "stream"];
 
+/// At most this many failures are shrunk per run (MUST rules first).
+pub const MAX_SHRINKS: usize = 8;
+
 pub struct Args {
     pub producer: PathBuf,
     pub producer_arg: String,
-    pub gold: Option<PathBuf>,
+    /// Built-in, gold and generated scenarios (`--cases`, `--seed`).
+    pub sources: Sources,
     pub report: Option<PathBuf>,
     pub junit: Option<PathBuf>,
     pub filter: Filter,
@@ -31,30 +39,108 @@ pub struct Args {
     pub jobs: usize,
     pub case_timeout_ms: u64,
     pub max_memory_mb: u64,
+    /// How hard to shrink failures on generated scenarios (0 candidates:
+    /// not at all).
+    pub shrink: shrink::Budget,
+    /// `arrowcert replay`: print every violation in full, no shrinking, no
+    /// report file unless `report` names one.
+    pub replay: bool,
 }
 
-/// Runs the command; returns the exit code (0: every MUST rule holds).
-pub fn run(args: Args) -> Result<i32, BadInput> {
-    let (scenarios, data): (Vec<Scenario>, String) = match &args.gold {
-        Some(dir) => (
-            scenario::gold_dir(dir).map_err(BadInput)?,
-            dir.display().to_string(),
-        ),
-        None => (scenario::builtin(), "built-in".into()),
-    };
+/// The command that reruns one case of this run (the case ID follows).
+fn replay_prefix(args: &Args) -> String {
     let mut replay = format!(
-        "arrowcert certify --producer {}",
+        "arrowcert replay --producer {}",
         shell_word(&args.producer_arg)
     );
-    if let Some(dir) = &args.gold {
+    if let Some(dir) = &args.sources.gold {
         replay.push_str(&format!(
             " --gold {}",
             shell_word(&dir.display().to_string())
         ));
     }
-    replay.push_str(" --in-process --exact");
+    replay.push_str(&format!(" --seed {}", args.sources.seed));
+    replay
+}
+
+/// Runs planned cases, in this process or in workers.
+struct Engine<'a> {
+    args: &'a Args,
+    opts: certify::Options,
+    /// Loaded once when cases run in this process.
+    producer: Option<Plugin>,
+}
+
+impl Engine<'_> {
+    /// Runs `selected` cases of `plan` over `scenarios` (as `sources`
+    /// loads them); returns the signal that interrupted the run, if any.
+    fn run(
+        &self,
+        sources: &Sources,
+        scenarios: &[Scenario],
+        plan: &[CaseSpec],
+        selected: &[usize],
+        ready: &mut dyn FnMut(&[PluginIdentity]),
+        on_case: &mut dyn FnMut(&Case),
+    ) -> Result<Option<i32>, BadInput> {
+        if let Some(producer) = &self.producer {
+            ready(&[identity("producer", producer)]);
+            for &i in selected {
+                if run::proc::interrupted().is_some() {
+                    break;
+                }
+                let spec = &plan[i];
+                on_case(&certify::run_case(
+                    producer,
+                    &scenarios[spec.scenario],
+                    spec,
+                    &self.opts,
+                ));
+            }
+            return Ok(run::proc::interrupted());
+        }
+        let worker_args = run::worker::WorkerArgs {
+            socket: PathBuf::new(),
+            mode: run::worker::Mode::CertifyProducer,
+            producer: self.args.producer.clone(),
+            consumer: None,
+            sources: sources.clone(),
+            options: crate::roundtrip::Options {
+                replay_prefix: self.opts.replay_prefix.clone(),
+                ..Default::default()
+            },
+            limits: run::proc::Limits::worker(self.args.max_memory_mb),
+            cpu_seconds: None,
+        };
+        let cfg = run::Config::for_workers(
+            worker_args,
+            self.args.jobs.min(selected.len()).max(1),
+            self.args.case_timeout_ms,
+            self.args.max_memory_mb,
+        )
+        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
+        let jobs: Vec<run::Job> = selected
+            .iter()
+            .map(|&index| run::Job {
+                index,
+                record: certify::record(&scenarios[plan[index].scenario], &plan[index], &self.opts),
+            })
+            .collect();
+        let outcome = run::run(&cfg, plan.len(), jobs, |p| ready(p), |c| on_case(c));
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+        Ok(outcome
+            .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?
+            .interrupted)
+    }
+}
+
+/// Runs the command; returns the exit code (0: every MUST rule holds).
+pub fn run(args: Args) -> Result<i32, BadInput> {
+    let sources = &args.sources;
+    let scenarios = sources.load().map_err(BadInput)?;
+    let data = sources.describe();
     let opts = certify::Options {
-        replay_prefix: replay,
+        replay_prefix: replay_prefix(&args),
         ..Default::default()
     };
     let plan = certify::plan(&scenarios);
@@ -67,17 +153,29 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let selected: Vec<usize> = (0..plan.len())
         .filter(|&i| args.filter.selects(&plan[i].id))
         .collect();
+    if args.replay && selected.is_empty() {
+        return Err(BadInput(format!(
+            "no case of {} matches {}",
+            data,
+            args.filter.patterns.join(" ")
+        )));
+    }
 
     let started = SystemTime::now();
     let clock = Instant::now();
-    let path = args.report.clone().unwrap_or_else(|| {
-        PathBuf::from("reports").join(format!("certify-{}.json", report::time::compact(started)))
-    });
+    let path = match (&args.report, args.replay) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => Some(
+            PathBuf::from("reports")
+                .join(format!("certify-{}.json", report::time::compact(started))),
+        ),
+    };
     let checkpoint = RefCell::new(Checkpoint {
         report: Report {
             report_version: report::REPORT_VERSION,
             tool: Default::default(),
-            command: "certify".into(),
+            command: if args.replay { "replay" } else { "certify" }.into(),
             invocation: args.invocation.clone(),
             started_at: report::time::rfc3339(started),
             finished_at: report::time::rfc3339(started),
@@ -91,8 +189,13 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             cases: Vec::new(),
             summary: Summary::default(),
             rules: Vec::new(),
+            seed: scenarios
+                .iter()
+                .any(|s| s.name.starts_with(gen::PREFIX))
+                .then_some(sources.seed),
+            shrunk: Vec::new(),
         },
-        path: path.clone(),
+        path: path.clone().unwrap_or_default(),
         position: plan
             .iter()
             .enumerate()
@@ -100,87 +203,78 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .collect(),
         last: Instant::now(),
         error: None,
+        disabled: path.is_none(),
     });
     run::proc::catch_interrupts();
-    let verbose = args.verbose;
-    let print = |c: &Case| {
-        if verbose || !matches!(c.verdict, Verdict::Pass | Verdict::Skip) {
-            println!("case {} ... {}", c.id, verdict_word(c));
-        }
-        checkpoint.borrow_mut().add(c);
+    let engine = Engine {
+        args: &args,
+        opts,
+        producer: if args.jobs == 0 {
+            Some(Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?)
+        } else {
+            None
+        },
     };
-    let header = |name: &str, how: &str| {
+    let how = if args.jobs == 0 {
+        "in this process".to_string()
+    } else {
+        format!("{} worker processes", args.jobs)
+    };
+    let progress = RefCell::new(Progress::new(selected.len()));
+    let mut ready = |plugins: &[PluginIdentity]| {
         println!(
-            "arrowcert certify: producer {name} ({} cases over {} scenarios from {data}, {how})",
+            "arrowcert {}: producer {} ({} cases over {} scenarios from {data}, {how})",
+            if args.replay { "replay" } else { "certify" },
+            plugins.first().map(|p| p.name.as_str()).unwrap_or(""),
             selected.len(),
             scenarios.len()
-        )
+        );
+        checkpoint.borrow_mut().report.plugins = plugins.to_vec();
     };
-    let interrupted = if args.jobs == 0 {
-        let producer = Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?;
-        header(producer.name(), "in this process");
-        checkpoint.borrow_mut().report.plugins = vec![identity("producer", &producer)];
-        for &i in &selected {
-            if run::proc::interrupted().is_some() {
-                break;
+    let mut on_case = |c: &Case| {
+        let failed = !matches!(c.verdict, Verdict::Pass | Verdict::Skip);
+        if args.verbose || args.replay || failed {
+            progress.borrow_mut().clear();
+            println!("case {} ... {}", c.id, verdict_word(c));
+            if args.replay {
+                print_evidence(c);
             }
-            let spec = &plan[i];
-            print(&certify::run_case(
-                &producer,
-                &scenarios[spec.scenario],
-                spec,
-                &opts,
-            ));
         }
-        run::proc::interrupted()
-    } else {
-        let worker_args = run::worker::WorkerArgs {
-            socket: PathBuf::new(),
-            mode: run::worker::Mode::CertifyProducer,
-            producer: args.producer.clone(),
-            consumer: None,
-            gold: args.gold.clone(),
-            options: crate::roundtrip::Options {
-                replay_prefix: opts.replay_prefix.clone(),
-                ..Default::default()
-            },
-            limits: run::proc::Limits::worker(args.max_memory_mb),
-            cpu_seconds: None,
-        };
-        let cfg = run::Config::for_workers(
-            worker_args,
-            args.jobs,
-            args.case_timeout_ms,
-            args.max_memory_mb,
-        )
-        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
-        let jobs: Vec<run::Job> = selected
-            .iter()
-            .map(|&index| run::Job {
-                index,
-                record: certify::record(&scenarios[plan[index].scenario], &plan[index], &opts),
-            })
-            .collect();
-        let how = format!("{} worker processes", args.jobs);
-        let ready = |plugins: &[PluginIdentity]| {
-            header(plugins.first().map(|p| p.name.as_str()).unwrap_or(""), &how);
-            checkpoint.borrow_mut().report.plugins = plugins.to_vec();
-        };
-        let outcome = run::run(&cfg, plan.len(), jobs, ready, print);
-        let _ = std::fs::remove_dir_all(&cfg.scratch);
-        outcome
-            .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?
-            .interrupted
+        progress.borrow_mut().tick(failed);
+        checkpoint.borrow_mut().add(c);
     };
+    let interrupted = engine.run(
+        sources,
+        &scenarios,
+        &plan,
+        &selected,
+        &mut ready,
+        &mut on_case,
+    )?;
+    progress.borrow_mut().clear();
+
+    // Shrink what failed on generated scenarios, then write the report.
+    let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
+        let report = &checkpoint.borrow().report;
+        shrink_failures(&engine, report, &scenarios, &plan, sources, args.shrink)?
+    } else {
+        Vec::new()
+    };
+    let interrupted = interrupted.or_else(run::proc::interrupted);
     let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
         r.rules = summary::rule_verdicts(&r.cases, AREAS);
+        r.shrunk = shrunk;
     })?;
-    print!("{}", summary::render(&report.rules, &report.cases));
+    print!(
+        "{}",
+        summary::render(&report.rules, &report.cases, &report.shrunk)
+    );
     let s = &report.summary;
     let musts = summary::musts_pass(&report.rules);
     let crashed = s.crashed + s.timed_out;
     println!(
-        "\ncertify result: {}. {} cases: {} passed; {} failed; {} errors; {} crashed; {} timed out; {} skipped; finished in {:.2}s",
+        "\n{} result: {}. {} cases: {} passed; {} failed; {} errors; {} crashed; {} timed out; {} skipped; finished in {:.2}s",
+        if args.replay { "replay" } else { "certify" },
         if musts && crashed == 0 { "ok" } else { "FAILED" },
         s.total,
         s.passed,
@@ -191,6 +285,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         s.skipped,
         report.duration_ms as f64 / 1000.0
     );
+    if let Some(seed) = report.seed {
+        println!("seed: {seed} (--seed {seed} draws the same generated scenarios)");
+    }
     if let Some(junit) = &args.junit {
         let xml = summary::junit(
             &report.rules,
@@ -199,7 +296,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
     }
-    println!("report: {}", path.display());
+    if let Some(path) = &path {
+        println!("report: {}", path.display());
+    }
     if let Some(sig) = interrupted {
         println!(
             "interrupted by {}: {} of {} cases ran; the report is marked incomplete",
@@ -215,4 +314,206 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     } else {
         EXIT_FAILURES
     })
+}
+
+/// Every violation of a case, in full (what `arrowcert replay` shows).
+fn print_evidence(c: &Case) {
+    if let Some(m) = &c.message {
+        println!("  {}", report::printable(m));
+    }
+    for v in &c.violations {
+        println!(
+            "  {} {} at {}: {}",
+            v.level,
+            v.rule,
+            v.at,
+            report::printable(&v.evidence)
+        );
+    }
+}
+
+/// What a shrink is after: a rule broken, or the process dying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Rule(String),
+    Crash,
+}
+
+impl Target {
+    fn name(&self) -> &str {
+        match self {
+            Target::Rule(r) => r,
+            Target::Crash => "crash",
+        }
+    }
+
+    fn shown_by(&self, c: &Case) -> bool {
+        match self {
+            Target::Rule(r) => c.violations.iter().any(|v| &v.rule == r),
+            Target::Crash => matches!(c.verdict, Verdict::Crash | Verdict::Timeout),
+        }
+    }
+
+    fn evidence(&self, c: &Case) -> String {
+        match self {
+            Target::Rule(r) => c
+                .violations
+                .iter()
+                .find(|v| &v.rule == r)
+                .map(|v| format!("{}: {}", v.at, v.evidence))
+                .unwrap_or_default(),
+            Target::Crash => c.message.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// The failures worth shrinking: each failing rule (MUST first, INFO
+/// never) and crashes, with the first generated case that showed it.
+fn targets(report: &Report) -> Vec<(Target, &Case)> {
+    let rules = summary::rule_verdicts(&report.cases, AREAS);
+    let mut failing: Vec<_> = rules
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail && r.level != "INFO")
+        .collect();
+    failing.sort_by_key(|r| r.level != "MUST");
+    let generated =
+        |c: &&Case| gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty());
+    let mut out: Vec<(Target, &Case)> = Vec::new();
+    let crash = Target::Crash;
+    if let Some(c) = report
+        .cases
+        .iter()
+        .filter(generated)
+        .find(|c| crash.shown_by(c))
+    {
+        out.push((crash, c));
+    }
+    for r in failing {
+        let t = Target::Rule(r.rule.clone());
+        if let Some(c) = report
+            .cases
+            .iter()
+            .filter(generated)
+            .find(|c| t.shown_by(c))
+        {
+            out.push((t, c));
+        }
+    }
+    out.truncate(MAX_SHRINKS);
+    out
+}
+
+/// Shrinks each failure seen on a generated scenario to the smallest
+/// scenario (on the same path) that still shows it.
+fn shrink_failures(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    sources: &Sources,
+    budget: shrink::Budget,
+) -> Result<Vec<ShrunkFailure>, BadInput> {
+    let mut out = Vec::new();
+    for (target, first) in targets(report) {
+        let Some((index, _)) = gen::parse_name(&first.scenario) else {
+            continue;
+        };
+        let Some(path) = plan.iter().find(|s| s.id == first.id).map(|s| s.path) else {
+            continue;
+        };
+        if run::proc::interrupted().is_some() {
+            break;
+        }
+        let mut smallest: Option<(Case, String)> = None;
+        let mut error = None;
+        let result = shrink::shrink(sources.seed, index, budget, |candidate| {
+            if error.is_some() || run::proc::interrupted().is_some() {
+                return false;
+            }
+            let cands = std::slice::from_ref(candidate);
+            let cplan = certify::plan(cands);
+            let selected: Vec<usize> = (0..cplan.len())
+                .filter(|&i| cplan[i].path == path)
+                .collect();
+            let only = Sources {
+                builtin: false,
+                gold: None,
+                generated: 0,
+                seed: sources.seed,
+                only: Some(vec![candidate.name.clone()]),
+            };
+            let mut hit: Option<Case> = None;
+            let ran = engine.run(&only, cands, &cplan, &selected, &mut |_| {}, &mut |c| {
+                if hit.is_none() && target.shown_by(c) {
+                    hit = Some(c.clone());
+                }
+            });
+            if let Err(e) = ran {
+                error = Some(e);
+                return false;
+            }
+            match hit {
+                Some(c) => {
+                    smallest = Some((c, gen::describe(candidate)));
+                    true
+                }
+                None => false,
+            }
+        })
+        .map_err(BadInput)?;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let (case, scenario) = smallest.unwrap_or_else(|| {
+            let s = scenarios.iter().find(|s| s.name == first.scenario);
+            (first.clone(), s.map(gen::describe).unwrap_or_default())
+        });
+        out.push(ShrunkFailure {
+            target: target.name().to_string(),
+            from_case: first.id.clone(),
+            evidence: report::bounded(&target.evidence(&case), 4096),
+            replay: case.replay.clone(),
+            case: case.id,
+            scenario,
+            tried: result.tried as u64,
+            steps: result.steps as u64,
+            exhausted: result.exhausted,
+        });
+    }
+    Ok(out)
+}
+
+/// The scenario name inside a certification case ID
+/// (`producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]]`).
+pub fn scenario_of(case_id: &str) -> Option<String> {
+    let rest = case_id.strip_prefix("producer/")?;
+    let (_, rest) = rest.split_once('/')?;
+    let name = match rest.find("/batch:") {
+        Some(i) => &rest[..i],
+        None => rest,
+    };
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_names_come_out_of_case_ids() {
+        assert_eq!(
+            scenario_of("producer/array/gen/17@s3c1/batch:0/slice:1+2").as_deref(),
+            Some("gen/17@s3c1")
+        );
+        assert_eq!(
+            scenario_of("producer/stream/gold/generated_map").as_deref(),
+            Some("gold/generated_map")
+        );
+        assert_eq!(
+            scenario_of("producer/schema/primitive").as_deref(),
+            Some("primitive")
+        );
+        assert_eq!(scenario_of("roundtrip/x"), None);
+        assert_eq!(scenario_of("producer/array/"), None);
+    }
 }

@@ -5,6 +5,7 @@
 
 pub mod certify;
 pub mod inspect;
+pub mod progress;
 pub mod roundtrip;
 
 use std::path::{Path, PathBuf};

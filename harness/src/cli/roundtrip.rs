@@ -47,6 +47,8 @@ pub(super) struct Checkpoint {
     pub(super) last: Instant,
     /// The first write error, reported once at the end.
     pub(super) error: Option<String>,
+    /// No report file is written (`arrowcert replay` without --report).
+    pub(super) disabled: bool,
 }
 
 impl Checkpoint {
@@ -92,6 +94,9 @@ impl Checkpoint {
         self.report.summary = Summary::of(&self.report.cases);
         self.report.complete = complete;
         self.report.finished_at = report::time::rfc3339(SystemTime::now());
+        if self.disabled {
+            return;
+        }
         if let Err(e) = report::write(&self.report, &self.path) {
             self.error
                 .get_or_insert(format!("{}: cannot write report: {e}", self.path.display()));
@@ -148,7 +153,7 @@ fn resumable(
 
 pub(super) fn shell_word(s: &str) -> String {
     if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=".contains(c))
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
     {
         s.to_string()
     } else {
@@ -253,11 +258,14 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             cases: kept,
             summary: Summary::default(),
             rules: Vec::new(),
+            seed: None,
+            shrunk: Vec::new(),
         },
         path: path.clone(),
         position,
         last: Instant::now(),
         error: None,
+        disabled: false,
     });
     if !done.is_empty() {
         println!(
@@ -309,7 +317,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             mode: run::worker::Mode::Roundtrip,
             producer: args.producer.clone(),
             consumer: Some(args.consumer.clone()),
-            gold: args.gold.clone(),
+            sources: scenario::Sources::builtin_or_gold(args.gold.clone()),
             options: opts.clone(),
             limits: run::proc::Limits::worker(args.max_memory_mb),
             cpu_seconds: None,

@@ -20,8 +20,8 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
-            candidates: 256,
-            time: Duration::from_secs(60),
+            candidates: 1000,
+            time: Duration::from_secs(30),
         }
     }
 }
@@ -118,8 +118,17 @@ mod tests {
         assert!(out.steps > 0, "{out:?}");
         let small = super::super::scenario(seed, &out.name).unwrap();
         assert!(has_list(&small), "{}", super::super::describe(&small));
-        assert_eq!(small.schema.fields().len(), 1, "{}", super::super::describe(&small));
-        assert!(small.batches.iter().all(|b| b.num_rows() <= 1), "{out:?} {}", super::super::describe(&small));
+        assert_eq!(
+            small.schema.fields().len(),
+            1,
+            "{}",
+            super::super::describe(&small)
+        );
+        assert!(
+            small.batches.iter().all(|b| b.num_rows() <= 1),
+            "{out:?} {}",
+            super::super::describe(&small)
+        );
     }
 
     #[test]

@@ -146,7 +146,11 @@ fn child(name: &'static str, ty: DataType, nullable: bool) -> Arc<Field> {
 
 /// Map keys: non-nullable, sortable, not nested.
 fn map_key() -> impl Strategy<Value = DataType> {
-    prop_oneof![Just(DataType::Utf8), Just(DataType::Int32), Just(DataType::Int64)]
+    prop_oneof![
+        Just(DataType::Utf8),
+        Just(DataType::Int32),
+        Just(DataType::Int64)
+    ]
 }
 
 /// Union type ids: distinct, in 0..=127, not necessarily contiguous.
@@ -242,7 +246,10 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                         } else {
                             UnionMode::Sparse
                         };
-                        Union(UnionFields::try_new(ids, fields).expect("distinct ids"), mode)
+                        Union(
+                            UnionFields::try_new(ids, fields).expect("distinct ids"),
+                            mode,
+                        )
                     })
                     .boxed(),
                 (

@@ -7,12 +7,11 @@ use std::sync::Arc;
 
 use arrow_array::builder::{BinaryViewBuilder, StringViewBuilder};
 use arrow_array::{
-    make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray,
-    FixedSizeListArray, GenericListArray, GenericListViewArray, LargeBinaryArray,
-    LargeStringArray, MapArray, NullArray, OffsetSizeTrait, StringArray, StructArray,
-    UnionArray,
+    make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray, FixedSizeListArray,
+    GenericListArray, GenericListViewArray, LargeBinaryArray, LargeStringArray, MapArray,
+    NullArray, OffsetSizeTrait, StringArray, StructArray, UnionArray,
 };
-use arrow_array::{BinaryArray, Array};
+use arrow_array::{Array, BinaryArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, FieldRef, IntervalUnit, TimeUnit, UnionMode};
@@ -211,7 +210,13 @@ fn list<O: OffsetSizeTrait>(
 ) -> Result<ArrayRef, ArrowError> {
     let lens = list_lens(len, &v, rng);
     let total = lens.iter().sum();
-    let child = array(field.data_type(), field.is_nullable(), total, nulls.for_children(), rng)?;
+    let child = array(
+        field.data_type(),
+        field.is_nullable(),
+        total,
+        nulls.for_children(),
+        rng,
+    )?;
     Ok(Arc::new(GenericListArray::<O>::try_new(
         field.clone(),
         offsets::<O>(&lens),
@@ -237,7 +242,13 @@ fn list_view<O: OffsetSizeTrait>(
         cursor -= sizes[i];
         offs[i] = cursor;
     }
-    let child = array(field.data_type(), field.is_nullable(), total, nulls.for_children(), rng)?;
+    let child = array(
+        field.data_type(),
+        field.is_nullable(),
+        total,
+        nulls.for_children(),
+        rng,
+    )?;
     Ok(Arc::new(GenericListViewArray::<O>::try_new(
         field.clone(),
         ScalarBuffer::from(offs.into_iter().map(O::usize_as).collect::<Vec<_>>()),
@@ -276,7 +287,11 @@ pub fn array(
                 fixed_value(dt, rng, &mut buf);
             }
             if let FixedSizeBinary(n) = dt {
-                Arc::new(FixedSizeBinaryArray::try_new(*n, Buffer::from_slice_ref(&buf), v)?)
+                Arc::new(FixedSizeBinaryArray::try_new(
+                    *n,
+                    Buffer::from_slice_ref(&buf),
+                    v,
+                )?)
             } else {
                 make_array(
                     ArrayData::builder(dt.clone())
@@ -535,10 +550,22 @@ mod tests {
         use arrow_array::types::{Float16Type, Float32Type, Float64Type};
         let mut rng = Rng::new(3);
         let a = array(&DataType::Float16, false, 5000, Nulls::None, &mut rng).unwrap();
-        assert!(a.as_primitive::<Float16Type>().values().iter().all(|v| v.is_finite()));
+        assert!(a
+            .as_primitive::<Float16Type>()
+            .values()
+            .iter()
+            .all(|v| v.is_finite()));
         let a = array(&DataType::Float32, false, 5000, Nulls::None, &mut rng).unwrap();
-        assert!(a.as_primitive::<Float32Type>().values().iter().all(|v| v.is_finite()));
+        assert!(a
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .all(|v| v.is_finite()));
         let a = array(&DataType::Float64, false, 5000, Nulls::None, &mut rng).unwrap();
-        assert!(a.as_primitive::<Float64Type>().values().iter().all(|v| v.is_finite()));
+        assert!(a
+            .as_primitive::<Float64Type>()
+            .values()
+            .iter()
+            .all(|v| v.is_finite()));
     }
 }

@@ -782,15 +782,17 @@ unsafe fn check_array(
         );
         lengths_ok = false;
     }
+    // null_count out of range is a null_count error (array.null-count),
+    // not a length error: the length may well be right.
     if nc < -1 {
         sink.push(
-            ARRAY_LENGTHS,
+            ARRAY_NULL_COUNT,
             at,
             format!("null_count is {nc}; it must be >= 0, or -1 when not computed"),
         );
     } else if len >= 0 && nc > len {
         sink.push(
-            ARRAY_LENGTHS,
+            ARRAY_NULL_COUNT,
             at,
             format!("null_count is {nc}, more than the length {len}"),
         );
@@ -3096,16 +3098,6 @@ mod tests {
             ARRAY_LENGTHS,
             &[],
         );
-        assert_rule(
-            &corrupt_column(5, "i32", |c| c.null_count = -2),
-            ARRAY_LENGTHS,
-            &[],
-        );
-        assert_rule(
-            &corrupt_column(5, "i32", |c| c.null_count = 6),
-            ARRAY_LENGTHS,
-            &[],
-        );
         let v = corrupt_column(5, "i32", |c| {
             c.offset = i64::MAX;
             c.length = 5;
@@ -3152,6 +3144,17 @@ mod tests {
     fn array_null_count() {
         let v = corrupt_column(1000, "i64", |c| c.null_count += 1);
         assert_rule(&v, ARRAY_NULL_COUNT, &[]);
+        // Out of range: below -1, or above the length.
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.null_count = -2),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
+        assert_rule(
+            &corrupt_column(5, "i32", |c| c.null_count = c.length + 1),
+            ARRAY_NULL_COUNT,
+            &[],
+        );
         assert!(v[0].message.contains("zero bits in [0, 1000)"), "{v:?}");
         // On a slice, with the bit offset of the slice.
         let batch = all_types(100);

@@ -42,6 +42,38 @@ pub struct Report {
     /// Certification runs: one verdict per rule of the catalogue in scope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleSummary>,
+    /// The seed of the generated scenarios (`gen/<i>`), when the run had
+    /// any: `--seed` with this value draws the same ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Certification runs: each failure found on a generated scenario,
+    /// shrunk to the smallest scenario that still shows it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shrunk: Vec<ShrunkFailure>,
+}
+
+/// A failure shrunk to its smallest scenario.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ShrunkFailure {
+    /// The rule that failed, or `crash` for a case whose process died or
+    /// timed out.
+    pub target: String,
+    /// The first case that showed it.
+    pub from_case: String,
+    /// The smallest case found that still shows it.
+    pub case: String,
+    /// What that case's scenario holds (columns and batch lengths).
+    pub scenario: String,
+    /// What was observed on the smallest case.
+    pub evidence: String,
+    /// Candidate scenarios tried, and how many of them still failed.
+    pub tried: u64,
+    pub steps: u64,
+    /// The shrink budget ran out before the walk ended (a smaller one may
+    /// exist).
+    pub exhausted: bool,
+    /// Reproduces exactly the smallest case.
+    pub replay: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -106,15 +106,13 @@ pub fn batch_cases<'a>(
                 .as_ref()
                 .and_then(|s| s.get(bi).copied())
                 .unwrap_or_else(|| slice_of(b.num_rows()));
-            [None, Some(slice)]
-                .into_iter()
-                .map(move |slice| {
-                    let mut id = format!("{base}/batch:{bi}");
-                    if let Some((o, l)) = slice {
-                        id.push_str(&format!("/slice:{o}+{l}"));
-                    }
-                    (bi, slice, id)
-                })
+            [None, Some(slice)].into_iter().map(move |slice| {
+                let mut id = format!("{base}/batch:{bi}");
+                if let Some((o, l)) = slice {
+                    id.push_str(&format!("/slice:{o}+{l}"));
+                }
+                (bi, slice, id)
+            })
         })
 }
 

@@ -46,7 +46,7 @@ pub struct WorkerArgs {
     pub producer: PathBuf,
     /// The consumer (roundtrip only).
     pub consumer: Option<PathBuf>,
-    pub gold: Option<PathBuf>,
+    pub sources: scenario::Sources,
     pub options: Options,
     pub limits: Limits,
     /// CPU seconds each case may use (soft RLIMIT_CPU, renewed per case).
@@ -83,10 +83,7 @@ impl WorkerArgs {
             args.push("--case-cpu-seconds".into());
             args.push(secs.to_string());
         }
-        if let Some(dir) = &self.gold {
-            args.push("--gold".into());
-            args.push(abs(dir));
-        }
+        args.extend(self.sources.to_args());
         args
     }
 }
@@ -146,15 +143,12 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
-    let scenarios = match &args.gold {
-        Some(dir) => match scenario::gold_dir(dir) {
-            Ok(s) => s,
-            Err(message) => {
-                let _ = send(&mut stream, &FromWorker::Fatal { message });
-                return 2;
-            }
-        },
-        None => scenario::builtin(),
+    let scenarios = match args.sources.load() {
+        Ok(s) => s,
+        Err(message) => {
+            let _ = send(&mut stream, &FromWorker::Fatal { message });
+            return 2;
+        }
     };
     // The suite: the IDs of its planned cases, and how to run one.
     let certify_opts = certify::Options {
