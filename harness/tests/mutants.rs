@@ -242,7 +242,7 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
         .arg("--report")
         .arg(&report)
         .env("ARROWCERT_MUTANT", "slice-offset-ignored")
-        .env("ARROWCERT_MUTANT_BASE", &reference)
+        .env("ARROWCERT_MUTANT_BASE", reference)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -281,7 +281,7 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
         .arg(mutant_lib_cached())
         .args(["--seed", "3", &s.case])
         .env("ARROWCERT_MUTANT", "slice-offset-ignored")
-        .env("ARROWCERT_MUTANT_BASE", &reference)
+        .env("ARROWCERT_MUTANT_BASE", reference)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&replay.stdout);
