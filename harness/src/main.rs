@@ -148,6 +148,13 @@ enum Command {
         /// shrinking off.
         #[arg(long, default_value_t = 1000)]
         shrink_candidates: usize,
+        /// Continue an interrupted run: keep the cases this report already
+        /// has, run the rest, and write the merged report (to this file
+        /// unless --report says otherwise). The producer file, the data and
+        /// the seed (taken from the report unless --seed is given) must be
+        /// the ones the report was made with.
+        #[arg(long, value_name = "REPORT")]
+        resume: Option<PathBuf>,
         /// Where to write the JSON report (default: reports/certify-<time>.json).
         #[arg(long)]
         report: Option<PathBuf>,
@@ -348,6 +355,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             seed,
             no_builtin,
             shrink_candidates,
+            resume,
             report,
             junit,
             filters,
@@ -366,7 +374,14 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 builtin: !no_builtin,
                 gold,
                 generated: cases,
-                seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
+                seed: match (seed, &resume) {
+                    (Some(s), _) => s,
+                    (None, Some(r)) => arrowcert::report::read(r)
+                        .map_err(BadInput)?
+                        .seed
+                        .unwrap_or(0),
+                    (None, None) => arrowcert::gen::fresh_seed(),
+                },
                 only: None,
             },
             report,
@@ -391,6 +406,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 ..Default::default()
             },
             replay: false,
+            resume,
         }),
         Command::Replay {
             producer,
@@ -441,6 +457,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                     ..Default::default()
                 },
                 replay: true,
+                resume: None,
             })
         }
         Command::Rules { patterns, markdown } => {

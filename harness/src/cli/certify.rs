@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use super::progress::Progress;
-use super::roundtrip::{shell_word, verdict_word, Checkpoint};
+use super::roundtrip::{resumable, resume_command, shell_word, verdict_word, Checkpoint};
 use super::{BadInput, EXIT_FAILURES};
 use crate::certify::{self, summary, CaseSpec};
 use crate::gen::{self, shrink};
@@ -45,6 +45,9 @@ pub struct Args {
     /// `arrowcert replay`: print every violation in full, no shrinking, no
     /// report file unless `report` names one.
     pub replay: bool,
+    /// Continue the interrupted run of this report (same producer file,
+    /// same data and seed): its cases are kept, the rest run.
+    pub resume: Option<PathBuf>,
 }
 
 /// The command that reruns one case of this run (the case ID follows).
@@ -153,6 +156,24 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let selected: Vec<usize> = (0..plan.len())
         .filter(|&i| args.filter.selects(&plan[i].id))
         .collect();
+    let previous = match &args.resume {
+        Some(path) => Some(resumable(
+            path,
+            "certify",
+            &data,
+            &[("producer", &args.producer)],
+        )?),
+        None => None,
+    };
+    let done: std::collections::HashSet<String> = previous
+        .as_ref()
+        .map(|r| r.cases.iter().map(|c| c.id.clone()).collect())
+        .unwrap_or_default();
+    let todo: Vec<usize> = selected
+        .iter()
+        .copied()
+        .filter(|i| !done.contains(&plan[*i].id))
+        .collect();
     if args.replay && selected.is_empty() {
         return Err(BadInput(format!(
             "no case of {} matches {}",
@@ -163,7 +184,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
 
     let started = SystemTime::now();
     let clock = Instant::now();
-    let path = match (&args.report, args.replay) {
+    let path = match (args.report.as_ref().or(args.resume.as_ref()), args.replay) {
         (Some(p), _) => Some(p.clone()),
         (None, true) => None,
         (None, false) => Some(
@@ -186,7 +207,8 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             plugins: Vec::new(),
             data: data.clone(),
             devices: vec!["cpu".into()],
-            cases: Vec::new(),
+            // Kept cases stay; the start and invocation become this run's.
+            cases: previous.map(|r| r.cases).unwrap_or_default(),
             summary: Summary::default(),
             rules: Vec::new(),
             seed: scenarios
@@ -205,6 +227,16 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         error: None,
         disabled: path.is_none(),
     });
+    if !done.is_empty() {
+        println!(
+            "resuming {}: {} of {} cases already ran",
+            path.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            selected.len() - todo.len(),
+            selected.len()
+        );
+    }
     run::proc::catch_interrupts();
     let engine = Engine {
         args: &args,
@@ -220,7 +252,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     } else {
         format!("{} worker processes", args.jobs)
     };
-    let progress = RefCell::new(Progress::new(selected.len()));
+    let progress = RefCell::new(Progress::new(todo.len()));
     let mut ready = |plugins: &[PluginIdentity]| {
         println!(
             "arrowcert {}: producer {} ({} cases over {} scenarios from {data}, {how})",
@@ -243,14 +275,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         progress.borrow_mut().tick(failed);
         checkpoint.borrow_mut().add(c);
     };
-    let interrupted = engine.run(
-        sources,
-        &scenarios,
-        &plan,
-        &selected,
-        &mut ready,
-        &mut on_case,
-    )?;
+    let interrupted = engine.run(sources, &scenarios, &plan, &todo, &mut ready, &mut on_case)?;
     progress.borrow_mut().clear();
 
     // Shrink what failed on generated scenarios, then write the report.
@@ -306,6 +331,13 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             report.cases.len(),
             selected.len()
         );
+        if let Some(path) = &path {
+            println!(
+                "resume with: {} --resume {}",
+                resume_command(&args.invocation),
+                shell_word(&path.display().to_string())
+            );
+        }
         return Ok(128 + sig);
     }
     // Crashes and hangs are failures too: the case could not be judged.

@@ -106,15 +106,16 @@ impl Checkpoint {
 
 /// Reads the report of an interrupted run and checks that it was made by
 /// the same command, on the same data, with the same plugin files.
-fn resumable(
+pub(super) fn resumable(
     path: &std::path::Path,
+    command: &str,
     data: &str,
     plugins: &[(&str, &std::path::Path)],
 ) -> Result<Report, BadInput> {
     let old = report::read(path).map_err(BadInput)?;
-    if old.command != "roundtrip" {
+    if old.command != command {
         return Err(BadInput(format!(
-            "{}: a `{}` report, not a roundtrip report",
+            "{}: a `{}` report, not a {command} report",
             path.display(),
             old.command
         )));
@@ -202,6 +203,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let previous = match &args.resume {
         Some(path) => Some(resumable(
             path,
+            "roundtrip",
             &data,
             &[("producer", &args.producer), ("consumer", &args.consumer)],
         )?),
@@ -384,7 +386,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
 }
 
 /// The invocation without any earlier `--resume`, quoted for a shell.
-fn resume_command(invocation: &[String]) -> String {
+pub(super) fn resume_command(invocation: &[String]) -> String {
     let mut words = Vec::new();
     let mut skip_next = false;
     for w in invocation {
