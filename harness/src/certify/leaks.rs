@@ -4,11 +4,15 @@
 //! libraries initialise statics lazily, the harness itself allocates. So
 //! the same export-and-release sequence runs [`WARMUP`] times unmeasured,
 //! then [`MEASURED`] times with the bytes held read before and after each
-//! run, and a leak is reported only when *every* measured repetition left
+//! run, and a leak is suspected only when *every* measured repetition left
 //! more bytes held than before it: growth that repeats with the sequence,
-//! which a one-off cache or lazy static cannot produce. Everything the
-//! harness allocates inside a repetition is dropped before the repetition
-//! ends, so its own share nets to zero.
+//! which a one-off cache or lazy static cannot produce. A suspicion is
+//! confirmed by a second round after [`CONFIRM_WARMUP`] more unmeasured
+//! repetitions (a cache that fills one entry per call stops growing by
+//! then; a leak does not), and only a confirmed one is reported. A clean
+//! library pays for the first round only. Everything the harness allocates
+//! inside a repetition is dropped before the repetition ends, so its own
+//! share nets to zero.
 //!
 //! Bytes held are read from the allocation tracker preloaded into worker
 //! processes ([`crate::plugin::tracker`]) and from the plugin's optional
@@ -20,8 +24,10 @@ use crate::plugin::{tracker, Plugin};
 
 /// Unmeasured repetitions first (caches, lazy statics, allocator warm-up).
 pub const WARMUP: usize = 2;
-/// Measured repetitions; all of them must grow for a leak verdict.
+/// Measured repetitions per round; all of them must grow for a leak verdict.
 pub const MEASURED: usize = 3;
+/// Unmeasured repetitions before the confirming round.
+pub const CONFIRM_WARMUP: usize = 16;
 
 /// Why a frees rule is not exercised when nothing counts bytes.
 pub const NO_COUNTER: &str = "nothing counts the bytes this process holds: the allocation \
@@ -64,10 +70,12 @@ pub fn counters(producer: &Plugin) -> Vec<Counter<'_>> {
 /// At most this many counters are read per repetition.
 const MAX_COUNTERS: usize = 4;
 
-/// Growth per measured repetition, per counter.
+/// Growth per measured repetition, per counter: the first round, and the
+/// confirming round when the first suggested a leak.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Measurement {
     pub series: Vec<(&'static str, Vec<i64>)>,
+    pub confirmation: Option<Vec<(&'static str, Vec<i64>)>>,
 }
 
 /// True when every repetition left more bytes held than before it.
@@ -75,40 +83,59 @@ pub fn consistent_growth(growth: &[i64]) -> bool {
     !growth.is_empty() && growth.iter().all(|&g| g > 0)
 }
 
+fn suspects(series: &[(&'static str, Vec<i64>)]) -> bool {
+    series.iter().any(|(_, g)| consistent_growth(g))
+}
+
+fn list(g: &[i64]) -> String {
+    g.iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Measurement {
-    /// True when some counter grew in every measured repetition.
+    /// True when some counter grew in every measured repetition of both
+    /// rounds.
     pub fn leaks(&self) -> bool {
-        self.series.iter().any(|(_, g)| consistent_growth(g))
+        match &self.confirmation {
+            None => false,
+            Some(second) => self
+                .series
+                .iter()
+                .zip(second)
+                .any(|((_, a), (_, b))| consistent_growth(a) && consistent_growth(b)),
+        }
     }
 
-    /// The evidence line: bytes held after each repetition, per counter.
+    /// The evidence line: bytes held after each measured repetition, per
+    /// counter and round.
     pub fn evidence(&self, sequence: &str) -> String {
+        let rounds = self.confirmation.as_deref().unwrap_or(&[]);
         let counts = self
             .series
             .iter()
-            .map(|(name, g)| {
-                format!(
-                    "{name}: {} bytes",
-                    g.iter()
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+            .enumerate()
+            .map(|(i, (name, g))| match rounds.get(i) {
+                Some((_, c)) => format!("{name}: {} then {} bytes", list(g), list(c)),
+                None => format!("{name}: {} bytes", list(g)),
             })
             .collect::<Vec<_>>()
             .join("; ");
         format!(
-            "{sequence} repeated {} times ({WARMUP} warm-up, not measured): every measured \
-             repetition left more bytes held than before it ({counts} held per repetition)",
-            WARMUP + MEASURED
+            "{sequence} repeated {} times: every measured repetition left more bytes held \
+             than before it, {MEASURED} after {WARMUP} unmeasured and {MEASURED} more after \
+             {CONFIRM_WARMUP} more ({counts} held per repetition)",
+            WARMUP + CONFIRM_WARMUP + 2 * MEASURED
         )
     }
 }
 
 /// Runs `body` [`WARMUP`] + [`MEASURED`] times and returns the growth of
-/// every counter over each measured run. `body` must leave nothing of the
-/// harness's allocated when it returns (drop everything it made). An
-/// `Err` from `body` stops the measurement (nothing is concluded).
+/// every counter over each measured run; when that suggests a leak, runs
+/// the confirming round too. `body` must leave nothing of the harness's
+/// allocated when it returns (drop everything it made). An `Err` from
+/// `body` stops the measurement (nothing is concluded).
 pub fn measure(
     counters: &[Counter<'_>],
     mut body: impl FnMut() -> Result<(), String>,
@@ -117,7 +144,25 @@ pub fn measure(
         !counters.is_empty() && counters.len() <= MAX_COUNTERS,
         "1 to {MAX_COUNTERS} counters"
     );
-    for _ in 0..WARMUP {
+    let series = round(counters, WARMUP, &mut body)?;
+    let confirmation = if suspects(&series) {
+        Some(round(counters, CONFIRM_WARMUP, &mut body)?)
+    } else {
+        None
+    };
+    Ok(Measurement {
+        series,
+        confirmation,
+    })
+}
+
+/// `warmup` unmeasured runs of `body`, then [`MEASURED`] measured ones.
+fn round(
+    counters: &[Counter<'_>],
+    warmup: usize,
+    body: &mut impl FnMut() -> Result<(), String>,
+) -> Result<Vec<(&'static str, Vec<i64>)>, String> {
+    for _ in 0..warmup {
         body()?;
     }
     let mut series: Vec<(&'static str, Vec<i64>)> = counters
@@ -143,7 +188,7 @@ pub fn measure(
             }
         }
     }
-    Ok(Measurement { series })
+    Ok(series)
 }
 
 #[cfg(test)]
@@ -166,9 +211,42 @@ mod tests {
         .unwrap();
         assert!(m.leaks());
         assert_eq!(m.series[0].1, vec![48; MEASURED]);
+        assert_eq!(m.confirmation.as_ref().unwrap()[0].1, vec![48; MEASURED]);
         let e = m.evidence("export and release");
-        assert!(e.contains("48, 48, 48 bytes"), "{e}");
-        assert!(e.contains("repeated 5 times"), "{e}");
+        assert!(e.contains("48, 48, 48 then 48, 48, 48 bytes"), "{e}");
+        assert!(e.contains("repeated 24 times"), "{e}");
+    }
+
+    #[test]
+    fn a_cache_that_fills_one_entry_per_call_for_a_while_is_not_a_leak() {
+        // Grows through the first round, stops before the confirming one.
+        let held = Cell::new(0);
+        let calls = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            calls.set(calls.get() + 1);
+            if calls.get() <= WARMUP + MEASURED + CONFIRM_WARMUP / 2 {
+                held.set(held.get() + 1000);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(m.series[0].1, vec![1000; MEASURED]);
+        assert!(m.confirmation.is_some());
+        assert!(!m.leaks(), "{m:?}");
+    }
+
+    #[test]
+    fn a_clean_sequence_pays_for_one_round_only() {
+        let held = Cell::new(0);
+        let calls = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            calls.set(calls.get() + 1);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls.get(), WARMUP + MEASURED);
+        assert_eq!(m.confirmation, None);
+        assert!(!m.leaks());
     }
 
     #[test]
