@@ -126,11 +126,23 @@ fn certify(
     env: &[(&str, &str)],
     name: &str,
 ) -> (Option<i32>, Report, String) {
+    run(exe, cache_producer(), &["--jobs", "1"], env, name)
+}
+
+fn run(
+    exe: &std::path::Path,
+    producer: &std::path::Path,
+    how: &[&str],
+    env: &[(&str, &str)],
+    name: &str,
+) -> (Option<i32>, Report, String) {
     let (reference, _) = bundled();
     let report = scratch("tracker-reports").join(format!("{name}.json"));
     let mut cmd = Command::new(exe);
-    cmd.args(["certify", "--jobs", "1", "--producer"])
-        .arg(cache_producer())
+    cmd.arg("certify")
+        .args(how)
+        .arg("--producer")
+        .arg(producer)
         .arg("--report")
         .arg(&report)
         .env("ARROWCERT_FIXTURE_BASE", reference);
@@ -202,8 +214,31 @@ fn a_moved_binary_still_preloads_its_tracker() {
 }
 
 #[test]
+fn in_process_the_plugins_own_count_is_the_second_opinion() {
+    // No tracker in this process; the fixture counts what it leaks.
+    let in_process = &["--in-process"];
+    let exe = arrowcert_exe();
+    let (code, r, out) = run(&exe, cache_producer(), in_process, &[], "plugin-count");
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(rule(&r, "schema.release.frees").verdict, Verdict::Pass);
+    let leak = &[("ARROWCERT_FIXTURE_LEAK", "1")];
+    let (code, r, out) = run(&exe, cache_producer(), in_process, leak, "plugin-leak");
+    assert_eq!(code, Some(1), "{out}");
+    let s = rule(&r, "schema.release.frees");
+    assert_eq!(s.verdict, Verdict::Fail, "{out}");
+    let evidence = s.evidence.as_deref().unwrap_or_default();
+    assert!(
+        evidence.contains("arrowcert_bytes_allocated: 1, 1, 1 then 1, 1, 1 bytes"),
+        "{evidence}"
+    );
+}
+
+#[test]
 fn switched_off_the_leak_rules_are_not_exercised() {
-    let (code, r, out) = certify(&arrowcert_exe(), &[("ARROWCERT_TRACKER", "off")], "off");
+    // The reference producer has no arrowcert_bytes_allocated of its own.
+    let (reference, _) = bundled();
+    let off = &[("ARROWCERT_TRACKER", "off")];
+    let (code, r, out) = run(&arrowcert_exe(), reference, &["--jobs", "1"], off, "off");
     assert_eq!(code, Some(0), "{out}");
     for id in FREES {
         let s = rule(&r, id);

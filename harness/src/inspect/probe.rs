@@ -503,3 +503,113 @@ pub mod walk {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::walk::{watch_array, Released};
+    use crate::abi::ops::Owned;
+    use crate::abi::{ArrowArray, Plain};
+
+    /// A child's release: counts into the AtomicU32 its private_data
+    /// points to, and marks it released.
+    unsafe extern "C" fn child_release(a: *mut ArrowArray) {
+        // SAFETY: the test builds every child with private_data pointing
+        // to a live counter.
+        unsafe {
+            (*((*a).private_data as *const AtomicU32)).fetch_add(1, Ordering::SeqCst);
+            (*a).release = None;
+        }
+    }
+
+    /// A parent's release; private_data points to its behaviour: 0 walks
+    /// the children correctly, 1 skips them, 2 calls each twice.
+    unsafe extern "C" fn parent_release(a: *mut ArrowArray) {
+        // SAFETY: built by the test below: private_data is a live u32,
+        // children has n_children live entries.
+        unsafe {
+            let mode = *((*a).private_data as *const u32);
+            for i in 0..(*a).n_children as usize {
+                let c = *(*a).children.add(i);
+                let Some(r) = (*c).release else { continue };
+                match mode {
+                    0 => r(c),
+                    1 => {}
+                    _ => {
+                        r(c);
+                        r(c);
+                    }
+                }
+            }
+            (*a).release = None;
+        }
+    }
+
+    /// Releases a parent of three children (child 0 already released, as
+    /// if moved out) with the walk watched; returns the calls the watch
+    /// saw and the calls each child's own callback got.
+    fn walk(mode: u32) -> (Vec<Released>, [u32; 3]) {
+        let counters = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+        let mut children: Vec<Box<ArrowArray>> = (0..3)
+            .map(|i| {
+                let mut c = ArrowArray::zeroed();
+                c.release = Some(child_release);
+                c.private_data = &counters[i] as *const AtomicU32 as *mut _;
+                Box::new(c)
+            })
+            .collect();
+        children[0].mark_released();
+        let mut pointers: Vec<*mut ArrowArray> =
+            children.iter_mut().map(|c| &mut **c as *mut _).collect();
+        let mut mode = mode;
+        let mut parent = ArrowArray::zeroed();
+        parent.n_children = 3;
+        parent.children = pointers.as_mut_ptr();
+        parent.release = Some(parent_release);
+        parent.private_data = &mut mode as *mut u32 as *mut _;
+        let watch = watch_array(&mut parent, "array");
+        parent.release();
+        let seen = watch.finish();
+        // Whatever the parent did, nothing is left to release twice.
+        for c in children.iter_mut() {
+            c.mark_released();
+        }
+        (seen, counters.map(|c| c.into_inner()))
+    }
+
+    fn calls(seen: &[Released]) -> Vec<(&str, u32)> {
+        seen.iter().map(|r| (r.at.as_str(), r.calls)).collect()
+    }
+
+    #[test]
+    fn a_correct_walk_calls_each_live_child_once_and_skips_the_released_one() {
+        let (seen, original) = walk(0);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 1), ("array.children[2]", 1)]
+        );
+        assert_eq!(original, [0, 1, 1]);
+    }
+
+    #[test]
+    fn a_parent_that_skips_its_children_is_seen() {
+        let (seen, original) = walk(1);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 0), ("array.children[2]", 0)]
+        );
+        assert_eq!(original, [0, 0, 0]);
+    }
+
+    #[test]
+    fn a_second_release_is_counted_and_never_forwarded() {
+        let (seen, original) = walk(2);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 2), ("array.children[2]", 2)]
+        );
+        // The children's own callbacks ran once: no double free.
+        assert_eq!(original, [0, 1, 1]);
+    }
+}
