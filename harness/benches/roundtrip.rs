@@ -164,6 +164,7 @@ fn workers_vs_in_process(
             start_timeout: Duration::from_secs(60),
             output_limit: 64 * 1024,
             scratch: std::env::temp_dir().join(format!("arrowcert-bench-{}", std::process::id())),
+            tracker: arrowcert::plugin::tracker::enabled(),
         };
         let jobs_list = || -> Vec<run::Job> {
             plan.iter()

@@ -41,6 +41,8 @@ fn assert_clean(code: Option<i32>, r: &Report, out: &str) {
         "schema.release.marks-released",
         "array.null-count",
         "array.move.child",
+        "array.release.walks-children",
+        "schema.release.walks-children",
         "array.values.roundtrip",
         "device.reserved.zero",
         "stream.eos.released",
@@ -58,7 +60,25 @@ fn the_reference_producer_passes_every_rule_on_built_in_data_in_workers() {
     bundled();
     let (code, r, out) = certify(&["--jobs", "2", "--cases", "0"], "builtin");
     assert_clean(code, &r, &out);
-    // Rules nothing exercised are `skip`, never counted as passed.
+    // Workers preload the allocation tracker: the leak rules are judged.
+    for rule in [
+        "schema.release.frees",
+        "array.release.frees",
+        "stream.release.frees",
+    ] {
+        let s = r.rules.iter().find(|s| s.rule == rule).unwrap();
+        assert_eq!(s.verdict, Verdict::Pass, "{rule}: {out}");
+        assert!(s.checked > 0, "{rule}");
+    }
+}
+
+#[test]
+fn in_process_the_leak_rules_are_not_exercised_with_a_reason() {
+    bundled();
+    let (code, r, out) = certify(&["--in-process", "--cases", "0"], "builtin-in-process");
+    assert_clean(code, &r, &out);
+    // Rules nothing exercised are `skip`, never counted as passed, and say
+    // why when a case knew.
     let frees = r
         .rules
         .iter()
@@ -66,6 +86,17 @@ fn the_reference_producer_passes_every_rule_on_built_in_data_in_workers() {
         .unwrap();
     assert_eq!(frees.verdict, Verdict::Skip);
     assert_eq!(frees.checked, 0);
+    assert!(
+        frees
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("arrowcert_bytes_allocated")),
+        "{frees:?}"
+    );
+    assert!(r.cases.iter().any(|c| c
+        .not_exercised
+        .iter()
+        .any(|n| n.rule == "array.release.frees")));
 }
 
 #[test]
@@ -79,10 +110,22 @@ fn the_reference_producer_passes_every_rule_on_the_gold_files_twice_alike() {
     assert!(first.cases.iter().all(|c| c.scenario.starts_with("gold/")));
     let (code, second, out) = certify(&[&["--jobs", "2"][..], &only_gold].concat(), "gold-2");
     assert_clean(code, &second, &out);
+    // The same verdicts, and the same rules attempted: what a worker checks
+    // with its allocation tracker, an in-process run lists as not
+    // exercised.
     let verdicts = |r: &Report| {
         r.cases
             .iter()
-            .map(|c| (c.id.clone(), c.verdict, c.checked.clone()))
+            .map(|c| {
+                let mut attempted: Vec<String> = c
+                    .checked
+                    .iter()
+                    .cloned()
+                    .chain(c.not_exercised.iter().map(|n| n.rule.clone()))
+                    .collect();
+                attempted.sort();
+                (c.id.clone(), c.verdict, attempted)
+            })
             .collect::<Vec<_>>()
     };
     assert_eq!(verdicts(&first), verdicts(&second));

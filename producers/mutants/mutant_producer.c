@@ -30,6 +30,25 @@
  *   negative-error-code           stream.error.errno (get_next fails with -1)
  *   stream-device-type            device.stream.type (a CPU device stream
  *                                 that says it is CUDA_HOST)
+ *   leak-one-child                array.release.frees (the first column's
+ *                                 release releases its children, then marks
+ *                                 it released and frees nothing of its own:
+ *                                 every export leaks that column)
+ *   schema-leak                   schema.release.frees (the schema's release
+ *                                 frees what the base allocated but not the
+ *                                 record the export added)
+ *   stream-leak                   stream.release.frees (the stream's release
+ *                                 releases the inner stream but never frees
+ *                                 its own state)
+ *   release-skips-children        array.release.walks-children (the parent's
+ *                                 release never calls its children's release
+ *                                 callbacks; it frees them itself with the
+ *                                 callback it saw at export time)
+ *   schema-release-skips-children schema.release.walks-children (the same
+ *                                 for a schema)
+ *   release-frees-children-twice  array.release.walks-children (the parent's
+ *                                 release calls each child's release twice;
+ *                                 the children shrug the second call off)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,13 +63,15 @@ enum mutant {
   NONE, RELEASE_KEEPS_POINTER, SCHEMA_RELEASE_KEEPS_POINTER, RESERVED_LEFT,
   CPU_DEVICE_ID_0, SYNC_EVENT_ON_CPU, WRONG_DEVICE_TYPE, NULL_COUNT_OFF_BY_ONE,
   UNION_WITH_VALIDITY, SLICE_OFFSET_IGNORED, EOS_AS_ERROR, LAST_ERROR_GARBAGE,
-  NEGATIVE_ERROR_CODE, STREAM_DEVICE_TYPE
+  NEGATIVE_ERROR_CODE, STREAM_DEVICE_TYPE, LEAK_ONE_CHILD, SCHEMA_LEAK, STREAM_LEAK,
+  RELEASE_SKIPS_CHILDREN, SCHEMA_RELEASE_SKIPS_CHILDREN, RELEASE_FREES_CHILDREN_TWICE
 };
 static const char* const NAMES[] = {
   "none", "release-keeps-pointer", "schema-release-keeps-pointer", "reserved-left",
   "cpu-device-id-0", "sync-event-on-cpu", "wrong-device-type", "null-count-off-by-one",
   "union-with-validity", "slice-offset-ignored", "eos-as-error", "last-error-garbage",
-  "negative-error-code", "stream-device-type"
+  "negative-error-code", "stream-device-type", "leak-one-child", "schema-leak", "stream-leak",
+  "release-skips-children", "schema-release-skips-children", "release-frees-children-twice"
 };
 static enum mutant M = NONE;
 static void* base;
@@ -119,6 +140,116 @@ static void schema_release_keeps_pointer(struct ArrowSchema* s) {
   s->private_data = NULL;
 }
 
+/* ---- leaks ---- */
+
+/* A release that walks its children and dictionary as it must, then marks
+ * the structure released without freeing anything of its own. */
+static void leaky_array_release(struct ArrowArray* a) {
+  for (int64_t i = 0; i < a->n_children; i++)
+    if (a->children[i]->release) a->children[i]->release(a->children[i]);
+  if (a->dictionary && a->dictionary->release) a->dictionary->release(a->dictionary);
+  a->release = NULL;
+}
+
+/* The schema's release frees what the base allocated, not the record. */
+static void schema_release_leaks_record(struct ArrowSchema* s) {
+  struct kept_schema* k = s->private_data;
+  s->release = k->release;
+  s->private_data = k->private_data;
+  s->release(s); /* ... and k is never freed */
+}
+
+/* ---- releases that do not walk their children properly ---- */
+
+/* The parent remembers its children's release callbacks at export time and
+ * calls those on the children instead of their current release members. */
+struct skipping_array {
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+  int64_t n;
+  void (*children[])(struct ArrowArray*);
+};
+static void array_release_skips_children(struct ArrowArray* a) {
+  struct skipping_array* k = a->private_data;
+  for (int64_t i = 0; i < a->n_children && i < k->n; i++) {
+    struct ArrowArray* c = a->children[i];
+    if (c->release) k->children[i](c); /* not c->release(c) */
+  }
+  a->release = k->release;
+  a->private_data = k->private_data;
+  free(k);
+  a->release(a);
+}
+static void skip_array_children(struct ArrowArray* a) {
+  struct skipping_array* k =
+      malloc(sizeof *k + (size_t)a->n_children * sizeof(k->children[0]));
+  k->release = a->release;
+  k->private_data = a->private_data;
+  k->n = a->n_children;
+  for (int64_t i = 0; i < a->n_children; i++) k->children[i] = a->children[i]->release;
+  a->release = array_release_skips_children;
+  a->private_data = k;
+}
+
+struct skipping_schema {
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+  int64_t n;
+  void (*children[])(struct ArrowSchema*);
+};
+static void schema_release_skips_children(struct ArrowSchema* s) {
+  struct skipping_schema* k = s->private_data;
+  for (int64_t i = 0; i < s->n_children && i < k->n; i++) {
+    struct ArrowSchema* c = s->children[i];
+    if (c->release) k->children[i](c);
+  }
+  s->release = k->release;
+  s->private_data = k->private_data;
+  free(k);
+  s->release(s);
+}
+
+/* Children whose release tolerates a second call (a no-op), and a parent
+ * whose release calls each child's release twice. */
+static void array_release_once(struct ArrowArray* c) {
+  struct kept_array* k = c->private_data;
+  if (!k) { c->release = NULL; return; }
+  c->release = k->release;
+  c->private_data = k->private_data;
+  free(k);
+  c->release(c);
+  c->private_data = NULL;
+}
+static void array_release_children_twice(struct ArrowArray* a) {
+  struct kept_array* k = a->private_data;
+  for (int64_t i = 0; i < a->n_children; i++) {
+    struct ArrowArray* c = a->children[i];
+    void (*r)(struct ArrowArray*) = c->release;
+    if (!r) continue;
+    r(c);
+    r(c);
+  }
+  a->release = k->release;
+  a->private_data = k->private_data;
+  free(k);
+  a->release(a);
+}
+static void release_children_twice(struct ArrowArray* a) {
+  for (int64_t i = 0; i < a->n_children; i++) {
+    struct ArrowArray* c = a->children[i];
+    struct kept_array* kc = malloc(sizeof *kc);
+    kc->release = c->release;
+    kc->private_data = c->private_data;
+    c->release = array_release_once;
+    c->private_data = kc;
+  }
+  struct kept_array* k = malloc(sizeof *k);
+  k->release = a->release;
+  k->private_data = a->private_data;
+  a->release = array_release_children_twice;
+  a->private_data = k;
+}
+
 /* ---- array mutations, on the root struct array of a batch ---- */
 
 static struct ArrowArray* first_column(struct ArrowArray* a) {
@@ -150,6 +281,15 @@ static void mutate_array(struct ArrowArray* a, int64_t slice_length) {
     case SLICE_OFFSET_IGNORED:
       if (col && slice_length >= 0 && col->offset > 0) col->offset = 0;
       break;
+    case LEAK_ONE_CHILD:
+      if (col) col->release = leaky_array_release;
+      break;
+    case RELEASE_SKIPS_CHILDREN:
+      skip_array_children(a);
+      break;
+    case RELEASE_FREES_CHILDREN_TWICE:
+      release_children_twice(a);
+      break;
     default:
       break;
   }
@@ -157,11 +297,21 @@ static void mutate_array(struct ArrowArray* a, int64_t slice_length) {
 
 int arrowcert_produce_schema(const uint8_t* ipc, int64_t len, struct ArrowSchema* out) {
   int rc = BASE(arrowcert_produce_schema)(ipc, len, out);
-  if (rc == 0 && M == SCHEMA_RELEASE_KEEPS_POINTER) {
+  if (rc == 0 && (M == SCHEMA_RELEASE_KEEPS_POINTER || M == SCHEMA_LEAK)) {
     struct kept_schema* k = malloc(sizeof *k);
     k->release = out->release;
     k->private_data = out->private_data;
-    out->release = schema_release_keeps_pointer;
+    out->release = M == SCHEMA_LEAK ? schema_release_leaks_record : schema_release_keeps_pointer;
+    out->private_data = k;
+  }
+  if (rc == 0 && M == SCHEMA_RELEASE_SKIPS_CHILDREN) {
+    struct skipping_schema* k =
+        malloc(sizeof *k + (size_t)out->n_children * sizeof(k->children[0]));
+    k->release = out->release;
+    k->private_data = out->private_data;
+    k->n = out->n_children;
+    for (int64_t i = 0; i < out->n_children; i++) k->children[i] = out->children[i]->release;
+    out->release = schema_release_skips_children;
     out->private_data = k;
   }
   return rc;
@@ -229,7 +379,7 @@ static const char* w_get_last_error(struct ArrowArrayStream* s) {
 static void w_release(struct ArrowArrayStream* s) {
   struct wrapped* w = s->private_data;
   if (w->inner.release) w->inner.release(&w->inner);
-  free(w);
+  if (M != STREAM_LEAK) free(w);
   s->release = NULL;
 }
 

@@ -4,14 +4,14 @@
 
 use arrow_array::RecordBatch;
 
-use super::{call_ended, CaseSpec, Ended, Observations, Options, Path};
+use super::{call_ended, leaks, CaseSpec, Ended, Observations, Options, Path};
 use crate::abi::ops::{Guard, Owned};
 use crate::abi::{
     device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema,
     Plain,
 };
 use crate::compare;
-use crate::inspect::probe::{self, Call, StreamCalls};
+use crate::inspect::probe::{self, walk, Call, StreamCalls};
 use crate::inspect::validate::rule;
 use crate::plugin::Plugin;
 use crate::roundtrip::{call_range, requested};
@@ -48,15 +48,15 @@ fn relocate_poisoning<T: Owned>(g: &mut Guard<T>) -> Guard<T> {
 /// Releases a live structure and checks that its callback marked it
 /// released ("The release callback MUST mark the structure as released",
 /// by setting `release` to NULL). If it did not, the harness marks it, so
-/// the callback is never called twice.
+/// the callback is never called twice. Returns whether the callback ran.
 fn release_checked<T: Owned>(
     g: &mut Guard<T>,
     rule: &'static str,
     at: &str,
     obs: &mut Observations,
-) {
+) -> bool {
     if g.is_released() {
-        return;
+        return false;
     }
     g.release();
     let marked = g.is_released();
@@ -65,6 +65,92 @@ fn release_checked<T: Owned>(
     });
     if !marked {
         g.mark_released();
+    }
+    true
+}
+
+/// Releases `g` (validated) with its live descendants watched, and judges
+/// the walk: each must have been released exactly once, through its own
+/// callback (`*.release.walks-children`). A descendant moved out before is
+/// not the parent's (see [`walk`]).
+fn release_walked<T: Owned>(
+    g: &mut Guard<T>,
+    watch: impl FnOnce(&mut T) -> walk::ReleaseWatch,
+    marks: &'static str,
+    walks: &'static str,
+    at: &str,
+    obs: &mut Observations,
+) {
+    if g.is_released() {
+        return;
+    }
+    let watch = watch(&mut **g);
+    let called = release_checked(g, marks, at, obs);
+    let released = watch.finish();
+    if !called || released.is_empty() {
+        // Nothing to walk (no live children or dictionary): not exercised.
+        return;
+    }
+    let wrong: Vec<&walk::Released> = released.iter().filter(|r| r.calls != 1).collect();
+    obs.check(walks, wrong.is_empty(), at, || {
+        let mut listed = wrong
+            .iter()
+            .take(5)
+            .map(|r| format!("{}: {} calls", r.at, r.calls))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if wrong.len() > 5 {
+            listed.push_str(&format!(" and {} more", wrong.len() - 5));
+        }
+        format!(
+            "the release of {at} must call the release callback of each of its {} live \
+             children and dictionaries exactly once; it made {listed}",
+            released.len()
+        )
+    });
+}
+
+/// Runs `body` (an export and its release) repeatedly and judges the bytes
+/// held across it ([`leaks`]): `rule` fails only when every measured
+/// repetition grew. Without a way to count bytes, `rule` is not exercised.
+fn frees(
+    producer: &Plugin,
+    rule: &'static str,
+    at: &str,
+    sequence: &str,
+    obs: &mut Observations,
+    body: impl FnMut() -> Result<(), String>,
+) {
+    let counters = leaks::counters(producer);
+    if counters.is_empty() {
+        obs.not_exercised(rule, leaks::NO_COUNTER);
+        return;
+    }
+    match leaks::measure(&counters, body) {
+        Ok(m) => obs.check(rule, !m.leaks(), at, || m.evidence(sequence)),
+        Err(why) => obs.not_exercised(
+            rule,
+            format!("the repeated {sequence} did not complete: {why}"),
+        ),
+    }
+}
+
+/// Releases a structure made inside a leak repetition: through its
+/// callback, and marked released if the callback did not (so that nothing
+/// is released twice).
+fn release_quietly<T: Owned>(g: &mut Guard<T>) {
+    if !g.is_released() {
+        g.release();
+        if !g.is_released() {
+            g.mark_released();
+        }
+    }
+}
+
+fn ended_text(e: Ended) -> String {
+    match e {
+        Ended::Ran => "ran".into(),
+        Ended::Skip(why) | Ended::Error(why) => why,
     }
 }
 
@@ -124,7 +210,9 @@ fn produced_schema(
     Ok((relocate_poisoning(&mut schema), ok))
 }
 
-/// Schema path: validation, relocation, moving a child out, release.
+/// Schema path: validation, relocation, moving a child out, release with
+/// the children's releases watched, then repeated export-and-release for
+/// leaks.
 fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -> Ended {
     let (mut schema, ok) = match produced_schema(producer, scenario, obs) {
         Ok(s) => s,
@@ -139,7 +227,14 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     // parent array MUST be released immediately afterwards" -- and the
     // moved child must stay valid and be released by its own callback.
     let child = probe::take_child_schema(&mut schema, 0);
-    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    release_walked(
+        &mut schema,
+        |s| walk::watch_schema(s, "schema"),
+        "schema.release.marks-released",
+        "schema.release.walks-children",
+        "schema",
+        obs,
+    );
     obs.checked.insert("schema.release.relocatable");
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
@@ -159,13 +254,39 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
                 )
             },
         );
-        release_checked(
-            &mut child,
-            "schema.release.marks-released",
-            "schema.children[0]",
-            obs,
-        );
+        if found.is_empty() {
+            release_walked(
+                &mut child,
+                |s| walk::watch_schema(s, "schema.children[0]"),
+                "schema.release.marks-released",
+                "schema.release.walks-children",
+                "schema.children[0]",
+                obs,
+            );
+        } else {
+            child.mark_released();
+        }
     }
+    frees(
+        producer,
+        "schema.release.frees",
+        "schema",
+        "export and release of the schema",
+        obs,
+        || {
+            let mut s = Guard::<ArrowSchema>::poisoned();
+            producer
+                .produce_schema(&scenario.ipc, &mut s)
+                .map_err(|e| e.to_string())?;
+            if !probe::check_schema(&s).is_empty() {
+                s.mark_released();
+                return Err("a repeated export did not validate".into());
+            }
+            let mut moved = s.relocate();
+            release_quietly(&mut moved);
+            Ok(())
+        },
+    );
     Ended::Ran
 }
 
@@ -214,8 +335,9 @@ fn array_case(
         Ok(s) => s,
         Err(e) => return e,
     };
-    // One export to read values from, one to take apart.
-    let produce = |obs: &mut Observations| -> Result<Guard<ArrowArray>, Ended> {
+    // One export to read values from, one to take apart (and, once per
+    // scenario, more to count bytes held across).
+    let produce = |obs: Option<&mut Observations>| -> Result<Guard<ArrowArray>, Ended> {
         if spec.path == Path::DeviceArray {
             let mut out = Guard::<ArrowDeviceArray>::poisoned();
             producer
@@ -229,7 +351,9 @@ fn array_case(
                     &mut out,
                 )
                 .map_err(call_ended)?;
-            device_members(&out, opts, "device array", obs);
+            if let Some(obs) = obs {
+                device_members(&out, opts, "device array", obs);
+            }
             let array = crate::abi::ops::take(&mut out.array);
             Ok(Guard::new(array))
         } else {
@@ -240,7 +364,7 @@ fn array_case(
             Ok(out)
         }
     };
-    let mut first = match produce(obs) {
+    let mut first = match produce(Some(obs)) {
         Ok(a) => a,
         Err(e) => return e,
     };
@@ -274,16 +398,25 @@ fn array_case(
 
     // Take the second export apart: move child 0 out, release the parent
     // at its new address, then use and release the child.
-    let mut second = match produce(obs) {
+    let mut second = match produce(Some(obs)) {
         Ok(a) => a,
         Err(e) => return e,
     };
     let mut second = relocate_poisoning(&mut second);
     let child = probe::take_child_array(&mut second, 0);
-    release_checked(&mut second, "array.release.marks-released", "array", obs);
+    release_walked(
+        &mut second,
+        |a| walk::watch_array(a, "array"),
+        "array.release.marks-released",
+        "array.release.walks-children",
+        "array",
+        obs,
+    );
     if let Some(mut child) = child {
+        let mut child_ok = true;
         if let Some(child_schema) = probe::child_schema(&schema, 0) {
             let found = probe::check_array(child_schema, &child);
+            child_ok = found.is_empty();
             obs.check(
                 "array.move.child",
                 found.is_empty(),
@@ -301,11 +434,38 @@ fn array_case(
                 },
             );
         }
-        release_checked(
-            &mut child,
-            "array.release.marks-released",
-            "array.children[0]",
+        if child_ok {
+            release_walked(
+                &mut child,
+                |a| walk::watch_array(a, "array.children[0]"),
+                "array.release.marks-released",
+                "array.release.walks-children",
+                "array.children[0]",
+                obs,
+            );
+        } else {
+            child.mark_released();
+        }
+    }
+    // array.release.frees: once per scenario and path (the whole first
+    // batch), not per slice.
+    if spec.batch == Some(0) && spec.slice.is_none() {
+        frees(
+            producer,
+            "array.release.frees",
+            "array",
+            "export and release of the batch",
             obs,
+            || {
+                let mut a = produce(None).map_err(ended_text)?;
+                let mut moved = a.relocate();
+                if !probe::check_array(&schema, &moved).is_empty() {
+                    moved.mark_released();
+                    return Err("a repeated export did not validate".into());
+                }
+                release_quietly(&mut moved);
+                Ok(())
+            },
         );
     }
     release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
@@ -478,6 +638,7 @@ where
     let expect = scenario.batches.len();
     let mut chunks: Vec<Guard<S::Chunk>> = Vec::new();
     let mut ended = Ended::Ran;
+    let mut chunks_ok = true;
     let mut eos = false;
     for call in 0..expect + 8 {
         let mut out = Guard::<S::Chunk>::poisoned();
@@ -508,6 +669,7 @@ where
                 obs.validated(&array_rules(), found, &at);
                 if !ok {
                     out.mark_released();
+                    chunks_ok = false;
                     break;
                 }
                 chunks.push(relocate_poisoning(&mut out));
@@ -596,5 +758,81 @@ where
         }
     }
     release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    // stream.release.frees: whole streams, and streams released after one
+    // chunk, each repeated.
+    if chunks_ok && matches!(ended, Ended::Ran) {
+        for (sequence, drain) in [
+            ("create, drain and release of the stream", true),
+            ("create, one get_next and release of the stream", false),
+        ] {
+            frees(
+                producer,
+                "stream.release.frees",
+                "stream",
+                sequence,
+                obs,
+                || stream_once::<S>(producer, scenario, opts, drain),
+            );
+        }
+    }
     ended
+}
+
+/// One stream life for leak accounting: produce, get_schema, get_next until
+/// end of stream (`drain`) or once, release the stream, then what it gave.
+/// Everything made here is released before it returns.
+fn stream_once<S: ProduceStream + Plain>(
+    producer: &Plugin,
+    scenario: &Scenario,
+    opts: &Options,
+    drain: bool,
+) -> Result<(), String>
+where
+    S::Chunk: Chunk + Plain,
+{
+    let mut stream = Guard::<S>::poisoned();
+    S::produce(producer, scenario, opts, &mut stream).map_err(ended_text)?;
+    if stream.is_released() {
+        return Err("the stream was produced released".into());
+    }
+    let mut stream = stream.relocate();
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    let r = stream.get_schema(&mut schema);
+    if r != Call::Returned(0) || !probe::check_schema(&schema).is_empty() {
+        schema.mark_released();
+        release_quietly(&mut stream);
+        return Err(format!("get_schema returned {r:?} or an invalid schema"));
+    }
+    let mut kept: Option<Guard<S::Chunk>> = None;
+    for _ in 0..scenario.batches.len() + 8 {
+        let mut out = Guard::<S::Chunk>::poisoned();
+        match stream.get_next(&mut out) {
+            Call::Returned(0) if out.is_released() => break,
+            Call::Returned(0) => {
+                if !probe::check_array(&schema, out.array()).is_empty() {
+                    out.mark_released();
+                    schema.mark_released();
+                    release_quietly(&mut stream);
+                    return Err("a repeated chunk did not validate".into());
+                }
+                if !drain {
+                    // Released after the stream: results outlive it.
+                    kept = Some(out);
+                    break;
+                }
+                release_quietly(&mut out);
+            }
+            // A failure ends the stream as far as leaks go.
+            _ => {
+                out.mark_released();
+                break;
+            }
+        }
+    }
+    release_quietly(&mut stream);
+    if let Some(mut chunk) = kept {
+        release_quietly(&mut chunk);
+    }
+    release_quietly(&mut schema);
+    Ok(())
 }

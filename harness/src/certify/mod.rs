@@ -13,9 +13,10 @@
 #![forbid(unsafe_code)]
 
 pub mod checks;
+pub mod leaks;
 pub mod summary;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::inspect::Violation;
@@ -128,6 +129,8 @@ impl Default for Options {
 pub struct Observations {
     pub checked: BTreeSet<&'static str>,
     pub violations: Vec<Violation>,
+    /// Rules the case could not exercise, with the reason (first one kept).
+    pub not_exercised: BTreeMap<&'static str, String>,
 }
 
 impl Observations {
@@ -151,6 +154,18 @@ impl Observations {
                 message: evidence(),
             });
         }
+    }
+
+    /// Records that `rule` could not be exercised, and why. It is neither
+    /// checked nor passed.
+    pub fn not_exercised(&mut self, rule: &'static str, reason: impl Into<String>) {
+        debug_assert!(
+            rules::find(rule).is_some(),
+            "{rule} is not in the catalogue"
+        );
+        self.not_exercised
+            .entry(rule)
+            .or_insert_with(|| reason.into());
     }
 
     /// Records a validation pass: every rule in `exercised` was checked;
@@ -257,6 +272,15 @@ pub fn run_case(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, opts: &
             .collect(),
         duration_us: start.elapsed().as_micros() as u64,
         checked: obs.checked.iter().map(|r| r.to_string()).collect(),
+        not_exercised: obs
+            .not_exercised
+            .iter()
+            .filter(|(r, _)| !obs.checked.contains(*r))
+            .map(|(r, why)| crate::report::NotExercised {
+                rule: r.to_string(),
+                reason: why.clone(),
+            })
+            .collect(),
         violations,
         ..record(scenario, spec, opts)
     }

@@ -8,13 +8,17 @@ use crate::rules::{self, Level, Side};
 
 /// One verdict per producer-side rule of the catalogue in `areas`: `fail`
 /// if any case broke it, `pass` if cases checked it and none broke it,
-/// `skip` if no case exercised it.
+/// `skip` if no case exercised it (with the first reason a case gave).
 pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
     let mut checked: BTreeMap<&str, u64> = BTreeMap::new();
     let mut failed: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
+    let mut reasons: BTreeMap<&str, &str> = BTreeMap::new();
     for c in cases {
         for r in &c.checked {
             *checked.entry(r.as_str()).or_default() += 1;
+        }
+        for n in &c.not_exercised {
+            reasons.entry(n.rule.as_str()).or_insert(n.reason.as_str());
         }
         let mut seen = std::collections::BTreeSet::new();
         for v in &c.violations {
@@ -33,16 +37,17 @@ pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
                 .copied()
                 .unwrap_or(0)
                 .max(fails.len() as u64);
+            let verdict = if !fails.is_empty() {
+                Verdict::Fail
+            } else if n > 0 {
+                Verdict::Pass
+            } else {
+                Verdict::Skip
+            };
             RuleSummary {
                 rule: r.id.into(),
                 level: r.level.to_string(),
-                verdict: if !fails.is_empty() {
-                    Verdict::Fail
-                } else if n > 0 {
-                    Verdict::Pass
-                } else {
-                    Verdict::Skip
-                },
+                verdict,
                 checked: n,
                 failed: fails.len() as u64,
                 failing_cases: fails.iter().take(5).map(|c| c.id.clone()).collect(),
@@ -52,6 +57,9 @@ pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
                         .find(|v| v.rule == r.id)
                         .map(|v| format!("{}: {}", v.at, v.evidence))
                 }),
+                reason: (verdict == Verdict::Skip)
+                    .then(|| reasons.get(r.id).map(|s| s.to_string()))
+                    .flatten(),
             }
         })
         .collect()
@@ -108,6 +116,21 @@ pub fn render(rules: &[RuleSummary], cases: &[Case], shrunk: &[ShrunkFailure]) -
     for s in shrunk.iter().filter(|s| s.target == "crash") {
         out.push_str("\ncrash (shrunk):\n");
         out.push_str(&shrunk_lines(s));
+    }
+    let unexercised: Vec<&RuleSummary> = rules
+        .iter()
+        .filter(|r| r.verdict == Verdict::Skip && r.reason.is_some())
+        .collect();
+    if !unexercised.is_empty() {
+        out.push_str("\nnot exercised:\n");
+        for r in unexercised {
+            out.push_str(&format!(
+                "  {} {}: {}\n",
+                r.level,
+                r.rule,
+                crate::report::printable(r.reason.as_deref().unwrap_or(""))
+            ));
+        }
     }
     out.push_str("\nby area:\n");
     let mut areas: Vec<&str> = Vec::new();
@@ -178,7 +201,10 @@ pub fn junit(rules: &[RuleSummary], suite: &str) -> String {
                     r.failing_cases.join(", ")
                 ))
             )),
-            Verdict::Skip => out.push_str("<skipped message=\"no case exercised this rule\"/>"),
+            Verdict::Skip => out.push_str(&format!(
+                "<skipped message=\"{}\"/>",
+                xml(r.reason.as_deref().unwrap_or("no case exercised this rule"))
+            )),
             _ => {}
         }
         out.push_str("</testcase>\n");

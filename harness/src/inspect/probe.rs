@@ -236,3 +236,380 @@ pub fn device_fields(a: &ArrowDeviceArray) -> (i32, i64, usize, [i64; 3]) {
         a.reserved,
     )
 }
+
+/// Watching a release walk its children (`schema.release.walks-children`,
+/// `array.release.walks-children`).
+///
+/// Before a parent is released, [`watch_array`] / [`watch_schema`] replace
+/// the `release` member of every live descendant (children and
+/// dictionaries, at every depth) with a trampoline of the harness that
+/// records the call and forwards it to the original callback, once. After
+/// the parent's release, [`ReleaseWatch::finish`] says how often each was
+/// called: a correct producer calls each exactly once. A second call is
+/// recorded and not forwarded (the structure is only marked released), so a
+/// producer that releases a child twice gets a verdict, not a double free;
+/// a descendant already marked released (a child moved out) is not watched,
+/// and its subtree belongs to whoever moved it.
+pub mod walk {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Mutex, MutexGuard};
+
+    use super::child_ptr;
+    use crate::abi::ops::Owned;
+    use crate::abi::{is_poison_ptr, ArrayRelease, ArrowArray, ArrowSchema, SchemaRelease};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Kind {
+        Schema,
+        Array,
+    }
+
+    /// A watched structure: where it is, the callback it had, the calls.
+    struct Watched {
+        group: u64,
+        kind: Kind,
+        addr: usize,
+        original: usize,
+        calls: u32,
+        at: String,
+    }
+
+    static WATCHED: Mutex<Vec<Watched>> = Mutex::new(Vec::new());
+    static GROUPS: AtomicU64 = AtomicU64::new(1);
+
+    fn registry() -> MutexGuard<'static, Vec<Watched>> {
+        // A panic elsewhere while holding the lock leaves consistent data.
+        WATCHED.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The structures whose release walks can be watched.
+    trait Tree: Owned + Sized {
+        const KIND: Kind;
+        fn children(&self) -> (*mut *mut Self, i64);
+        fn dictionary(&self) -> *mut Self;
+        /// The release member's bits; 0 when released.
+        fn release_bits(&self) -> usize;
+        /// Installs the trampoline.
+        fn set_trampoline(&mut self);
+        /// Restores `original` as the release member and calls it.
+        ///
+        /// # Safety
+        /// `this` is a live structure whose release was `original`.
+        unsafe fn forward(this: *mut Self, original: usize);
+    }
+
+    impl Tree for ArrowArray {
+        const KIND: Kind = Kind::Array;
+        fn children(&self) -> (*mut *mut Self, i64) {
+            (self.children, self.n_children)
+        }
+        fn dictionary(&self) -> *mut Self {
+            self.dictionary
+        }
+        fn release_bits(&self) -> usize {
+            self.release.map_or(0, |f| f as usize)
+        }
+        fn set_trampoline(&mut self) {
+            self.release = Some(array_trampoline);
+        }
+        unsafe fn forward(this: *mut Self, original: usize) {
+            // SAFETY: `original` was read from this structure's release
+            // member (a non-NULL, non-poison ArrayRelease) when it was
+            // watched; the caller guarantees `this` is live.
+            unsafe {
+                let f: ArrayRelease = std::mem::transmute::<usize, ArrayRelease>(original);
+                (*this).release = Some(f);
+                f(this);
+            }
+        }
+    }
+
+    impl Tree for ArrowSchema {
+        const KIND: Kind = Kind::Schema;
+        fn children(&self) -> (*mut *mut Self, i64) {
+            (self.children, self.n_children)
+        }
+        fn dictionary(&self) -> *mut Self {
+            self.dictionary
+        }
+        fn release_bits(&self) -> usize {
+            self.release.map_or(0, |f| f as usize)
+        }
+        fn set_trampoline(&mut self) {
+            self.release = Some(schema_trampoline);
+        }
+        unsafe fn forward(this: *mut Self, original: usize) {
+            // SAFETY: as for arrays.
+            unsafe {
+                let f: SchemaRelease = std::mem::transmute::<usize, SchemaRelease>(original);
+                (*this).release = Some(f);
+                f(this);
+            }
+        }
+    }
+
+    /// The release member of every watched array: count, then forward the
+    /// first call to the original callback.
+    unsafe extern "C" fn array_trampoline(a: *mut ArrowArray) {
+        // SAFETY: called as a release callback, with the structure it was
+        // installed in (or, from a broken producer, some other array, which
+        // is only looked up by address and marked released).
+        unsafe { trampoline(a) }
+    }
+
+    unsafe extern "C" fn schema_trampoline(s: *mut ArrowSchema) {
+        // SAFETY: as above.
+        unsafe { trampoline(s) }
+    }
+
+    /// # Safety
+    /// `p` is NULL or points to a structure whose release member is (or
+    /// was) the trampoline of its kind.
+    unsafe fn trampoline<T: Tree>(p: *mut T) {
+        if p.is_null() {
+            return;
+        }
+        let forward = {
+            let mut w = registry();
+            match w
+                .iter_mut()
+                .find(|e| e.kind == T::KIND && e.addr == p as usize)
+            {
+                Some(e) => {
+                    e.calls = e.calls.saturating_add(1);
+                    (e.calls == 1).then_some(e.original)
+                }
+                None => None,
+            }
+        };
+        match forward {
+            // SAFETY: first call for this structure, which is live (its
+            // release is being called); the lock is not held, so nested
+            // trampolines (grandchildren) can take it.
+            Some(original) => unsafe { T::forward(p, original) },
+            // A second call, or a structure no watch knows: never call the
+            // original twice; mark it released and let the count speak.
+            // SAFETY: `p` is the structure the caller is releasing.
+            None => unsafe { (*p).mark_released() },
+        }
+    }
+
+    /// How often a watched structure's release was called.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Released {
+        /// Where: `array.children[1].dictionary`.
+        pub at: String,
+        pub calls: u32,
+    }
+
+    /// The structures one watch installed trampolines in. Dropping it
+    /// without [`ReleaseWatch::finish`] (an early return) keeps its entries,
+    /// so the trampolines still forward when the structures are released.
+    pub struct ReleaseWatch {
+        group: u64,
+    }
+
+    /// Most structures one watch takes (deeper or wider trees are watched
+    /// in part).
+    const MAX_WATCHED: usize = 4096;
+    const MAX_DEPTH: usize = 64;
+
+    fn collect<T: Tree>(node: *mut T, at: &str, depth: usize, out: &mut Vec<(*mut T, String)>) {
+        if depth > MAX_DEPTH || out.len() >= MAX_WATCHED {
+            return;
+        }
+        // SAFETY: `node` is the root the caller borrows, or an entry that
+        // `child_ptr` / the dictionary check below found non-NULL and not
+        // poison in a validated parent.
+        let r: &T = unsafe { &*node };
+        let (children, n) = r.children();
+        for i in 0..n.clamp(0, MAX_WATCHED as i64) as usize {
+            let Some(c) = child_ptr(children, n, i) else {
+                continue;
+            };
+            visit(c, &format!("{at}.children[{i}]"), depth + 1, out);
+        }
+        let d = r.dictionary();
+        if !d.is_null() && !is_poison_ptr(d as usize) {
+            visit(d, &format!("{at}.dictionary"), depth + 1, out);
+        }
+    }
+
+    fn visit<T: Tree>(node: *mut T, at: &str, depth: usize, out: &mut Vec<(*mut T, String)>) {
+        // SAFETY: non-NULL, non-poison entry of a validated parent.
+        let bits = unsafe { (*node).release_bits() };
+        if bits == 0 || is_poison_ptr(bits) {
+            // Released (moved out): not the parent's to release, nor its
+            // subtree.
+            return;
+        }
+        out.push((node, at.to_string()));
+        collect(node, at, depth, out);
+    }
+
+    fn watch<T: Tree>(root: &mut T, at: &str) -> ReleaseWatch {
+        let group = GROUPS.fetch_add(1, Ordering::Relaxed);
+        let mut found = Vec::new();
+        collect(root as *mut T, at, 0, &mut found);
+        let mut w = registry();
+        for (node, at) in found {
+            // SAFETY: a live descendant found above; the root is
+            // exclusively borrowed, and so is everything it owns.
+            let node_ref: &mut T = unsafe { &mut *node };
+            let original = node_ref.release_bits();
+            let addr = node as usize;
+            // A stale entry at a reused address is dropped.
+            w.retain(|e| !(e.kind == T::KIND && e.addr == addr));
+            w.push(Watched {
+                group,
+                kind: T::KIND,
+                addr,
+                original,
+                calls: 0,
+                at,
+            });
+            node_ref.set_trampoline();
+        }
+        ReleaseWatch { group }
+    }
+
+    /// Watches the live descendants of an array that passed validation.
+    pub fn watch_array(root: &mut ArrowArray, at: &str) -> ReleaseWatch {
+        watch(root, at)
+    }
+
+    /// Watches the live descendants of a schema that passed validation.
+    pub fn watch_schema(root: &mut ArrowSchema, at: &str) -> ReleaseWatch {
+        watch(root, at)
+    }
+
+    impl ReleaseWatch {
+        /// Call after the parent's release returned: the calls each watched
+        /// structure got, in the order they were found (depth first).
+        /// Their trampolines stay harmless: a later call of one only marks
+        /// its structure released.
+        pub fn finish(self) -> Vec<Released> {
+            let mut w = registry();
+            let mine = w
+                .iter()
+                .filter(|e| e.group == self.group)
+                .map(|e| Released {
+                    at: e.at.clone(),
+                    calls: e.calls,
+                })
+                .collect();
+            w.retain(|e| e.group != self.group);
+            mine
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::walk::{watch_array, Released};
+    use crate::abi::ops::Owned;
+    use crate::abi::{ArrowArray, Plain};
+
+    /// A child's release: counts into the AtomicU32 its private_data
+    /// points to, and marks it released.
+    unsafe extern "C" fn child_release(a: *mut ArrowArray) {
+        // SAFETY: the test builds every child with private_data pointing
+        // to a live counter.
+        unsafe {
+            (*((*a).private_data as *const AtomicU32)).fetch_add(1, Ordering::SeqCst);
+            (*a).release = None;
+        }
+    }
+
+    /// A parent's release; private_data points to its behaviour: 0 walks
+    /// the children correctly, 1 skips them, 2 calls each twice.
+    unsafe extern "C" fn parent_release(a: *mut ArrowArray) {
+        // SAFETY: built by the test below: private_data is a live u32,
+        // children has n_children live entries.
+        unsafe {
+            let mode = *((*a).private_data as *const u32);
+            for i in 0..(*a).n_children as usize {
+                let c = *(*a).children.add(i);
+                let Some(r) = (*c).release else { continue };
+                match mode {
+                    0 => r(c),
+                    1 => {}
+                    _ => {
+                        r(c);
+                        r(c);
+                    }
+                }
+            }
+            (*a).release = None;
+        }
+    }
+
+    /// Releases a parent of three children (child 0 already released, as
+    /// if moved out) with the walk watched; returns the calls the watch
+    /// saw and the calls each child's own callback got.
+    fn walk(mode: u32) -> (Vec<Released>, [u32; 3]) {
+        let counters = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+        let mut children: Vec<Box<ArrowArray>> = (0..3)
+            .map(|i| {
+                let mut c = ArrowArray::zeroed();
+                c.release = Some(child_release);
+                c.private_data = &counters[i] as *const AtomicU32 as *mut _;
+                Box::new(c)
+            })
+            .collect();
+        children[0].mark_released();
+        let mut pointers: Vec<*mut ArrowArray> =
+            children.iter_mut().map(|c| &mut **c as *mut _).collect();
+        let mut mode = mode;
+        let mut parent = ArrowArray::zeroed();
+        parent.n_children = 3;
+        parent.children = pointers.as_mut_ptr();
+        parent.release = Some(parent_release);
+        parent.private_data = &mut mode as *mut u32 as *mut _;
+        let watch = watch_array(&mut parent, "array");
+        parent.release();
+        let seen = watch.finish();
+        // Whatever the parent did, nothing is left to release twice.
+        for c in children.iter_mut() {
+            c.mark_released();
+        }
+        (seen, counters.map(|c| c.into_inner()))
+    }
+
+    fn calls(seen: &[Released]) -> Vec<(&str, u32)> {
+        seen.iter().map(|r| (r.at.as_str(), r.calls)).collect()
+    }
+
+    #[test]
+    fn a_correct_walk_calls_each_live_child_once_and_skips_the_released_one() {
+        let (seen, original) = walk(0);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 1), ("array.children[2]", 1)]
+        );
+        assert_eq!(original, [0, 1, 1]);
+    }
+
+    #[test]
+    fn a_parent_that_skips_its_children_is_seen() {
+        let (seen, original) = walk(1);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 0), ("array.children[2]", 0)]
+        );
+        assert_eq!(original, [0, 0, 0]);
+    }
+
+    #[test]
+    fn a_second_release_is_counted_and_never_forwarded() {
+        let (seen, original) = walk(2);
+        assert_eq!(
+            calls(&seen),
+            [("array.children[1]", 2), ("array.children[2]", 2)]
+        );
+        // The children's own callbacks ran once: no double free.
+        assert_eq!(original, [0, 1, 1]);
+    }
+}

@@ -7,6 +7,7 @@
 //! the process running it (see ARCHITECTURE.md).
 
 pub mod elf;
+pub mod tracker;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fmt;

@@ -149,6 +149,17 @@ pub struct Case {
     /// Certification: every rule the case saw broken, with evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<RuleViolation>,
+    /// Certification: rules this case would have exercised but could not,
+    /// each with the reason (never counted as checked or passed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_exercised: Vec<NotExercised>,
+}
+
+/// A rule a case could not exercise, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct NotExercised {
+    pub rule: String,
+    pub reason: String,
 }
 
 /// One broken rule, seen in one case.
@@ -181,6 +192,9 @@ pub struct RuleSummary {
     pub failing_cases: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
+    /// `skip`: why the rule was not exercised, when a case said why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]

@@ -305,6 +305,7 @@ pub fn not_run(
         output: None,
         checked: Vec::new(),
         violations: Vec::new(),
+        not_exercised: Vec::new(),
     }
 }
 

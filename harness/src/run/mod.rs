@@ -44,6 +44,9 @@ pub struct Config {
     pub output_limit: usize,
     /// Where sockets and capture files live (removed at the end).
     pub scratch: PathBuf,
+    /// Preload the allocation tracker ([`crate::plugin::tracker`]) into
+    /// every worker: leak accounting, and poison in freed memory.
+    pub tracker: bool,
 }
 
 impl Config {
@@ -67,6 +70,7 @@ impl Config {
             start_timeout: Duration::from_secs(60),
             output_limit: 64 * 1024,
             scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
+            tracker: crate::plugin::tracker::enabled(),
         })
     }
 }
@@ -147,7 +151,16 @@ impl Worker {
         let err = out.try_clone().map_err(|e| StartError(e.to_string()))?;
         let capture_file =
             File::open(&capture).map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
-        let mut child = Command::new(&cfg.exe)
+        let mut command = Command::new(&cfg.exe);
+        if cfg.tracker {
+            // Written by `run` into the private scratch directory.
+            let library = cfg.scratch.join(crate::plugin::tracker::FILE_NAME);
+            command.env(
+                "LD_PRELOAD",
+                crate::plugin::tracker::preload_value(&library),
+            );
+        }
+        let mut child = command
             .arg("worker")
             .arg("--socket")
             .arg(&socket)
@@ -473,8 +486,22 @@ pub fn run(
     on_ready: impl FnOnce(&[PluginIdentity]),
     mut on_case: impl FnMut(&Case),
 ) -> Result<Outcome, StartError> {
-    std::fs::create_dir_all(&cfg.scratch)
-        .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&cfg.scratch)
+            .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
+    }
+    if cfg.tracker {
+        crate::plugin::tracker::install(&cfg.scratch).map_err(|e| {
+            StartError(format!(
+                "cannot write the allocation tracker into {}: {e}",
+                cfg.scratch.display()
+            ))
+        })?;
+    }
     let (first, plugins, cases) = Worker::start(cfg, "worker-0-0")?;
     if cases != plan_len {
         first.stop();
