@@ -569,5 +569,41 @@ fn a_crash_on_generated_data_is_shrunk_in_workers() {
         .unwrap_or_else(|| panic!("no crash shrink: {stdout}"));
     assert!(s.tried > 0 && s.tried <= 12, "{s:?}");
     assert!(s.evidence.contains("SIGSEGV"), "{s:?}");
+    // The breadcrumb names the plugin call the process died in.
+    assert!(
+        s.evidence.contains("during `arrowcert_produce_array`"),
+        "{s:?}"
+    );
     assert!(stdout.contains("crash (shrunk):"), "{stdout}");
+}
+
+/// A crash inside a release callback is attributed to that callback.
+#[test]
+fn a_crash_names_the_plugin_call_it_happened_in() {
+    let lib = faulty("producer", "SEGV_RELEASE");
+    let report = scratch("fault-reports").join("crash-crumb.json");
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--producer"])
+        .arg(&lib)
+        .args([
+            "--cases",
+            "0",
+            "--jobs",
+            "1",
+            "--case-timeout-ms",
+            DEADLINE_MS,
+        ])
+        .args(["--exact", "producer/array/primitive/batch:0"])
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r = arrowcert::report::read(&report).unwrap();
+    let c = &r.cases[0];
+    assert_eq!(c.verdict, Verdict::Crash, "{c:?}");
+    let m = c.message.as_deref().unwrap_or("");
+    assert!(m.contains("SIGSEGV"), "{m}");
+    assert!(m.contains("during `ArrowArray.release"), "{m}");
 }

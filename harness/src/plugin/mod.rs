@@ -431,6 +431,7 @@ impl Plugin {
     pub fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_schema";
         let f = self.entries.produce_schema.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
         self.check(E, rc)
@@ -452,6 +453,7 @@ impl Plugin {
             .entries
             .produce_device_array
             .ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe {
             f(
@@ -480,6 +482,7 @@ impl Plugin {
             .entries
             .produce_device_stream
             .ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, out) };
         self.check(E, rc)
@@ -495,6 +498,7 @@ impl Plugin {
     ) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_array";
         let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe {
             f(
@@ -512,6 +516,7 @@ impl Plugin {
     pub fn produce_stream(&self, ipc: &[u8], out: &mut ArrowArrayStream) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_stream";
         let f = self.entries.produce_stream.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
         self.check(E, rc)
@@ -527,6 +532,7 @@ impl Plugin {
             .entries
             .consume_device_array
             .ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all four pointers are valid for the whole call; the
         // structures were filled by a producer and are live.
@@ -544,6 +550,7 @@ impl Plugin {
             .entries
             .consume_device_stream
             .ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(stream, &mut p, &mut n) };
@@ -558,6 +565,7 @@ impl Plugin {
     ) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_array";
         let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(schema, array, &mut p, &mut n) };
@@ -568,6 +576,7 @@ impl Plugin {
     pub fn consume_stream(&self, stream: &mut ArrowArrayStream) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_stream";
         let f = self.entries.consume_stream.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(stream, &mut p, &mut n) };

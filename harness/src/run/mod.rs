@@ -10,6 +10,7 @@
 //! whole process group, the case in flight gets a `crash` or `timeout`
 //! verdict, and a fresh worker takes the remaining cases.
 
+pub mod breadcrumb;
 pub mod proc;
 pub mod protocol;
 pub mod worker;
@@ -227,7 +228,7 @@ impl Worker {
                 worker.stop();
                 Err(StartError(message))
             }
-            Ok(Some(FromWorker::Done { .. })) => {
+            Ok(Some(FromWorker::Done { .. } | FromWorker::Step { .. })) => {
                 worker.stop();
                 Err(StartError(
                     "the worker sent a result before it was ready".into(),
@@ -274,13 +275,25 @@ impl Worker {
         output_from: u64,
         cfg: &Config,
     ) -> Result<(Case, u64), Box<Case>> {
-        let wait = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        let answer = self
-            .stream
-            .set_read_timeout(Some(wait))
-            .and_then(|_| self.read_message());
+        // Breadcrumbs come first: the last one names the step a crash or
+        // a hang happened in.
+        let mut step: Option<String> = None;
+        let answer = loop {
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            match self
+                .stream
+                .set_read_timeout(Some(wait))
+                .and_then(|_| self.read_message())
+            {
+                Ok(Some(FromWorker::Step { step: s })) => step = Some(s),
+                other => break other,
+            }
+        };
+        let during = step
+            .map(|s| format!(", during `{}`", crate::report::bounded(&s, 200)))
+            .unwrap_or_default();
         let limit = cfg.output_limit;
         let mut failed = job.record.clone();
         failed.duration_us = started.elapsed().as_micros() as u64;
@@ -301,7 +314,7 @@ impl Worker {
                 let _ = self.child.wait();
                 failed.verdict = Verdict::Timeout;
                 failed.message = Some(format!(
-                    "no result within {:.1}s; the worker was killed",
+                    "no result within {:.1}s; the worker was killed{during}",
                     cfg.case_timeout.as_secs_f64()
                 ));
                 failed.output = output_since(&self.capture_file, output_from, limit);
@@ -319,7 +332,7 @@ impl Worker {
                         format!("the worker gave up: {message}")
                     }
                     _ => format!(
-                        "the worker {} in the middle of the case",
+                        "the worker {} in the middle of the case{during}",
                         status
                             .map(describe_exit)
                             .unwrap_or_else(|| "stopped answering".into())

@@ -29,6 +29,9 @@ pub enum FromWorker {
         #[serde(default)]
         output_end: Option<u64>,
     },
+    /// The running case is entering this step (sent before the step's
+    /// plugin calls, so a crash is attributed to it).
+    Step { step: String },
     /// The worker cannot go on (bad input it discovered); it exits next.
     Fatal { message: String },
 }

@@ -213,6 +213,21 @@ pub fn run(args: WorkerArgs) -> i32 {
         .ok()
         .map(std::fs::File::from);
     let me = std::process::id();
+    if let Ok(crumbs) = stream.try_clone() {
+        let crumbs = std::sync::Mutex::new(crumbs);
+        super::breadcrumb::install(move |step| {
+            if std::process::id() != me {
+                return; // a forked child of a plugin: not ours to report
+            }
+            let msg = FromWorker::Step {
+                step: step.to_string(),
+            };
+            if let (Ok(mut line), Ok(mut s)) = (serde_json::to_string(&msg), crumbs.lock()) {
+                line.push('\n');
+                let _ = s.write_all(line.as_bytes());
+            }
+        });
+    }
     let reader = match stream.try_clone() {
         Ok(s) => BufReader::new(s),
         Err(_) => return 2,

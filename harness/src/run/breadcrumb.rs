@@ -1,0 +1,24 @@
+//! Breadcrumbs: before each step that calls into a plugin, the check says
+//! what it is about to do. In a worker the crumb goes to the orchestrator
+//! at once (a line on the socket, written before the call), so when the
+//! plugin kills the process the crash verdict says which step it was in:
+//! "killed by SIGSEGV ... during `release of a child moved out`". In this
+//! process nothing is installed and a crumb costs one atomic load.
+
+use std::sync::OnceLock;
+
+type Sink = Box<dyn Fn(&str) + Send + Sync>;
+
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// Installs where crumbs go (once per process; later calls are ignored).
+pub fn install(sink: impl Fn(&str) + Send + Sync + 'static) {
+    let _ = SINK.set(Box::new(sink));
+}
+
+/// Records that the current case is entering `step`.
+pub fn step(step: &str) {
+    if let Some(sink) = SINK.get() {
+        sink(step);
+    }
+}
