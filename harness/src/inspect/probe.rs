@@ -161,20 +161,18 @@ pub fn import_batch(
         .map_err(|e| e.to_string())
 }
 
+/// A deep copy of an array: new buffers, no reference to producer memory.
+pub fn deep_copy_array(c: &ArrayRef) -> ArrayRef {
+    let data = c.to_data();
+    let mut copy = arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
+    copy.try_extend(0, 0, c.len())
+        .expect("copying an imported array fits");
+    arrow_array::make_array(copy.freeze())
+}
+
 /// A deep copy of a batch: new buffers, no reference to producer memory.
 pub fn deep_copy(batch: &RecordBatch) -> RecordBatch {
-    let columns: Vec<ArrayRef> = batch
-        .columns()
-        .iter()
-        .map(|c| {
-            let data = c.to_data();
-            let mut copy =
-                arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
-            copy.try_extend(0, 0, c.len())
-                .expect("copying an imported array fits");
-            arrow_array::make_array(copy.freeze())
-        })
-        .collect();
+    let columns: Vec<ArrayRef> = batch.columns().iter().map(deep_copy_array).collect();
     RecordBatch::try_new_with_options(
         batch.schema(),
         columns,
