@@ -323,12 +323,19 @@ fn array_case(
         return Ended::Ran;
     }
     let mut second = relocate_poisoning(&mut second);
+    // Validated like the first before anything in it is followed.
+    let found = probe::check_array(&schema, &second);
+    if !found.is_empty() {
+        obs.validated(&array_rules(), found, "array (second export)");
+        second.mark_released();
+        return Ended::Ran;
+    }
     let child = probe::take_child_array(&mut second, 0);
     // What the moved column holds before the parent goes: a deep copy (the
     // values themselves were judged on the first export).
     let child_schema = probe::child_schema(&schema, 0);
     let before = match (&child, child_schema) {
-        (Some(c), Some(cs)) if probe::check_array(cs, c).is_empty() => probe::read_array(cs, c)
+        (Some(c), Some(cs)) => probe::read_array(cs, c)
             .ok()
             .map(|a| probe::deep_copy_array(&a)),
         _ => None,
@@ -336,16 +343,16 @@ fn array_case(
     release_checked(&mut second, "array.release.marks-released", "array", obs);
     if let Some(mut child) = child {
         let mut intact = true;
-        if let (Some(child_schema), Some(before)) = (child_schema, before) {
+        if let Some(child_schema) = child_schema {
             let found = probe::check_array(child_schema, &child);
             let mut problems: Vec<String> = found.iter().map(|v| v.to_string()).take(3).collect();
-            if found.is_empty() {
+            if let (true, Some(before)) = (found.is_empty(), before) {
                 match probe::read_array(child_schema, &child) {
                     Ok(after) => {
                         compare::column("column 0", &before, &after, &mut problems);
                         problems.truncate(3);
                     }
-                    Err(e) => problems.push(format!("arrow-rs cannot read it: {e}")),
+                    Err(e) => problems.push(format!("arrow-rs can no longer read it: {e}")),
                 }
             }
             intact = problems.is_empty();
