@@ -1764,6 +1764,55 @@ impl Node<'_> {
         let (offset, end, at) = (self.offset, self.end, self.at);
         let nb = bufs.ptrs.len();
         let n_variadic = nb.saturating_sub(3);
+        let Some(required) = bytes_for(end, 16) else {
+            sink.push(
+                ARRAY_LENGTHS,
+                at,
+                format!(
+                    "offset + length = {end} implies a views buffer larger than the address space"
+                ),
+            );
+            return;
+        };
+        // SAFETY: forwarded from the caller.
+        let Some(views) =
+            (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) })
+        else {
+            return;
+        };
+        // The non-null views, each as (slot, length, buffer index, offset).
+        let live = || {
+            views
+                .chunks_exact(16)
+                .enumerate()
+                // Null slots may hold anything.
+                .filter(move |(k, _)| validity.is_none_or(|(bits, first)| bit_set(bits, first, *k)))
+                .map(move |(k, v)| {
+                    let word = |r: std::ops::Range<usize>| i32::load(v.get(r).unwrap_or(&[]));
+                    (offset + k, word(0..4), word(8..12), word(12..16))
+                })
+        };
+        // First the lengths and buffer indices, which need nothing but the
+        // views: a producer that left out the sizes buffer (Columnar's
+        // buffer list) shows here, before its last data buffer would be
+        // read as sizes.
+        for (slot, len, idx, _) in live() {
+            let problem = if len < 0 {
+                format!("length {len} is negative")
+            } else if len > 12 && (idx < 0 || idx as usize >= n_variadic) {
+                format!(
+                    "length {len} (not inline) refers to variadic buffer {idx}, but there are {n_variadic} (n_buffers {nb} less the validity, views and sizes buffers)"
+                )
+            } else {
+                continue;
+            };
+            sink.push(
+                ARRAY_VIEW_SIZES,
+                at,
+                format!("view at slot {slot}: {problem}"),
+            );
+            return;
+        }
         // The sizes buffer holds one int64 per variadic buffer.
         let sizes_required = n_variadic * 8;
         // SAFETY: forwarded from the caller.
@@ -1798,61 +1847,23 @@ impl Node<'_> {
             }
             sizes.push(size);
         }
-        let Some(required) = bytes_for(end, 16) else {
-            sink.push(
-                ARRAY_LENGTHS,
-                at,
-                format!(
-                    "offset + length = {end} implies a views buffer larger than the address space"
-                ),
-            );
-            return;
-        };
-        // SAFETY: forwarded from the caller.
-        let Some(views) =
-            (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) })
-        else {
-            return;
-        };
         if !sizes_ok {
             return;
         }
-        let check = |view: &[u8]| -> Option<String> {
-            let len = i32::load(view.get(0..4).unwrap_or(&[]));
-            if len < 0 {
-                return Some(format!("length {len} is negative"));
-            }
+        for (slot, len, idx, off) in live() {
             if len <= 12 {
-                return None;
+                continue;
             }
-            let idx = i32::load(view.get(8..12).unwrap_or(&[]));
-            let off = i32::load(view.get(12..16).unwrap_or(&[]));
-            if idx < 0 || idx as usize >= n_variadic {
-                return Some(format!(
-                    "length {len} (not inline) refers to variadic buffer {idx}, but there are {n_variadic}"
-                ));
-            }
-            let size = sizes[idx as usize];
+            // Checked above: 0 <= idx < n_variadic.
+            let size = sizes.get(idx as usize).copied().unwrap_or(-1);
             if off < 0 || i64::from(off) + i64::from(len) > size {
-                return Some(format!(
-                    "bytes [{off}, {}) of variadic buffer {idx} are outside its {size} bytes",
-                    i64::from(off) + i64::from(len)
-                ));
-            }
-            None
-        };
-        for (k, view) in views.chunks_exact(16).enumerate() {
-            // Null slots may hold anything.
-            if let Some((bits, first)) = validity {
-                if !bit_set(bits, first, k) {
-                    continue;
-                }
-            }
-            if let Some(problem) = check(view) {
                 sink.push(
                     ARRAY_VIEW_SIZES,
                     at,
-                    format!("view at slot {}: {problem}", offset + k),
+                    format!(
+                        "view at slot {slot}: bytes [{off}, {}) of variadic buffer {idx} are outside its {size} bytes",
+                        i64::from(off) + i64::from(len)
+                    ),
                 );
                 return;
             }
@@ -3665,6 +3676,22 @@ mod tests {
             &corrupt_column(10, "utf8_view", |c| c.n_buffers = 2),
             ARRAY_VIEW_SIZES,
             &[],
+        );
+        // Columnar's buffer list (no sizes buffer) with two variadic data
+        // buffers: the view into the last one is reported before that
+        // 1-byte buffer could be read as 8 bytes of sizes.
+        let bufs = vec![
+            std::ptr::null(),
+            leak_buf([view(20, b"the ", 0, 0), view(19, b"the ", 1, 0)].concat()),
+            leak_buf(data.clone()),
+            leak_buf(vec![b'x']),
+        ];
+        let v = check_array_raw(sch("vu", 2, vec![]), arr(2, 0, 0, bufs, vec![]));
+        assert_rule(&v, ARRAY_VIEW_SIZES, &[]);
+        assert!(
+            v[0].message
+                .contains("refers to variadic buffer 1, but there are 1"),
+            "{v:?}"
         );
     }
 
