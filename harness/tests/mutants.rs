@@ -21,117 +21,409 @@ fn mutant_lib() -> PathBuf {
     lib
 }
 
-/// (mutant, the rule it breaks, case filters, rules that follow from it).
-const MUTANTS: &[(&str, &str, &[&str], &[&str])] = &[
-    (
+/// One mutant: its name (`ARROWCERT_MUTANT`), the rule it breaks, the case
+/// filters that exercise it, the bug it models, and the rules that cannot
+/// hold when it does, with why.
+struct Mutant {
+    name: &'static str,
+    rule: &'static str,
+    filters: &'static [&'static str],
+    models: &'static str,
+    follows: &'static [&'static str],
+    why_follows: &'static str,
+}
+
+const fn m(
+    name: &'static str,
+    rule: &'static str,
+    filters: &'static [&'static str],
+    models: &'static str,
+) -> Mutant {
+    Mutant {
+        name,
+        rule,
+        filters,
+        models,
+        follows: &[],
+        why_follows: "",
+    }
+}
+
+const MUTANTS: &[Mutant] = &[
+    // -- schema --------------------------------------------------------------
+    m(
+        "child-format-null",
+        "schema.format.non-null",
+        &["/primitive"],
+        "a field whose type the exporter could not map gets a NULL format instead of an error",
+    ),
+    m(
+        "decimal256-without-bit-width",
+        "schema.format.valid",
+        &["/temporal_decimal"],
+        "a decimal256 exported without its \",256\" (`d:40,5`, a 128-bit decimal of precision 40)",
+    ),
+    m(
+        "list-without-child-type",
+        "schema.children.count",
+        &["/nested"],
+        "a list type exported without its item field (n_children 0)",
+    ),
+    m(
+        "map-key-nullable",
+        "schema.map.entries",
+        &["/nested"],
+        "map keys marked nullable, as builders with nullable-by-default fields do",
+    ),
+    m(
+        "ree-run-ends-nullable",
+        "schema.ree.run-ends",
+        &["/run_end_encoded"],
+        "the run ends field of a run-end encoded type marked nullable",
+    ),
+    m(
+        "dictionary-value-format",
+        "schema.dictionary.shape",
+        &["/dictionary"],
+        "a dictionary-encoded field given its value type's format (`u`) instead of its index type's",
+    ),
+    m(
+        "keys-sorted-on-non-map",
+        "schema.flags.known",
+        &["/primitive"],
+        "ARROW_FLAG_MAP_KEYS_SORTED set on a field that is not a map",
+    ),
+    m(
+        "metadata-cut-mid-character",
+        "schema.metadata.encoding",
+        &["/metadata"],
+        "a metadata value cut to a byte limit in the middle of a multi-byte character (lengths consistent)",
+    ),
+    m(
+        "name-latin1",
+        "schema.name.utf8",
+        &["/primitive"],
+        "a field name passed through in Latin-1 (`caf\\xe9`)",
+    ),
+    m(
+        "schema-child-release-null",
+        "schema.release.set",
+        &["/primitive"],
+        "a child schema built field by field that never got its release callback",
+    ),
+    m(
+        "schema-points-into-itself",
+        "schema.release.relocatable",
+        &["/primitive"],
+        "private_data set to the structure itself, the release finding its state through it",
+    ),
+    m(
+        "schema-arena-owned-by-root",
+        "schema.move.child",
+        &["/primitive"],
+        "children's format and name strings in one arena that the root's release recycles",
+    ),
+    // -- array ---------------------------------------------------------------
+    m(
         "release-keeps-pointer",
         "array.release.marks-released",
         &["/primitive/"],
-        &[],
+        "release frees everything but leaves the release member set",
     ),
-    (
+    m(
         "schema-release-keeps-pointer",
         "schema.release.marks-released",
         &["/primitive"],
-        &[],
+        "the same for a schema",
     ),
-    (
-        "reserved-left",
-        "device.reserved.zero",
-        &["device_array/primitive/"],
-        &[],
-    ),
-    (
-        "cpu-device-id-0",
-        "device.cpu.id",
-        &["device_array/primitive/"],
-        &[],
-    ),
-    (
-        "sync-event-on-cpu",
-        "device.event.none",
-        &["device_array/primitive/"],
-        &[],
-    ),
-    (
-        "wrong-device-type",
-        "device.type.requested",
-        &["device_array/primitive/"],
-        &[],
-    ),
-    (
-        "null-count-off-by-one",
-        "array.null-count",
+    m(
+        "array-child-release-null",
+        "array.release.set",
         &["/primitive/"],
-        &[],
+        "a child array built field by field that never got its release callback",
     ),
-    (
+    m(
+        "buffers-inside-struct",
+        "array.release.relocatable",
+        &["/primitive/"],
+        "a struct array's one (NULL) buffer pointer kept inside the structure, in its unused dictionary member, to save an allocation",
+    ),
+    m(
+        "array-arena-owned-by-root",
+        "array.move.child",
+        &["/primitive/"],
+        "column buffers in one arena that the root's release recycles, so a moved-out column loses its data",
+    ),
+    m(
+        "list-without-child-array",
+        "array.layout.n-children",
+        &["/nested/"],
+        "a list array exported without its child array",
+    ),
+    m(
         "union-with-validity",
         "array.layout.n-buffers",
         &["/union/"],
-        &[],
+        "a union exported with a validity buffer (pre-1.0 layout)",
     ),
-    (
+    m(
+        "null-array-with-validity",
+        "array.layout.n-buffers",
+        &["/temporal_decimal/"],
+        "a null-type array exported with one (NULL) validity buffer",
+    ),
+    m(
+        "null-data-buffer",
+        "array.layout.null-buffer",
+        &["/binary/"],
+        "a string column's data buffer left NULL although its offsets reach past 0",
+    ),
+    m(
+        "column-one-short",
+        "array.layout.lengths",
+        &["/primitive/"],
+        "a record batch whose first column without nulls is one row short",
+    ),
+    m(
+        "null-count-off-by-one",
+        "array.null-count",
+        &["/primitive/"],
+        "null_count one more than the zero bits of the bitmap",
+    ),
+    m(
+        "misaligned-values",
+        "array.buffers.aligned",
+        &["/primitive/"],
+        "values copied to an odd address (an int16 buffer one byte off)",
+    ),
+    m(
+        "offsets-as-lengths",
+        "array.offsets.valid",
+        &["/binary/"],
+        "per-slot lengths written where cumulative offsets belong",
+    ),
+    m(
+        "union-child-indices",
+        "array.union.type-ids",
+        &["/union/"],
+        "a union's type ids buffer holding child positions (0, 1) instead of the declared type ids (3, 7)",
+    ),
+    m(
+        "zero-length-run",
+        "array.ree.run-ends",
+        &["/run_end_encoded/"],
+        "a run of length zero: a run end repeated",
+    ),
+    m(
+        "ree-logical-null-count",
+        "array.ree.null-count",
+        &["/run_end_encoded/"],
+        "the values child's null count copied to the run-end encoded parent",
+    ),
+    m(
+        "view-without-sizes",
+        "array.view.sizes",
+        &["/binary/"],
+        "a string view array exported with Columnar's buffers only, without the C interface's variadic sizes buffer",
+    ),
+    m(
+        "dictionary-left-out",
+        "array.dictionary.present",
+        &["/dictionary/"],
+        "the dictionary left out of the array because it was \"already sent\" (IPC thinking)",
+    ),
+    m(
+        "index-past-dictionary",
+        "array.dictionary.indices",
+        &["/dictionary/"],
+        "an index into a larger, global dictionary than the one exported",
+    ),
+    m(
         "slice-offset-ignored",
         "array.values.roundtrip",
         &["/primitive/"],
-        &[],
+        "a sliced column exported with offset 0",
     ),
-    (
+    // -- device --------------------------------------------------------------
+    m(
+        "reserved-left",
+        "device.reserved.zero",
+        &["device_array/primitive/"],
+        "reserved[] left as the caller's memory held it",
+    ),
+    Mutant {
+        name: "undefined-device-type",
+        rule: "device.type.known",
+        filters: &["device_array/primitive/"],
+        models: "a device type the spec does not define (6)",
+        follows: &["device.type.requested"],
+        why_follows: "an undefined device type can never be the (defined) one asked for",
+    },
+    m(
+        "wrong-device-type",
+        "device.type.requested",
+        &["device_array/primitive/"],
+        "CUDA_HOST where CPU was asked for",
+    ),
+    m(
+        "cpu-device-id-0",
+        "device.cpu.id",
+        &["device_array/primitive/"],
+        "CPU arrays with device_id 0",
+    ),
+    m(
+        "sync-event-on-cpu",
+        "device.event.none",
+        &["device_array/primitive/"],
+        "a non-NULL sync_event on a CPU array",
+    ),
+    Mutant {
+        name: "stream-device-type",
+        rule: "device.stream.type",
+        filters: &["producer/device_stream/primitive"],
+        models: "a CPU device stream that says it is CUDA_HOST",
+        follows: &["stream.chunk.device"],
+        why_follows: "every chunk (CPU, as asked) then differs from the stream's device type",
+    },
+    // -- stream --------------------------------------------------------------
+    m(
+        "schema-taken-once",
+        "stream.schema.get",
+        &["producer/stream/primitive"],
+        "the schema moved out by the first get_schema; the second fails",
+    ),
+    m(
+        "chunk-drops-a-column",
+        "stream.chunk.schema",
+        &["producer/stream/primitive"],
+        "batches projected (one column fewer) while the stream's schema is not",
+    ),
+    Mutant {
+        name: "chunk-on-other-device",
+        rule: "stream.chunk.device",
+        filters: &["producer/device_stream/primitive"],
+        models: "device stream chunks that say CUDA_HOST while the stream says CPU",
+        follows: &["device.type.requested"],
+        why_follows: "the stream's device type is the one asked for, so a chunk on another device is not on the one asked for either",
+    },
+    m(
         "eos-as-error",
         "stream.eos.released",
         &["producer/stream/primitive"],
-        &[],
+        "end of stream signalled by ENODATA",
     ),
-    (
-        "last-error-garbage",
-        "stream.error.message",
+    m(
+        "error-after-end",
+        "stream.eos.repeat",
         &["producer/stream/primitive"],
-        &[],
+        "get_next after the end of stream fails (EINVAL) instead of ending again",
     ),
-    (
+    m(
         "negative-error-code",
         "stream.error.errno",
         &["producer/stream/primitive"],
-        &[],
+        "get_next fails with -1",
     ),
-    (
-        "stream-device-type",
-        "device.stream.type",
-        &["producer/device_stream/primitive"],
-        // Every chunk (CPU) then differs from the stream's device type.
-        &["stream.chunk.device"],
+    m(
+        "last-error-garbage",
+        "stream.error.message",
+        &["producer/stream/primitive"],
+        "a failing get_next whose get_last_error is not UTF-8",
     ),
-    (
+    m(
+        "chunks-borrow-stream-buffers",
+        "stream.results.outlive",
+        &["producer/stream/primitive"],
+        "chunks whose buffers the stream owns and recycles when it is released",
+    ),
+    m(
+        "no-get-last-error",
+        "stream.release.set",
+        &["producer/stream/primitive"],
+        "get_last_error left NULL, as if it were optional",
+    ),
+    m(
+        "stream-release-keeps-pointer",
+        "stream.release.marks-released",
+        &["producer/stream/primitive"],
+        "the stream's release leaves the release member set",
+    ),
+    m(
+        "stream-points-into-itself",
+        "stream.release.relocatable",
+        &["producer/stream/primitive"],
+        "private_data set to the stream structure itself, the callbacks finding their state through it",
+    ),
+    m(
+        "thread-bound-stream",
+        "stream.threads.serial",
+        &["producer/stream/primitive"],
+        "get_next that works only on the thread that created the stream (EPERM elsewhere)",
+    ),
+    // -- leaks and release walks (the leak rules run in workers) -------------
+    m(
         "leak-one-child",
         "array.release.frees",
         &["/primitive/"],
-        &[],
+        "a column's release walks its children but frees nothing of its own: every export leaks it",
     ),
-    ("schema-leak", "schema.release.frees", &["/primitive"], &[]),
-    (
+    m(
+        "schema-leak",
+        "schema.release.frees",
+        &["/primitive"],
+        "the schema's release frees the base's allocations but not the record the export added",
+    ),
+    m(
         "stream-leak",
         "stream.release.frees",
         &["producer/stream/primitive"],
-        &[],
+        "the stream's release releases what it wraps but never frees its own state",
     ),
-    (
+    m(
         "release-skips-children",
         "array.release.walks-children",
         &["/primitive/"],
-        &[],
+        "the parent frees its children with the callbacks it saw at export time, not their current release members",
     ),
-    (
+    m(
         "schema-release-skips-children",
         "schema.release.walks-children",
         &["/primitive"],
-        &[],
+        "the same for a schema's children",
     ),
-    (
+    m(
         "release-frees-children-twice",
         "array.release.walks-children",
         &["/primitive/"],
-        &[],
+        "the parent's release calls each child's release twice (the children tolerate it)",
+    ),
+];
+
+/// Producer-side rules with no mutant here, and why.
+const NO_MUTANT: &[(&str, &str)] = &[
+    (
+        "device.event.type",
+        "CUDA only: a CPU producer has no event type",
+    ),
+    (
+        "device.event.covers-data",
+        "CUDA only: needs a device backend to observe unsynchronized writes",
+    ),
+    (
+        "device.buffers.memory-kind",
+        "CUDA only: needs pointer attributes from a device backend",
+    ),
+    (
+        "device.buffers.in-allocation",
+        "CUDA only: needs a device backend's allocation table",
+    ),
+    (
+        "device.struct.host",
+        "CUDA only: needs pointer attributes to tell device memory from host memory",
+    ),
+    (
+        "device.move",
+        "not yet observed on its own: a moved device array is checked through the array rules",
     ),
 ];
 
@@ -193,42 +485,121 @@ fn the_wrapper_without_a_mutation_passes_everything() {
     }
 }
 
+/// The mutation names the C source defines (`X(ENUM, "name")`).
+fn mutations_in_source() -> Vec<String> {
+    let src = std::fs::read_to_string(workspace_dir().join("producers/mutants/mutant_producer.c"))
+        .unwrap();
+    src.lines()
+        .filter_map(|l| l.trim().strip_prefix("X("))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_mutation_is_tested_and_every_producer_rule_has_a_mutant_or_a_reason() {
+    let tested: Vec<&str> = MUTANTS.iter().map(|m| m.name).collect();
+    for name in mutations_in_source() {
+        assert!(
+            name == "none" || tested.contains(&name.as_str()),
+            "mutation {name} has no test"
+        );
+    }
+    for m in MUTANTS {
+        assert!(
+            arrowcert::rules::find(m.rule).is_some(),
+            "{}: {} is not a rule",
+            m.name,
+            m.rule
+        );
+        assert_eq!(m.follows.is_empty(), m.why_follows.is_empty(), "{}", m.name);
+    }
+    for r in arrowcert::rules::RULES {
+        if matches!(r.side, arrowcert::rules::Side::Consumer)
+            || matches!(r.area, "async" | "consumer")
+        {
+            continue;
+        }
+        let covered = MUTANTS.iter().any(|m| m.rule == r.id);
+        let excused = NO_MUTANT.iter().any(|(id, _)| *id == r.id);
+        assert!(
+            covered != excused,
+            "{}: {}",
+            r.id,
+            if covered {
+                "has a mutant and a reason for having none"
+            } else {
+                "has no mutant and no reason"
+            }
+        );
+    }
+}
+
 #[test]
 fn every_mutant_breaks_exactly_its_rule() {
     let mut table = String::from(
-        "# Mutants\n\nGenerated by `harness/tests/mutants.rs` (`ARROWCERT_BLESS=1 cargo test -p arrowcert --test mutants` rewrites it).\nEach mutant is the reference producer with one rule broken (`producers/mutants/mutant_producer.c`, chosen with `ARROWCERT_MUTANT`).\nLeak mutants run in worker processes, where the allocation tracker is preloaded; the others in-process.\n\n| mutant | rule it breaks | level | run | verdict | failing cases | other rules reported |\n|---|---|---|---|---|---|---|\n",
+        "# Mutants\n\nGenerated by `harness/tests/mutants.rs` (`ARROWCERT_BLESS=1 cargo test -p arrowcert --test mutants` rewrites it).\nEach mutant is the reference producer with one rule broken (`producers/mutants/mutant_producer.c`, chosen with `ARROWCERT_MUTANT`), modelled on a way real producers got the C interfaces wrong. The test certifies each one on the cases its filters select and checks that its rule fails, that no other rule fails except those listed as following from it, and that the exit code is 1 for a MUST rule and 0 otherwise. Leak mutants run in worker processes, where the allocation tracker is preloaded; the others in-process.\n\n| mutant | rule it breaks | level | run | verdict | failing cases | other rules reported | the bug it models |\n|---|---|---|---|---|---|---|---|\n",
     );
+    let mut notes = String::new();
     let mut problems = Vec::new();
-    for (mutant, rule, filters, follows) in MUTANTS {
+    for mutant in MUTANTS {
+        let Mutant {
+            name,
+            rule,
+            filters,
+            follows,
+            ..
+        } = mutant;
         let workers = needs_workers(rule);
-        let (code, r, out) = certify(mutant, filters, workers);
+        let (code, r, out) = certify(name, filters, workers);
         let target = r.rules.iter().find(|s| s.rule == *rule);
         let Some(target) = target else {
-            problems.push(format!("{mutant}: {rule} is not in the report"));
+            problems.push(format!("{name}: {rule} is not in the report"));
             continue;
         };
         if target.verdict != Verdict::Fail {
             problems.push(format!(
-                "{mutant}: {rule} is {:?}, not fail\n{out}",
+                "{name}: {rule} is {:?}, not fail\n{out}",
                 target.verdict
             ));
         }
         let others: Vec<String> = failing(&r).into_iter().filter(|f| f != rule).collect();
         for o in &others {
             if !follows.contains(&o.as_str()) {
-                problems.push(format!("{mutant}: unrelated rule {o} also failed\n{out}"));
+                problems.push(format!("{name}: unrelated rule {o} also failed\n{out}"));
             }
+        }
+        for f in *follows {
+            if !others.iter().any(|o| o == f) {
+                problems.push(format!(
+                    "{name}: {f} is listed as following from it but did not fail"
+                ));
+            }
+        }
+        if r.summary.crashed > 0 || r.summary.timed_out > 0 {
+            problems.push(format!("{name}: a case crashed or timed out\n{out}"));
         }
         let must = target.level == "MUST";
         let want = if must { Some(1) } else { Some(0) };
         if code != want {
             problems.push(format!(
-                "{mutant}: exit code {code:?}, want {want:?} for a {} rule",
+                "{name}: exit code {code:?}, want {want:?} for a {} rule",
                 target.level
             ));
         }
+        if !others.is_empty() {
+            notes.push_str(&format!(
+                "- `{name}` also breaks {}: {}.\n",
+                others
+                    .iter()
+                    .map(|o| format!("`{o}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                mutant.why_follows
+            ));
+        }
         table.push_str(&format!(
-            "| `{mutant}` | `{rule}` | {} | {} | {:?} | {} of {} | {} |\n",
+            "| `{name}` | `{rule}` | {} | {} | {:?} | {} of {} | {} | {} |\n",
             target.level,
             if workers { "workers" } else { "in-process" },
             target.verdict,
@@ -238,10 +609,20 @@ fn every_mutant_breaks_exactly_its_rule() {
                 "none".to_string()
             } else {
                 others.join(", ")
-            }
+            },
+            mutant.models
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    if !notes.is_empty() {
+        table.push_str(&format!(
+            "\nRules that cannot be broken alone (each listed rule necessarily fails too):\n\n{notes}"
+        ));
+    }
+    table.push_str("\n## Producer rules without a mutant\n\n| rule | why |\n|---|---|\n");
+    for (id, why) in NO_MUTANT {
+        table.push_str(&format!("| `{id}` | {why} |\n"));
+    }
     let doc = workspace_dir().join("docs/MUTANTS.md");
     let table = table.replace("Fail", "fail");
     if std::env::var_os("ARROWCERT_BLESS").is_some() {

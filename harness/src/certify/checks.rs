@@ -5,7 +5,7 @@
 use arrow_array::RecordBatch;
 
 use super::{call_ended, leaks, CaseSpec, Ended, Observations, Options, Path};
-use crate::abi::ops::{Guard, Owned};
+use crate::abi::ops::{callable, Guard, Owned};
 use crate::abi::{
     device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema,
     Plain,
@@ -235,9 +235,9 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
         "schema",
         obs,
     );
-    obs.checked.insert("schema.release.relocatable");
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
+        let intact = found.is_empty();
         obs.check(
             "schema.move.child",
             found.is_empty(),
@@ -254,7 +254,7 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
                 )
             },
         );
-        if found.is_empty() {
+        if intact {
             release_walked(
                 &mut child,
                 |s| walk::watch_schema(s, "schema.children[0]"),
@@ -264,6 +264,8 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
                 obs,
             );
         } else {
+            // What the parent's release left behind may be freed memory:
+            // releasing it again could crash; a leak is the lesser harm.
             child.mark_released();
         }
     }
@@ -288,6 +290,19 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
         },
     );
     Ended::Ran
+}
+
+/// Checks, before a structure is first moved, that none of its pointer
+/// members points into the structure itself (`rule`: *.release.relocatable).
+fn not_self_referencing(
+    problems: Vec<String>,
+    rule: &'static str,
+    at: &str,
+    obs: &mut Observations,
+) -> bool {
+    let ok = problems.is_empty();
+    obs.check(rule, ok, at, || problems.join("; "));
+    ok
 }
 
 /// Checks the device members of a freshly exported device array.
@@ -336,8 +351,11 @@ fn array_case(
         Err(e) => return e,
     };
     // One export to read values from, one to take apart (and, once per
-    // scenario, more to count bytes held across).
-    let produce = |obs: Option<&mut Observations>| -> Result<Guard<ArrowArray>, Ended> {
+    // scenario, more to count bytes held across). Each is checked for
+    // pointers into itself before its first move (a move inside a device
+    // array is one); `false` with it when there are some. Repetitions
+    // (`None`) record nothing.
+    let produce = |mut obs: Option<&mut Observations>| -> Result<(Guard<ArrowArray>, bool), Ended> {
         if spec.path == Path::DeviceArray {
             let mut out = Guard::<ArrowDeviceArray>::poisoned();
             producer
@@ -351,23 +369,40 @@ fn array_case(
                     &mut out,
                 )
                 .map_err(call_ended)?;
-            if let Some(obs) = obs {
+            if let Some(obs) = obs.as_deref_mut() {
                 device_members(&out, opts, "device array", obs);
             }
+            let refs = probe::array_self_refs(&schema, &out.array);
+            let still = match obs.as_deref_mut() {
+                Some(obs) => not_self_referencing(refs, "array.release.relocatable", "array", obs),
+                None => refs.is_empty(),
+            };
             let array = crate::abi::ops::take(&mut out.array);
-            Ok(Guard::new(array))
+            Ok((Guard::new(array), still))
         } else {
             let mut out = Guard::<ArrowArray>::poisoned();
             producer
                 .produce_array(&scenario.ipc, batch, offset, length, &mut out)
                 .map_err(call_ended)?;
-            Ok(out)
+            let refs = probe::array_self_refs(&schema, &out);
+            let still = match obs.as_deref_mut() {
+                Some(obs) => not_self_referencing(refs, "array.release.relocatable", "array", obs),
+                None => refs.is_empty(),
+            };
+            Ok((out, still))
         }
     };
-    let mut first = match produce(Some(obs)) {
+    let (mut first, still) = match produce(Some(obs)) {
         Ok(a) => a,
         Err(e) => return e,
     };
+    if !still {
+        // Its copy at any other address points into freed or poisoned
+        // memory: nothing is safe to read or release.
+        first.mark_released();
+        schema.mark_released();
+        return Ended::Ran;
+    }
     let mut first = relocate_poisoning(&mut first);
     if !schema_ok {
         first.mark_released();
@@ -382,7 +417,6 @@ fn array_case(
         first.mark_released();
         return Ended::Ran;
     }
-    obs.checked.insert("array.release.relocatable");
     match probe::import_batch(&schema, &mut first) {
         Ok(read) => values(
             scenario,
@@ -398,12 +432,33 @@ fn array_case(
 
     // Take the second export apart: move child 0 out, release the parent
     // at its new address, then use and release the child.
-    let mut second = match produce(Some(obs)) {
+    let (mut second, still) = match produce(Some(obs)) {
         Ok(a) => a,
         Err(e) => return e,
     };
+    if !still {
+        second.mark_released();
+        schema.mark_released();
+        return Ended::Ran;
+    }
     let mut second = relocate_poisoning(&mut second);
+    // Validated like the first before anything in it is followed.
+    let found = probe::check_array(&schema, &second);
+    if !found.is_empty() {
+        obs.validated(&array_rules(), found, "array (second export)");
+        second.mark_released();
+        return Ended::Ran;
+    }
     let child = probe::take_child_array(&mut second, 0);
+    // What the moved column holds before the parent goes: a deep copy (the
+    // values themselves were judged on the first export).
+    let child_schema = probe::child_schema(&schema, 0);
+    let before = match (&child, child_schema) {
+        (Some(c), Some(cs)) => probe::read_array(cs, c)
+            .ok()
+            .map(|a| probe::deep_copy_array(&a)),
+        _ => None,
+    };
     release_walked(
         &mut second,
         |a| walk::watch_array(a, "array"),
@@ -413,28 +468,28 @@ fn array_case(
         obs,
     );
     if let Some(mut child) = child {
-        let mut child_ok = true;
-        if let Some(child_schema) = probe::child_schema(&schema, 0) {
+        let mut intact = true;
+        if let Some(child_schema) = child_schema {
             let found = probe::check_array(child_schema, &child);
-            child_ok = found.is_empty();
-            obs.check(
-                "array.move.child",
-                found.is_empty(),
-                "array.children[0]",
-                || {
-                    format!(
-                        "after the parent's release the moved child no longer validates: {}",
-                        found
-                            .iter()
-                            .map(|v| v.to_string())
-                            .take(3)
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    )
-                },
-            );
+            let mut problems: Vec<String> = found.iter().map(|v| v.to_string()).take(3).collect();
+            if let (true, Some(before)) = (found.is_empty(), before) {
+                match probe::read_array(child_schema, &child) {
+                    Ok(after) => {
+                        compare::column("column 0", &before, &after, &mut problems);
+                        problems.truncate(3);
+                    }
+                    Err(e) => problems.push(format!("arrow-rs can no longer read it: {e}")),
+                }
+            }
+            intact = problems.is_empty();
+            obs.check("array.move.child", intact, "array.children[0]", || {
+                format!(
+                    "after the parent's release the moved child no longer holds what it held before: {}",
+                    problems.join("; ")
+                )
+            });
         }
-        if child_ok {
+        if intact {
             release_walked(
                 &mut child,
                 |a| walk::watch_array(a, "array.children[0]"),
@@ -444,6 +499,7 @@ fn array_case(
                 obs,
             );
         } else {
+            // What the parent's release left behind may be freed memory.
             child.mark_released();
         }
     }
@@ -457,7 +513,11 @@ fn array_case(
             "export and release of the batch",
             obs,
             || {
-                let mut a = produce(None).map_err(ended_text)?;
+                let (mut a, still) = produce(None).map_err(ended_text)?;
+                if !still {
+                    a.mark_released();
+                    return Err("a repeated export points into itself".into());
+                }
                 let mut moved = a.relocate();
                 if !probe::check_array(&schema, &moved).is_empty() {
                     moved.mark_released();
@@ -504,6 +564,33 @@ where
 {
     fn produce(p: &Plugin, s: &Scenario, o: &Options, out: &mut Self) -> Result<(), Ended>;
     fn device_type(&self) -> Option<i32>;
+    /// The callback members that are NULL or still poison (never written).
+    fn unset_callbacks(&self) -> Vec<&'static str>;
+    fn private_data(&self) -> *mut std::ffi::c_void;
+}
+
+macro_rules! unset_callbacks {
+    () => {
+        fn unset_callbacks(&self) -> Vec<&'static str> {
+            let mut out = Vec::new();
+            if callable(self.get_schema).is_none() {
+                out.push("get_schema");
+            }
+            if callable(self.get_next).is_none() {
+                out.push("get_next");
+            }
+            if callable(self.get_last_error).is_none() {
+                out.push("get_last_error");
+            }
+            if callable(self.release).is_none() {
+                out.push("release");
+            }
+            out
+        }
+        fn private_data(&self) -> *mut std::ffi::c_void {
+            self.private_data
+        }
+    };
 }
 
 impl ProduceStream for ArrowArrayStream {
@@ -513,6 +600,7 @@ impl ProduceStream for ArrowArrayStream {
     fn device_type(&self) -> Option<i32> {
         None
     }
+    unset_callbacks!();
 }
 
 impl ProduceStream for ArrowDeviceArrayStream {
@@ -523,6 +611,7 @@ impl ProduceStream for ArrowDeviceArrayStream {
     fn device_type(&self) -> Option<i32> {
         Some(self.device_type)
     }
+    unset_callbacks!();
 }
 
 /// Judges a failed stream call: a positive errno, and a last error that
@@ -552,6 +641,43 @@ fn stream_failure<S: StreamCalls>(
     format!("{what} returned {code}: {message}")
 }
 
+/// Replays calls `0..=last` of a stream case on a fresh stream, every call
+/// from this thread: true when the last one succeeds. A failure that the
+/// replay does not repeat came from the thread the call was made on.
+fn replay_on_one_thread<S: ProduceStream + Plain>(
+    producer: &Plugin,
+    scenario: &Scenario,
+    opts: &Options,
+    last: usize,
+) -> bool
+where
+    S::Chunk: Chunk + Plain,
+{
+    let mut stream = Guard::<S>::poisoned();
+    if S::produce(producer, scenario, opts, &mut stream).is_err()
+        || !stream.unset_callbacks().is_empty()
+    {
+        stream.mark_released();
+        return false;
+    }
+    for _ in 0..2 {
+        let mut schema = Guard::<ArrowSchema>::poisoned();
+        if stream.get_schema(&mut schema) != Call::Returned(0) {
+            schema.mark_released();
+        }
+    }
+    let mut ok = false;
+    for _ in 0..=last {
+        let mut out = Guard::<S::Chunk>::poisoned();
+        ok = stream.get_next(&mut out) == Call::Returned(0);
+        if !ok {
+            out.mark_released();
+            break;
+        }
+    }
+    ok
+}
+
 /// Stream and device stream paths.
 fn stream_case<S: ProduceStream + Plain>(
     producer: &Plugin,
@@ -567,18 +693,39 @@ where
     if let Err(e) = S::produce(producer, scenario, opts, &mut stream) {
         return e;
     }
-    obs.check(
-        "stream.release.set",
-        !stream.is_released(),
-        "stream",
-        || "the produced stream has a NULL release".into(),
-    );
+    let unset = stream.unset_callbacks();
+    obs.check("stream.release.set", unset.is_empty(), "stream", || {
+        format!(
+            "the produced stream's {} {} NULL or never written (all four are mandatory)",
+            unset.join(", "),
+            if unset.len() == 1 { "is" } else { "are" }
+        )
+    });
     if stream.is_released() {
+        return Ended::Ran;
+    }
+    // "The release callback MUST not assume that the structure will be
+    // located at the same memory location": nothing may point into it.
+    let start = (&*stream as *const S).addr();
+    let private = stream.private_data().addr();
+    let inside = private
+        .checked_sub(start)
+        .filter(|&d| d < std::mem::size_of::<S>());
+    if !not_self_referencing(
+        inside
+            .map(|d| format!("private_data points {d} bytes into the stream structure itself, which may be moved"))
+            .into_iter()
+            .collect(),
+        "stream.release.relocatable",
+        "stream",
+        obs,
+    ) {
+        // At any other address it reads poisoned memory: not safe to use.
+        stream.mark_released();
         return Ended::Ran;
     }
     // Every call below is made on the stream at a new address.
     let mut stream = relocate_poisoning(&mut stream);
-    obs.checked.insert("stream.release.relocatable");
     if let Some(dt) = stream.device_type() {
         obs.check(
             "device.stream.type",
@@ -621,10 +768,22 @@ where
         "stream.schema.get",
         second == Call::Returned(0),
         "get_schema",
-        || format!("a second get_schema returned {second:?}"),
+        || {
+            let why = match second {
+                Call::Returned(code) => format!("returned {code}"),
+                Call::NotSet => "is not callable".into(),
+            };
+            format!("a second get_schema {why}; the schema can be queried more than once")
+        },
     );
     if second == Call::Returned(0) {
-        release_checked(&mut again, "schema.release.marks-released", "schema", obs);
+        let found = probe::check_schema(&again);
+        if found.is_empty() {
+            release_checked(&mut again, "schema.release.marks-released", "schema", obs);
+        } else {
+            again.mark_released();
+        }
+        obs.validated(&schema_rules(), found, "second schema");
     } else {
         again.mark_released();
     }
@@ -663,9 +822,21 @@ where
                         format!("chunk device_type {cdt}, stream device_type {dt}")
                     });
                 }
+                // A record batch with another number of columns than the
+                // schema has is a chunk of another schema; its layout
+                // cannot be judged against this one.
+                let (columns, fields) = (out.array().n_children, schema.n_children);
+                obs.check("stream.chunk.schema", columns == fields, &at, || {
+                    format!(
+                        "the chunk is a struct array of {columns} column(s) but the stream's schema has {fields} field(s)"
+                    )
+                });
+                if columns != fields {
+                    out.mark_released();
+                    break;
+                }
                 let found = probe::check_array(&schema, out.array());
                 let ok = found.is_empty();
-                obs.checked.insert("stream.chunk.schema");
                 obs.validated(&array_rules(), found, &at);
                 if !ok {
                     out.mark_released();
@@ -677,6 +848,21 @@ where
             Call::Returned(code) => {
                 out.mark_released();
                 let why = stream_failure(&mut *stream, code, "get_next", obs);
+                if call % 2 == 1 && replay_on_one_thread::<S>(producer, scenario, opts, call) {
+                    obs.check(
+                        "stream.threads.serial",
+                        false,
+                        &format!("chunk {call}"),
+                        || {
+                            format!(
+                                "get_next call {call}, made from another thread than the stream's \
+                             creator, failed ({why}); on a fresh stream the same calls made from \
+                             one thread succeed"
+                            )
+                        },
+                    );
+                    break;
+                }
                 if chunks.len() == expect {
                     obs.check("stream.eos.released", false, "get_next", || {
                         format!(

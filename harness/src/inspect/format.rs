@@ -464,6 +464,54 @@ pub fn validity_buffer(f: &Format) -> Option<usize> {
     }
 }
 
+/// The alignment, in bytes, of the C type stored in buffer `i` of an array
+/// of this format with `n_buffers` buffers: what "aligned at least according
+/// to the type of primitive data that they contain" (CDataInterface.rst)
+/// asks. Bitmaps, bytes, type ids and fixed-size binary need 1; offsets 4 or
+/// 8; views 4 (int32 members); the variadic sizes buffer 8; fixed-width
+/// values their width, at most 8 (decimals and month-day-nano intervals are
+/// read as 8-byte words).
+pub fn buffer_alignment(f: &Format, i: usize, n_buffers: usize) -> usize {
+    use Format::*;
+    if i == 0 && validity_buffer(f).is_some() {
+        return 1;
+    }
+    match (f, i) {
+        (Binary | Utf8 | List | Map | ListView, 1) | (ListView, 2) => 4,
+        (LargeBinary | LargeUtf8 | LargeList | LargeListView, 1) | (LargeListView, 2) => 8,
+        (Union(UnionMode::Dense, _), 1) => 4,
+        (BinaryView | Utf8View, 1) => 4,
+        (BinaryView | Utf8View, i) if i + 1 == n_buffers => 8,
+        (Interval(IntervalUnit::DayTime), 1) => 4,
+        (Decimal { bit_width: 32, .. }, 1) => 4,
+        (Decimal { .. } | Interval(IntervalUnit::MonthDayNano), 1) => 8,
+        (FixedSizeBinary(_), _) => 1,
+        (f, 1) => byte_width(f).map_or(1, |w| w.min(8)),
+        _ => 1,
+    }
+}
+
+/// What buffer `i` of an array of this format holds, for messages.
+pub fn buffer_name(f: &Format, i: usize, n_buffers: usize) -> &'static str {
+    use Format::*;
+    if i == 0 && validity_buffer(f).is_some() {
+        return "validity";
+    }
+    match (f, i) {
+        (Union(..), 0) => "type ids",
+        (Union(..), _) => "offsets",
+        (Binary | Utf8 | LargeBinary | LargeUtf8, 1) => "offsets",
+        (Binary | Utf8 | LargeBinary | LargeUtf8, _) => "data",
+        (List | LargeList | Map | ListView | LargeListView, 1) => "offsets",
+        (ListView | LargeListView, _) => "sizes",
+        (BinaryView | Utf8View, 1) => "views",
+        (BinaryView | Utf8View, i) if i + 1 == n_buffers => "variadic buffer sizes",
+        (BinaryView | Utf8View, _) => "variadic data",
+        (Boolean, _) => "values (bitmap)",
+        _ => "values",
+    }
+}
+
 /// Byte width of one value in buffer 1 for fixed-width types (primitives,
 /// decimals, temporal types, `w:N`); `None` for everything else, boolean
 /// (bit-packed) included.

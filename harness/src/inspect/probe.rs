@@ -87,6 +87,54 @@ pub fn check_array(schema: &ArrowSchema, array: &ArrowArray) -> Vec<super::Viola
     unsafe { super::validate_array(schema, array) }
 }
 
+/// Pointer members of a schema that point inside the structure itself (see
+/// [`super::validate::schema_self_refs`]); call it before moving the
+/// structure, since a moved copy no longer points into itself.
+pub fn schema_self_refs(schema: &ArrowSchema) -> Vec<String> {
+    super::validate::schema_self_refs(schema)
+}
+
+/// The same for an array: its pointer members, and its buffer pointers
+/// when its layout lets them be read (see
+/// [`super::validate::array_self_refs`]). `schema` must have passed
+/// [`check_schema`].
+pub fn array_self_refs(schema: &ArrowSchema, array: &ArrowArray) -> Vec<String> {
+    // SAFETY: readable structures (references); the buffers pointer is
+    // checked (NULL, poison, alignment, the format's count) before its
+    // entries are read.
+    unsafe { super::validate::array_self_refs(schema, array) }
+}
+
+unsafe extern "C" fn borrowed_release(a: *mut ArrowArray) {
+    // SAFETY: arrow-rs calls this once, on the bitwise copy it owns, which
+    // is a valid structure; only its release member is written.
+    unsafe { (*a).release = None }
+}
+
+/// Reads a validated array into arrow-rs without taking it: arrow-rs gets a
+/// bitwise copy whose release only marks the copy released, so the
+/// producer's structure stays live (and is released by its owner later).
+/// Drop the result before releasing `array`.
+///
+/// Call it only on a schema and array that passed validation against each
+/// other: arrow-rs trusts what it imports.
+pub fn read_array(schema: &ArrowSchema, array: &ArrowArray) -> Result<ArrayRef, String> {
+    // SAFETY: same repr(C) layouts (checked at compile time in
+    // abi::arrow_rs); the schema is only read during this call.
+    let ffi_schema: &FFI_ArrowSchema = unsafe { &*(schema as *const ArrowSchema).cast() };
+    // SAFETY: a bitwise copy of a live array (plain repr(C) data); its
+    // release is replaced at once, so the producer's callback runs only for
+    // the original, by its owner.
+    let mut copy: ArrowArray = unsafe { std::ptr::read(array) };
+    copy.release = Some(borrowed_release);
+    // SAFETY: same layout as above; the copy moves into arrow-rs.
+    let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(copy) };
+    // SAFETY: validated against this schema (caller); the buffers stay
+    // valid while `array` is live, which the caller keeps it.
+    let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
+    Ok(arrow_array::make_array(data))
+}
+
 /// Imports a validated struct array as a record batch without taking the
 /// schema (it stays the harness's, to validate more chunks against); the
 /// array is moved into arrow-rs, which releases it when the batch drops.
@@ -116,20 +164,18 @@ pub fn import_batch(
         .map_err(|e| e.to_string())
 }
 
+/// A deep copy of an array: new buffers, no reference to producer memory.
+pub fn deep_copy_array(c: &ArrayRef) -> ArrayRef {
+    let data = c.to_data();
+    let mut copy = arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
+    copy.try_extend(0, 0, c.len())
+        .expect("copying an imported array fits");
+    arrow_array::make_array(copy.freeze())
+}
+
 /// A deep copy of a batch: new buffers, no reference to producer memory.
 pub fn deep_copy(batch: &RecordBatch) -> RecordBatch {
-    let columns: Vec<ArrayRef> = batch
-        .columns()
-        .iter()
-        .map(|c| {
-            let data = c.to_data();
-            let mut copy =
-                arrow_data::transform::MutableArrayData::new(vec![&data], false, c.len());
-            copy.try_extend(0, 0, c.len())
-                .expect("copying an imported array fits");
-            arrow_array::make_array(copy.freeze())
-        })
-        .collect();
+    let columns: Vec<ArrayRef> = batch.columns().iter().map(deep_copy_array).collect();
     RecordBatch::try_new_with_options(
         batch.schema(),
         columns,

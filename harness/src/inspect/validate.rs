@@ -33,6 +33,7 @@ use crate::abi::{
 
 /// The rule IDs this module reports (see `shared/RULES.md`).
 pub mod rule {
+    pub const SCHEMA_FORMAT_NON_NULL: &str = "schema.format.non-null";
     pub const SCHEMA_FORMAT_VALID: &str = "schema.format.valid";
     pub const SCHEMA_CHILDREN_COUNT: &str = "schema.children.count";
     pub const SCHEMA_MAP_ENTRIES: &str = "schema.map.entries";
@@ -42,20 +43,26 @@ pub mod rule {
     pub const SCHEMA_METADATA_ENCODING: &str = "schema.metadata.encoding";
     pub const SCHEMA_NAME_UTF8: &str = "schema.name.utf8";
     pub const SCHEMA_RELEASE_SET: &str = "schema.release.set";
+    pub const SCHEMA_RELEASE_RELOCATABLE: &str = "schema.release.relocatable";
     pub const ARRAY_RELEASE_SET: &str = "array.release.set";
+    pub const ARRAY_RELEASE_RELOCATABLE: &str = "array.release.relocatable";
     pub const ARRAY_N_BUFFERS: &str = "array.layout.n-buffers";
     pub const ARRAY_N_CHILDREN: &str = "array.layout.n-children";
     pub const ARRAY_NULL_BUFFER: &str = "array.layout.null-buffer";
     pub const ARRAY_LENGTHS: &str = "array.layout.lengths";
     pub const ARRAY_NULL_COUNT: &str = "array.null-count";
+    pub const ARRAY_BUFFERS_ALIGNED: &str = "array.buffers.aligned";
     pub const ARRAY_OFFSETS_VALID: &str = "array.offsets.valid";
     pub const ARRAY_UNION_TYPE_IDS: &str = "array.union.type-ids";
     pub const ARRAY_REE_RUN_ENDS: &str = "array.ree.run-ends";
+    pub const ARRAY_REE_NULL_COUNT: &str = "array.ree.null-count";
     pub const ARRAY_VIEW_SIZES: &str = "array.view.sizes";
+    pub const ARRAY_DICTIONARY_PRESENT: &str = "array.dictionary.present";
     pub const ARRAY_DICTIONARY_INDICES: &str = "array.dictionary.indices";
 
     /// Every rule above.
     pub const ALL: &[&str] = &[
+        SCHEMA_FORMAT_NON_NULL,
         SCHEMA_FORMAT_VALID,
         SCHEMA_CHILDREN_COUNT,
         SCHEMA_MAP_ENTRIES,
@@ -65,16 +72,21 @@ pub mod rule {
         SCHEMA_METADATA_ENCODING,
         SCHEMA_NAME_UTF8,
         SCHEMA_RELEASE_SET,
+        SCHEMA_RELEASE_RELOCATABLE,
         ARRAY_RELEASE_SET,
+        ARRAY_RELEASE_RELOCATABLE,
         ARRAY_N_BUFFERS,
         ARRAY_N_CHILDREN,
         ARRAY_NULL_BUFFER,
         ARRAY_LENGTHS,
         ARRAY_NULL_COUNT,
+        ARRAY_BUFFERS_ALIGNED,
         ARRAY_OFFSETS_VALID,
         ARRAY_UNION_TYPE_IDS,
         ARRAY_REE_RUN_ENDS,
+        ARRAY_REE_NULL_COUNT,
         ARRAY_VIEW_SIZES,
+        ARRAY_DICTIONARY_PRESENT,
         ARRAY_DICTIONARY_INDICES,
     ];
 }
@@ -155,28 +167,129 @@ fn release_is_poison<F: Copy>(f: Option<F>) -> bool {
     }
 }
 
-/// The parsed format of a schema node.
+/// The parsed format of a schema node, or the broken rule and why: a
+/// missing or non-UTF-8 format string is `schema.format.non-null`, one that
+/// is not a format of the spec `schema.format.valid`.
 ///
 /// # Safety
 /// `s.format`, unless NULL or the poison pattern, must point to a
 /// NUL-terminated string.
-unsafe fn schema_format(s: &ArrowSchema) -> Result<Format, String> {
+unsafe fn schema_format(s: &ArrowSchema) -> Result<Format, (&'static str, String)> {
     let p = s.format;
     if p.is_null() {
-        return Err("format is NULL".into());
+        return Err((SCHEMA_FORMAT_NON_NULL, "format is NULL".into()));
     }
     if is_poison_ptr(p.addr()) {
-        return Err("format pointer is the poison pattern (never written)".into());
+        return Err((
+            SCHEMA_FORMAT_NON_NULL,
+            "format pointer is the poison pattern (never written)".into(),
+        ));
     }
     // SAFETY: non-NULL, not poison; the caller vouches it is a C string.
     let c = unsafe { CStr::from_ptr(p) };
     let text = c.to_str().map_err(|e| {
-        format!(
-            "format is not valid UTF-8 (invalid byte at offset {})",
-            e.valid_up_to()
+        (
+            SCHEMA_FORMAT_NON_NULL,
+            format!(
+                "format is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
         )
     })?;
-    format::parse(text)
+    format::parse(text).map_err(|e| (SCHEMA_FORMAT_VALID, e))
+}
+
+/// Where `p` lies inside the `size` bytes at `start`, as an offset.
+fn inside(start: usize, size: usize, p: usize) -> Option<usize> {
+    p.checked_sub(start).filter(|&d| d < size)
+}
+
+/// The pointer members of a schema node that point inside the node itself
+/// ("pointer members ... MUST not point inside the structure itself"): they
+/// dangle as soon as the structure is moved.
+pub fn schema_self_refs(s: &ArrowSchema) -> Vec<String> {
+    let start = (s as *const ArrowSchema).addr();
+    let size = std::mem::size_of::<ArrowSchema>();
+    [
+        ("format", s.format.addr()),
+        ("name", s.name.addr()),
+        ("metadata", s.metadata.addr()),
+        ("children", s.children.addr()),
+        ("dictionary", s.dictionary.addr()),
+        ("private_data", s.private_data.addr()),
+    ]
+    .into_iter()
+    .filter_map(|(what, p)| {
+        inside(start, size, p).map(|d| {
+            format!(
+                "{what} points {d} bytes into the ArrowSchema structure itself, which may be moved"
+            )
+        })
+    })
+    .collect()
+}
+
+/// The same for an array node's pointer members.
+pub fn array_member_self_refs(a: &ArrowArray) -> Vec<String> {
+    let start = (a as *const ArrowArray).addr();
+    let size = std::mem::size_of::<ArrowArray>();
+    [
+        ("buffers", a.buffers.addr()),
+        ("children", a.children.addr()),
+        ("dictionary", a.dictionary.addr()),
+        ("private_data", a.private_data.addr()),
+    ]
+    .into_iter()
+    .filter_map(|(what, p)| {
+        inside(start, size, p).map(|d| {
+            format!(
+                "{what} points {d} bytes into the ArrowArray structure itself, which may be moved"
+            )
+        })
+    })
+    .collect()
+}
+
+/// The buffer pointers of an array node that point inside the node.
+fn buffer_self_refs(a: &ArrowArray, ptrs: &[*const c_void]) -> Vec<String> {
+    let start = (a as *const ArrowArray).addr();
+    let size = std::mem::size_of::<ArrowArray>();
+    ptrs.iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            inside(start, size, p.addr()).map(|d| {
+                format!("buffers[{i}] points {d} bytes into the ArrowArray structure itself, which may be moved")
+            })
+        })
+        .collect()
+}
+
+/// Pointers of an array node that point inside the node itself: its
+/// pointer members, and its buffer pointers when its schema node's format
+/// parses and `n_buffers` is the count that format has (as the validator
+/// requires before it reads the buffers array).
+///
+/// # Safety
+/// `s` must be a readable schema whose format, when usable, is a C string,
+/// and `a.buffers`, when usable, must point to `n_buffers` pointers.
+pub unsafe fn array_self_refs(s: &ArrowSchema, a: &ArrowArray) -> Vec<String> {
+    let mut out = array_member_self_refs(a);
+    // SAFETY: forwarded from the caller.
+    let Ok(fmt) = (unsafe { schema_format(s) }) else {
+        return out;
+    };
+    let nb = a.n_buffers;
+    let count_ok = match format::n_buffers(&fmt) {
+        BufferShape::Fixed(k) => nb == k as i64,
+        BufferShape::View => (3..=MAX_BUFFERS).contains(&nb),
+    };
+    if count_ok && nb > 0 && unusable(a.buffers.cast_const()).is_none() && out.is_empty() {
+        // SAFETY: usable pointer to n_buffers (the format's count, bounded)
+        // pointers, as the producer guarantees; only pointer values are read.
+        let ptrs = unsafe { std::slice::from_raw_parts(a.buffers.cast_const(), nb as usize) };
+        out.extend(buffer_self_refs(a, ptrs));
+    }
+    out
 }
 
 /// The children pointers of a schema node, if they may be followed.
@@ -269,11 +382,15 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
         );
     }
 
+    for problem in schema_self_refs(s) {
+        sink.push(SCHEMA_RELEASE_RELOCATABLE, at, problem);
+    }
+
     // SAFETY: readable schema; schema_format checks the pointer.
     let format = match unsafe { schema_format(s) } {
         Ok(f) => Some(f),
-        Err(e) => {
-            sink.push(SCHEMA_FORMAT_VALID, at, e);
+        Err((rule, e)) => {
+            sink.push(rule, at, e);
             None
         }
     };
@@ -760,6 +877,9 @@ unsafe fn check_array(
             "release is the poison pattern: the producer never set it",
         );
     }
+    for problem in array_member_self_refs(a) {
+        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
+    }
     // SAFETY: readable schema; schema_format checks the pointer.
     let fmt = unsafe { schema_format(s) }.ok()?;
 
@@ -926,19 +1046,19 @@ unsafe fn check_array(
     match (schema_has_dict, a.dictionary.is_null()) {
         (false, true) => {}
         (false, false) => sink.push(
-            ARRAY_DICTIONARY_INDICES,
+            ARRAY_DICTIONARY_PRESENT,
             at,
             "dictionary is set but the schema has no dictionary",
         ),
         (true, true) => sink.push(
-            ARRAY_DICTIONARY_INDICES,
+            ARRAY_DICTIONARY_PRESENT,
             at,
             "the schema has a dictionary but the array's dictionary is NULL",
         ),
         (true, false) => {
             if let Some(why) = unusable(a.dictionary.cast_const()) {
                 sink.push(
-                    ARRAY_DICTIONARY_INDICES,
+                    ARRAY_DICTIONARY_PRESENT,
                     at,
                     format!("dictionary pointer is {why}"),
                 );
@@ -979,19 +1099,19 @@ unsafe fn check_array(
 
     // Null counts of types without a validity bitmap (no buffer reads).
     let no_bitmap = match fmt {
-        Format::Null if nc != -1 && nc != len => Some(format!(
+        Format::Null if nc != -1 && nc != len => Some((ARRAY_NULL_COUNT, format!(
             "null_count is {nc}, but every slot of a null-type array is null: it must be the length {len} (or -1)"
-        )),
-        Format::Union(..) if nc != 0 && nc != -1 => Some(format!(
+        ))),
+        Format::Union(..) if nc != 0 && nc != -1 => Some((ARRAY_NULL_COUNT, format!(
             "null_count is {nc}, but a union has no validity bitmap: it must be 0 (or -1)"
-        )),
-        Format::RunEndEncoded if nc != 0 && nc != -1 => Some(format!(
-            "null_count is {nc}, but a run-end encoded array has no validity bitmap: it must be 0 (or -1)"
-        )),
+        ))),
+        Format::RunEndEncoded if nc != 0 && nc != -1 => Some((ARRAY_REE_NULL_COUNT, format!(
+            "null_count is {nc}; a run-end encoded array has no validity bitmap and its null count should be 0 (or -1, not computed)"
+        ))),
         _ => None,
     };
-    if let Some(message) = no_bitmap {
-        sink.push(ARRAY_NULL_COUNT, at, message);
+    if let Some((rule, message)) = no_bitmap {
+        sink.push(rule, at, message);
     }
 
     // Children length rules that need no buffer.
@@ -1001,6 +1121,26 @@ unsafe fn check_array(
         return Some(info);
     }
     let bufs = Buffers { ptrs, at };
+    for problem in buffer_self_refs(a, ptrs) {
+        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
+    }
+
+    // Alignment (a recommendation): each non-NULL buffer at a multiple of
+    // the alignment of the C type the layout stores in it.
+    for (i, p) in ptrs.iter().enumerate() {
+        let align = format::buffer_alignment(&fmt, i, ptrs.len());
+        if !p.is_null() && p.addr() % align != 0 {
+            sink.push(
+                ARRAY_BUFFERS_ALIGNED,
+                at,
+                format!(
+                    "buffers[{i}] ({}) is at {:#x}, not a multiple of {align}",
+                    format::buffer_name(&fmt, i, ptrs.len()),
+                    p.addr()
+                ),
+            );
+        }
+    }
 
     // Validity bitmap.
     let mut validity: Option<(&[u8], usize)> = None;
@@ -1125,7 +1265,7 @@ unsafe fn visit_array(
         let rule = if what == "children" {
             ARRAY_N_CHILDREN
         } else {
-            ARRAY_DICTIONARY_INDICES
+            ARRAY_DICTIONARY_PRESENT
         };
         sink.push(rule, parent_at, format!("{label} is {why}"));
         return None;
@@ -1626,6 +1766,55 @@ impl Node<'_> {
         let (offset, end, at) = (self.offset, self.end, self.at);
         let nb = bufs.ptrs.len();
         let n_variadic = nb.saturating_sub(3);
+        let Some(required) = bytes_for(end, 16) else {
+            sink.push(
+                ARRAY_LENGTHS,
+                at,
+                format!(
+                    "offset + length = {end} implies a views buffer larger than the address space"
+                ),
+            );
+            return;
+        };
+        // SAFETY: forwarded from the caller.
+        let Some(views) =
+            (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) })
+        else {
+            return;
+        };
+        // The non-null views, each as (slot, length, buffer index, offset).
+        let live = || {
+            views
+                .chunks_exact(16)
+                .enumerate()
+                // Null slots may hold anything.
+                .filter(move |(k, _)| validity.is_none_or(|(bits, first)| bit_set(bits, first, *k)))
+                .map(move |(k, v)| {
+                    let word = |r: std::ops::Range<usize>| i32::load(v.get(r).unwrap_or(&[]));
+                    (offset + k, word(0..4), word(8..12), word(12..16))
+                })
+        };
+        // First the lengths and buffer indices, which need nothing but the
+        // views: a producer that left out the sizes buffer (Columnar's
+        // buffer list) shows here, before its last data buffer would be
+        // read as sizes.
+        for (slot, len, idx, _) in live() {
+            let problem = if len < 0 {
+                format!("length {len} is negative")
+            } else if len > 12 && (idx < 0 || idx as usize >= n_variadic) {
+                format!(
+                    "length {len} (not inline) refers to variadic buffer {idx}, but there are {n_variadic} (n_buffers {nb} less the validity, views and sizes buffers)"
+                )
+            } else {
+                continue;
+            };
+            sink.push(
+                ARRAY_VIEW_SIZES,
+                at,
+                format!("view at slot {slot}: {problem}"),
+            );
+            return;
+        }
         // The sizes buffer holds one int64 per variadic buffer.
         let sizes_required = n_variadic * 8;
         // SAFETY: forwarded from the caller.
@@ -1660,61 +1849,23 @@ impl Node<'_> {
             }
             sizes.push(size);
         }
-        let Some(required) = bytes_for(end, 16) else {
-            sink.push(
-                ARRAY_LENGTHS,
-                at,
-                format!(
-                    "offset + length = {end} implies a views buffer larger than the address space"
-                ),
-            );
-            return;
-        };
-        // SAFETY: forwarded from the caller.
-        let Some(views) =
-            (unsafe { bufs.region(1, "views", required, offset * 16, required, sink) })
-        else {
-            return;
-        };
         if !sizes_ok {
             return;
         }
-        let check = |view: &[u8]| -> Option<String> {
-            let len = i32::load(view.get(0..4).unwrap_or(&[]));
-            if len < 0 {
-                return Some(format!("length {len} is negative"));
-            }
+        for (slot, len, idx, off) in live() {
             if len <= 12 {
-                return None;
+                continue;
             }
-            let idx = i32::load(view.get(8..12).unwrap_or(&[]));
-            let off = i32::load(view.get(12..16).unwrap_or(&[]));
-            if idx < 0 || idx as usize >= n_variadic {
-                return Some(format!(
-                    "length {len} (not inline) refers to variadic buffer {idx}, but there are {n_variadic}"
-                ));
-            }
-            let size = sizes[idx as usize];
+            // Checked above: 0 <= idx < n_variadic.
+            let size = sizes.get(idx as usize).copied().unwrap_or(-1);
             if off < 0 || i64::from(off) + i64::from(len) > size {
-                return Some(format!(
-                    "bytes [{off}, {}) of variadic buffer {idx} are outside its {size} bytes",
-                    i64::from(off) + i64::from(len)
-                ));
-            }
-            None
-        };
-        for (k, view) in views.chunks_exact(16).enumerate() {
-            // Null slots may hold anything.
-            if let Some((bits, first)) = validity {
-                if !bit_set(bits, first, k) {
-                    continue;
-                }
-            }
-            if let Some(problem) = check(view) {
                 sink.push(
                     ARRAY_VIEW_SIZES,
                     at,
-                    format!("view at slot {}: {problem}", offset + k),
+                    format!(
+                        "view at slot {slot}: bytes [{off}, {}) of variadic buffer {idx} are outside its {size} bytes",
+                        i64::from(off) + i64::from(len)
+                    ),
                 );
                 return;
             }
@@ -2687,7 +2838,7 @@ mod tests {
             let s = sch("i", 0, vec![]);
             // SAFETY: s is a leaked test schema.
             unsafe { (*s).format = p };
-            assert_rule(&check_schema_raw(s), SCHEMA_FORMAT_VALID, &[]);
+            assert_rule(&check_schema_raw(s), SCHEMA_FORMAT_NON_NULL, &[]);
         }
         // In an arrow-rs export, with the path of the column.
         let batch = all_types(4);
@@ -3193,10 +3344,15 @@ mod tests {
             ARRAY_NULL_COUNT,
             &[],
         );
+        // REE: its own (SHOULD) rule; -1 is fine.
         assert_rule(
             &corrupt_column(5, "ree", |c| c.null_count = 2),
-            ARRAY_NULL_COUNT,
+            ARRAY_REE_NULL_COUNT,
             &[],
+        );
+        assert_clean(
+            &corrupt_column(5, "ree", |c| c.null_count = -1),
+            "REE, null_count -1",
         );
         // Struct with nulls.
         assert_rule(
@@ -3524,6 +3680,22 @@ mod tests {
             ARRAY_VIEW_SIZES,
             &[],
         );
+        // Columnar's buffer list (no sizes buffer) with two variadic data
+        // buffers: the view into the last one is reported before that
+        // 1-byte buffer could be read as 8 bytes of sizes.
+        let bufs = vec![
+            std::ptr::null(),
+            leak_buf([view(20, b"the ", 0, 0), view(19, b"the ", 1, 0)].concat()),
+            leak_buf(data.clone()),
+            leak_buf(vec![b'x']),
+        ];
+        let v = check_array_raw(sch("vu", 2, vec![]), arr(2, 0, 0, bufs, vec![]));
+        assert_rule(&v, ARRAY_VIEW_SIZES, &[]);
+        assert!(
+            v[0].message
+                .contains("refers to variadic buffer 1, but there are 1"),
+            "{v:?}"
+        );
     }
 
     #[test]
@@ -3578,9 +3750,106 @@ mod tests {
         assert_rule(&check_array_raw(s, a), ARRAY_DICTIONARY_INDICES, &[]);
         // Dictionary pointer NULL while the schema has one, and the reverse.
         let v = corrupt_column(5, "dict", |c| c.dictionary = std::ptr::null_mut());
-        assert_rule(&v, ARRAY_DICTIONARY_INDICES, &[]);
+        assert_rule(&v, ARRAY_DICTIONARY_PRESENT, &[]);
         let v = corrupt_column(5, "i32", |c| c.dictionary = int32_array(&[1]));
-        assert_rule(&v, ARRAY_DICTIONARY_INDICES, &[]);
+        assert_rule(&v, ARRAY_DICTIONARY_PRESENT, &[]);
+    }
+
+    #[test]
+    fn array_buffers_aligned() {
+        let batch = all_types(9);
+        let (s, mut a) = export(&batch);
+        assert_clean(&array_of(&s, &a), "arrow-rs buffers");
+        for (col, buffer, align) in [
+            ("i64", 1, 8),
+            ("i32", 1, 4),
+            ("utf8", 1, 4),
+            ("large_utf8", 1, 8),
+        ] {
+            let idx = batch.schema().index_of(col).unwrap();
+            // SAFETY: the root has one usable child per column, with at
+            // least buffer + 1 buffers; the pointer is restored below.
+            let c = unsafe { child(&mut a, idx) };
+            // SAFETY: as above.
+            let slot = unsafe { &mut *c.buffers.add(buffer) };
+            let saved = *slot;
+            // One byte further: misaligned, and only read as bytes here
+            // (the validator never reads typed values from buffers).
+            *slot = leak_buf(vec![0u8; 4096 + align]).wrapping_byte_add(align / 2);
+            let v = array_of(&s, &a);
+            // SAFETY: as above.
+            unsafe { *child(&mut a, idx).buffers.add(buffer) = saved };
+            let mine: Vec<&Violation> = v
+                .iter()
+                .filter(|x| x.rule == ARRAY_BUFFERS_ALIGNED)
+                .collect();
+            assert_eq!(mine.len(), 1, "{col}: {v:?}");
+            assert!(
+                mine[0]
+                    .message
+                    .contains(&format!("not a multiple of {align}")),
+                "{v:?}"
+            );
+            assert!(mine[0].at.ends_with(&format!("children[{idx}]")), "{v:?}");
+        }
+        // Bitmaps and bytes need no alignment.
+        let s = sch("u", 2, vec![]);
+        let data = leak_buf(vec![0u8; 16]).wrapping_byte_add(1);
+        let a = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i32, 1, 3]), data],
+            vec![],
+        );
+        assert_clean(&check_array_raw(s, a), "unaligned string data");
+        assert_eq!(format::buffer_alignment(&Format::Utf8View, 3, 4), 8);
+        assert_eq!(format::buffer_alignment(&Format::Utf8View, 2, 4), 1);
+        assert_eq!(
+            format::buffer_alignment(&Format::FixedSizeBinary(8), 1, 2),
+            1
+        );
+    }
+
+    #[test]
+    fn release_relocatable() {
+        // A schema whose private_data points into itself.
+        let s = sch("i", 0, vec![]);
+        // SAFETY: s is a leaked test schema.
+        unsafe { (*s).private_data = (&raw mut (*s).flags).cast() };
+        let v = check_schema_raw(s);
+        assert_rule(&v, SCHEMA_RELEASE_RELOCATABLE, &[]);
+        assert!(
+            v[0].message.contains("private_data points 24 bytes"),
+            "{v:?}"
+        );
+        // SAFETY: s is a leaked test schema.
+        assert_eq!(schema_self_refs(unsafe { &*s }).len(), 1);
+        // An array whose buffers array is inside itself: a struct array
+        // with its one (NULL) buffer kept in the dictionary member.
+        let s = sch("+s", 0, vec![]);
+        let a = arr(0, 0, 0, vec![std::ptr::null()], vec![]);
+        // SAFETY: a is a leaked test array.
+        unsafe { (*a).buffers = (&raw mut (*a).dictionary).cast() };
+        let v = check_array_raw(s, a);
+        assert_rule(&v, ARRAY_RELEASE_RELOCATABLE, &[]);
+        assert!(v[0].message.starts_with("buffers points 56 bytes"), "{v:?}");
+        // A buffer pointer into the structure.
+        let s = sch("c", 0, vec![]);
+        let a = arr(1, 0, 0, vec![std::ptr::null(), std::ptr::null()], vec![]);
+        // SAFETY: a is a leaked test array with two buffers.
+        unsafe { *(*a).buffers.add(1) = (&raw const (*a).length).cast() };
+        let v = check_array_raw(s, a);
+        assert_rule(&v, ARRAY_RELEASE_RELOCATABLE, &[]);
+        // SAFETY: leaked test structures.
+        let (sr, ar) = unsafe { (&*s, &*a) };
+        // SAFETY: as above; the buffers array holds two pointers.
+        assert_eq!(unsafe { array_self_refs(sr, ar) }.len(), 1);
+        // With a wrong buffer count the entries are not read.
+        // SAFETY: a is a leaked test array.
+        unsafe { (*a).n_buffers = 5 };
+        // SAFETY: as above; the count does not match, so nothing is read.
+        assert!(unsafe { array_self_refs(sr, ar) }.is_empty());
     }
 
     #[test]

@@ -283,7 +283,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "Moving child arrays",
         quote: "The main use case for this is to keep alive only a subset of child arrays (for example if you are only interested in certain columns of the data), while releasing the others.",
-        observation: "The harness moves one column out of an exported record batch (bitwise copy, source release set to NULL), releases the parent, then validates and compares the moved column with the expected data and releases it: a crash, wrong values, a second release or a leak fails.",
+        observation: "The harness moves one column out of an exported record batch (bitwise copy, source release set to NULL), releases the parent, validates the moved column and compares it with a deep copy taken before the parent's release, then releases it: a crash, a broken layout, changed values, a second release or a leak fails (a column that no longer holds what it did is not released, since it may point to freed memory).",
     },
     Rule {
         id: "array.layout.n-buffers",
@@ -316,7 +316,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowArray structure",
         quote: "The buffer pointers MAY be null only in two situations: 1. for the null bitmap buffer, if ArrowArray.null_count is 0; 2. for any buffer (including variadic buffers), if the size in bytes of the corresponding buffer would be 0.",
-        observation: "For every NULL entry of buffers the harness checks one of the two allowed cases: it is the validity bitmap and null_count is exactly 0, or the byte size the layout needs for offset + length slots is 0 (for example the data buffer of an all-empty string array). Anything else fails, naming the buffer.",
+        observation: "For every NULL entry of buffers the harness checks one of the two allowed cases: it is the validity bitmap and null_count is exactly 0, or the byte size the layout needs for offset + length slots is 0 (for example the data buffer of an all-empty string array). The offsets buffer of an array with offset + length = 0 may be NULL too, although Columnar gives it one entry: nanoarrow and Arrow C++ import that, so it is not reported. Anything else fails, naming the buffer.",
     },
     Rule {
         id: "array.layout.lengths",
@@ -606,7 +606,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CSTREAM,
         section: "Semantics",
         quote: "An Arrow C stream exposes a streaming source of data chunks, each with the same schema.",
-        observation: "Every chunk from get_next is checked with the array rules against the schema from get_schema (a record batch as a struct array); a chunk whose structure does not fit that schema fails here.",
+        observation: "Every chunk from get_next is a record batch, a struct array: one whose number of columns is not the number of fields of the schema from get_schema fails here (and is not judged further against a schema it does not belong to); the others are checked with the array rules against that schema.",
     },
     Rule {
         id: "stream.chunk.device",
@@ -639,7 +639,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CSTREAM,
         section: "Semantics",
         quote: "Chunks are obtained by calling a blocking pull-style iteration function.",
-        observation: "After end of stream the harness calls get_next twice more and records what comes back; anything other than 0 with a released array is reported for information (the spec leaves it open), never as a failure.",
+        observation: "After end of stream the harness calls get_next once more and records what comes back; anything other than 0 with a released array is reported for information (the spec leaves it open), never as a failure.",
     },
     Rule {
         id: "stream.error.errno",
@@ -717,7 +717,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST not assume that the structure will be located at the same memory location as when it was originally produced.",
-        observation: "The harness bitwise-moves the stream to a fresh address between calls, poisons and marks released the original, goes on calling get_next on the copy and releases it there: a crash, wrong chunks, a leak or a write into the old address fails.",
+        observation: "The harness checks that private_data does not point inside the stream structure, bitwise-moves the stream to a fresh address before the first call, poisons and marks released the original, goes on calling get_next on the copy and releases it there: a crash, wrong chunks, a leak or a write into the old address fails.",
     },
     Rule {
         id: "stream.threads.serial",
@@ -728,7 +728,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CSTREAM,
         section: "Thread safety",
         quote: "The stream source is not assumed to be thread-safe. Consumers wanting to call get_next from several threads should ensure those calls are serialized.",
-        observation: "The harness calls get_schema, get_next and release from different threads in turn, each call starting after the previous one returned; wrong data, a crash or a hang fails.",
+        observation: "The harness calls get_next from a fresh thread every other call, each call starting after the previous one returned; wrong data, a crash or a hang fails. A call from another thread that fails is replayed on a fresh stream with every call from one thread: if the replay succeeds there, the failure came from the thread and fails this rule (a failure the replay repeats is the producer's own error, judged by the stream.error rules).",
     },
     // ------------------------------------------------------------------
     // async
