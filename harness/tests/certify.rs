@@ -20,6 +20,7 @@ fn certify(args: &[&str], name: &str) -> (Option<i32>, Report, String) {
         .expect("arrowcert runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    support::schema::assert_valid_report(&report);
     (out.status.code(), r, stdout)
 }
 
@@ -315,4 +316,36 @@ fn certify_resumes_a_partial_run_with_its_seed() {
     let (code, _, err) = run(&["--resume", path, "--seed", "3"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("made with data from"), "{err}");
+}
+
+/// The schema validator the tests use catches what it must: a report that
+/// lacks a required member or has a value of the wrong kind fails.
+#[test]
+fn the_schema_check_rejects_broken_reports() {
+    bundled();
+    let (code, _, out) = certify(&["--in-process", "--cases", "2", "--seed", "4"], "schema");
+    assert_eq!(code, Some(0), "{out}");
+    let path = scratch("certify").join("schema.json");
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let schema = support::schema::report_schema();
+    assert!(support::schema::validate(&schema, &good).is_empty());
+    let mut missing = good.clone();
+    missing.as_object_mut().unwrap().remove("summary");
+    let e = support::schema::validate(&schema, &missing);
+    assert!(
+        e.iter().any(|e| e.contains("missing required summary")),
+        "{e:?}"
+    );
+    let mut wrong = good.clone();
+    wrong["cases"][0]["verdict"] = serde_json::json!("bogus");
+    wrong["duration_ms"] = serde_json::json!(-5);
+    wrong["shrunk"] = serde_json::json!([{"target": 1}]);
+    let e = support::schema::validate(&schema, &wrong);
+    assert!(
+        e.iter().any(|e| e.starts_with("$.cases[0].verdict")),
+        "{e:?}"
+    );
+    assert!(e.iter().any(|e| e.starts_with("$.duration_ms")), "{e:?}");
+    assert!(e.iter().any(|e| e.starts_with("$.shrunk[0]")), "{e:?}");
 }

@@ -76,6 +76,11 @@ fn roundtrip_with(
         cmd.env(k, v);
     }
     let out = cmd.output().expect("arrowcert runs");
+    // Whatever the fault did, a report that exists validates against the
+    // committed schema (plugin strings included).
+    if report.exists() {
+        support::schema::assert_valid_report(&report);
+    }
     Run {
         code: out.status.code(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -470,6 +475,7 @@ fn sigint_leaves_a_valid_incomplete_report_that_resumes_to_a_complete_one() {
     assert_eq!(out.status.code(), Some(130), "{stdout}");
     assert!(stdout.contains("--resume"), "{stdout}");
 
+    support::schema::assert_valid_report(&report);
     let first = arrowcert::report::read(&report).expect("a valid report after SIGINT");
     assert!(!first.complete);
     assert_eq!(first.interrupted.as_deref(), Some("SIGINT (2)"));
@@ -560,6 +566,7 @@ fn a_crash_on_generated_data_is_shrunk_in_workers() {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    support::schema::assert_valid_report(&report);
     let r = arrowcert::report::read(&report).unwrap();
     assert!(r.complete);
     let s = r
@@ -600,6 +607,7 @@ fn a_crash_names_the_plugin_call_it_happened_in() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stdout}");
+    support::schema::assert_valid_report(&report);
     let r = arrowcert::report::read(&report).unwrap();
     let c = &r.cases[0];
     assert_eq!(c.verdict, Verdict::Crash, "{c:?}");
