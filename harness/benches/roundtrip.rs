@@ -165,6 +165,8 @@ fn workers_vs_in_process(
             output_limit: 64 * 1024,
             scratch: std::env::temp_dir().join(format!("arrowcert-bench-{}", std::process::id())),
             tracker: arrowcert::plugin::tracker::enabled(),
+            max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
+            pids_cgroup: None,
         };
         let jobs_list = || -> Vec<run::Job> {
             plan.iter()

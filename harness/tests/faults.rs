@@ -615,3 +615,72 @@ fn a_crash_names_the_plugin_call_it_happened_in() {
     assert!(m.contains("SIGSEGV"), "{m}");
     assert!(m.contains("during `ArrowArray.release"), "{m}");
 }
+
+/// A fork bomb meets the run's pids cgroup: fork fails inside the plugin,
+/// the case is a crash with the plugin's own account of it, and nothing it
+/// forked outlives the run. Where no pids cgroup can be made (not root, no
+/// delegation) there is nothing to test: the test says so and stops.
+#[test]
+fn a_fork_bomb_is_bounded_by_the_pids_cgroup() {
+    if arrowcert::run::proc::PidsCgroup::create(16).is_none() {
+        eprintln!("skipped: no pids cgroup can be created here (needs root or a delegated cgroup)");
+        return;
+    }
+    let lib = faulty("producer", "FORK_BOMB");
+    let report = scratch("fault-reports").join("fork-bomb.json");
+    let child = Command::new(arrowcert_exe())
+        .args(["certify", "--producer"])
+        .arg(&lib)
+        .args([
+            "--cases",
+            "0",
+            "--jobs",
+            "1",
+            "--case-timeout-ms",
+            DEADLINE_MS,
+        ])
+        .args(["--exact", "producer/array/primitive/batch:0", "--report"])
+        .arg(&report)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let orchestrator = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    support::schema::assert_valid_report(&report);
+    let r = arrowcert::report::read(&report).unwrap();
+    let c = &r.cases[0];
+    assert_eq!(c.verdict, Verdict::Crash, "{c:?}");
+    let output = c.output.as_deref().unwrap_or("");
+    assert!(output.contains("fork bomb: fork "), "{output}");
+    assert!(
+        output.contains("Resource temporarily unavailable"),
+        "{output}"
+    );
+    // The run's cgroup is gone, and with it every process it held.
+    let name = format!("arrowcert-{orchestrator}");
+    for root in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"] {
+        let leftover = walk_for(std::path::Path::new(root), &name, 4);
+        assert!(leftover.is_none(), "{leftover:?} still exists");
+    }
+}
+
+fn walk_for(dir: &std::path::Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if !p.is_dir() || p.is_symlink() {
+            continue;
+        }
+        if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+        if depth > 0 {
+            if let Some(found) = walk_for(&p, name, depth - 1) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}

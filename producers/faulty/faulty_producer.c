@@ -11,6 +11,9 @@
  *   ABORT_PRODUCE  abort()
  *   EXIT0_PRODUCE  exit(0) in the middle of the call
  *   KILL_SELF      raise(SIGKILL)
+ *   FORK_BOMB      fork until fork fails (children wait), then print why and
+ *                  abort(); a safety cap of 3000 forks ends it with an error
+ *                  where nothing bounds it
  *   SEGV_RELEASE   export a valid (empty) struct array whose release segfaults
  *   HANG_GET_NEXT  arrowcert_produce_stream: get_next never returns
  *   FLOOD_OUTPUT   write 100 MB to stdout and 100 MB to stderr, then fail
@@ -80,6 +83,17 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
   exit(0);
 #elif defined(FAULT_KILL_SELF)
   raise(SIGKILL);
+#elif defined(FAULT_FORK_BOMB)
+  for (int i = 0; i < 3000; i++) {
+    pid_t p = fork();
+    if (p == 0) { pause(); _exit(0); }
+    if (p < 0) {
+      fprintf(stderr, "fork bomb: fork %d failed: %s\n", i, strerror(errno));
+      fflush(stderr);
+      abort();
+    }
+  }
+  return EAGAIN;
 #elif defined(FAULT_SEGV_RELEASE)
   static const void* buffers[1] = {NULL};
   memset(out, 0, sizeof(*out));

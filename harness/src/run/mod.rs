@@ -28,6 +28,13 @@ use std::time::{Duration, Instant};
 use crate::report::{self, Case, PluginIdentity, Verdict};
 use protocol::{FromWorker, ToWorker};
 
+/// How often a worker that has not answered is checked for having died.
+const POLL_EXIT: Duration = Duration::from_millis(100);
+
+/// Tasks (processes and threads) per worker the pids cgroup allows: far
+/// more than any plugin's thread pool, far less than a fork bomb.
+pub const MAX_TASKS_PER_WORKER: u64 = 1024;
+
 /// How workers are started and supervised.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -48,6 +55,12 @@ pub struct Config {
     /// Preload the allocation tracker ([`crate::plugin::tracker`]) into
     /// every worker: leak accounting, and poison in freed memory.
     pub tracker: bool,
+    /// Tasks (processes and threads) the workers may hold at once, through
+    /// a pids cgroup where the system allows one (see
+    /// [`proc::PidsCgroup`]); `None`: no such bound.
+    pub max_tasks: Option<u64>,
+    /// The run's pids cgroup, once created (set by [`run`]).
+    pub pids_cgroup: Option<PathBuf>,
 }
 
 impl Config {
@@ -72,6 +85,8 @@ impl Config {
             output_limit: 64 * 1024,
             scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
             tracker: crate::plugin::tracker::enabled(),
+            max_tasks: Some(MAX_TASKS_PER_WORKER * jobs.max(1) as u64),
+            pids_cgroup: None,
         })
     }
 }
@@ -93,6 +108,9 @@ struct Worker {
     child: Child,
     stream: UnixStream,
     reader: BufReader<UnixStream>,
+    /// A message line received in part (reads wake up every
+    /// [`POLL_EXIT`] to see whether the worker died).
+    pending: Vec<u8>,
     capture: PathBuf,
     /// A read handle on `capture`, kept open so that each case costs one
     /// fstat and one read instead of opening the file again.
@@ -153,6 +171,9 @@ impl Worker {
         let capture_file =
             File::open(&capture).map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
         let mut command = Command::new(&cfg.exe);
+        if let Some(dir) = &cfg.pids_cgroup {
+            command.env(proc::PIDS_CGROUP_ENV, dir);
+        }
         if cfg.tracker {
             // Written by `run` into the private scratch directory.
             let library = cfg.scratch.join(crate::plugin::tracker::FILE_NAME);
@@ -219,6 +240,7 @@ impl Worker {
             child,
             stream,
             reader,
+            pending: Vec::new(),
             capture,
             capture_file,
         };
@@ -243,11 +265,14 @@ impl Worker {
 
     /// The next message; `Ok(None)` when the worker closed the socket.
     fn read_message(&mut self) -> std::io::Result<Option<FromWorker>> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Ok(None);
+        // read_until keeps what it read before a timeout in `pending`, so
+        // a line that arrives in parts is never lost.
+        self.reader.read_until(b'\n', &mut self.pending)?;
+        if self.pending.last() != Some(&b'\n') {
+            return Ok(None); // end of stream (mid-line or not)
         }
-        serde_json::from_str(&line)
+        let line = std::mem::take(&mut self.pending);
+        serde_json::from_slice(&line)
             .map(Some)
             .map_err(std::io::Error::other)
     }
@@ -281,13 +306,29 @@ impl Worker {
         let answer = loop {
             let wait = deadline
                 .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1));
+                .clamp(Duration::from_millis(1), POLL_EXIT);
             match self
                 .stream
                 .set_read_timeout(Some(wait))
                 .and_then(|_| self.read_message())
             {
                 Ok(Some(FromWorker::Step { step: s })) => step = Some(s),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if Instant::now() >= deadline {
+                        break Err(e);
+                    }
+                    // A worker that died while processes it forked still
+                    // hold its socket open sends no end of stream: notice
+                    // the exit itself.
+                    if matches!(self.child.try_wait(), Ok(Some(_))) {
+                        break Ok(None);
+                    }
+                }
                 other => break other,
             }
         };
@@ -515,6 +556,12 @@ pub fn run(
             ))
         })?;
     }
+    // The cgroup lives as long as this call: workers join it, and dropping
+    // it kills whatever they left behind.
+    let cgroup = cfg.max_tasks.and_then(proc::PidsCgroup::create);
+    let mut with_cgroup = cfg.clone();
+    with_cgroup.pids_cgroup = cgroup.as_ref().map(|c| c.dir().to_path_buf());
+    let cfg = &with_cgroup;
     let (first, plugins, cases) = Worker::start(cfg, "worker-0-0")?;
     if cases != plan_len {
         first.stop();

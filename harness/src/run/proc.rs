@@ -2,6 +2,7 @@
 //! libc call on plain integers.
 
 use std::io;
+use std::path::{Path, PathBuf};
 
 /// Kills a worker and everything it started: workers are spawned as leaders
 /// of their own process group, so a plugin that forked cannot leave
@@ -180,4 +181,100 @@ pub fn cpu_budget(seconds: u64) -> io::Result<()> {
 pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit takes no pointers and never returns.
     unsafe { libc::_exit(code) }
+}
+
+/// The environment variable naming the pids cgroup a worker joins.
+pub const PIDS_CGROUP_ENV: &str = "ARROWCERT_PIDS_CGROUP";
+
+/// A pids cgroup bounding how many tasks (processes and threads) the
+/// workers and whatever their plugins fork may hold at once: a fork bomb
+/// becomes a failing `fork` (EAGAIN) inside the plugin, then a crash or
+/// timeout verdict, instead of a machine out of process IDs. RLIMIT_NPROC
+/// cannot do this: it counts every process of the user and does not bind
+/// root at all. Created per run when the cgroup file system lets us (root,
+/// or a delegated subtree); removed, with anything left in it killed, when
+/// dropped.
+#[derive(Debug)]
+pub struct PidsCgroup {
+    dir: PathBuf,
+}
+
+impl PidsCgroup {
+    /// Creates `arrowcert-<pid>` beside this process's own pids cgroup
+    /// (cgroup v2 unified hierarchy, or v1's `pids` controller) with
+    /// `pids.max = max`; `None` where that is not possible.
+    pub fn create(max: u64) -> Option<PidsCgroup> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let name = format!("arrowcert-{}", std::process::id());
+        let mut candidates = Vec::new();
+        for line in own.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let path = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "pids") {
+                candidates.push(PathBuf::from("/sys/fs/cgroup/pids").join(path));
+            } else if controllers.is_empty() {
+                candidates.push(PathBuf::from("/sys/fs/cgroup").join(path));
+            }
+        }
+        for parent in candidates {
+            if !parent.join("cgroup.procs").exists() {
+                continue;
+            }
+            let dir = parent.join(&name);
+            if std::fs::create_dir(&dir).is_err() {
+                continue;
+            }
+            let cg = PidsCgroup { dir };
+            if std::fs::write(cg.dir.join("pids.max"), max.to_string()).is_ok() {
+                return Some(cg);
+            }
+            // No pids controller here (v2 without it delegated): dropping
+            // removes the directory again.
+        }
+        None
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Tasks in the cgroup now.
+    pub fn current(&self) -> Option<u64> {
+        std::fs::read_to_string(self.dir.join("pids.current"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+/// Moves the calling process into the pids cgroup at `dir` (a worker does
+/// this before it loads any plugin).
+pub fn join_pids_cgroup(dir: &Path) -> io::Result<()> {
+    std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // Whatever is still in it (a plugin's stray children) is killed;
+        // a cgroup with tasks cannot be removed.
+        for _ in 0..50 {
+            let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            let pids: Vec<i32> = procs
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            if pids.is_empty() && std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            for pid in pids {
+                // SAFETY: kill takes plain integers; these are processes of
+                // this run's cgroup (workers and what their plugins forked).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }

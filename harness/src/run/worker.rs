@@ -118,6 +118,19 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
+    // Into the run's pids cgroup before any plugin code runs (where the
+    // orchestrator could make one).
+    if let Some(dir) = std::env::var_os(proc::PIDS_CGROUP_ENV) {
+        if let Err(e) = proc::join_pids_cgroup(std::path::Path::new(&dir)) {
+            let _ = send(
+                &mut stream,
+                &FromWorker::Fatal {
+                    message: format!("cannot join the pids cgroup {}: {e}", dir.to_string_lossy()),
+                },
+            );
+            return 2;
+        }
+    }
     if let Err(e) = args.limits.apply() {
         let _ = send(
             &mut stream,
