@@ -46,9 +46,14 @@ abi-check HEADER="harness/include/arrowcert_plugin.h": build
 test:
     cargo test --workspace
 
-# Benchmarks: gold round trips per second per path, with a baseline ratio.
+# Benchmarks (figures printed, never asserted; docs/BENCHMARKS.md): gold
+# round trips per second per path with a baseline ratio; certification
+# overhead against a bare produce -> import -> release loop; validation
+# throughput beside nanoarrow (its first build fetches nanoarrow's source
+# distribution from PyPI with pip; NANOARROW_SDIST=FILE uses a local copy).
 bench:
-    cargo bench -p arrowcert --bench roundtrip
+    cargo bench -p arrowcert --bench roundtrip --bench certify
+    cargo bench -p arrowcert-bench-nanoarrow --features nanoarrow --bench validate
 
 # Regenerate the committed report JSON Schema.
 report-schema: build
