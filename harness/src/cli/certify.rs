@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use super::progress::Progress;
-use super::roundtrip::{resumable, resume_command, shell_word, verdict_word, Checkpoint};
+use super::roundtrip::{
+    not_yet_run, resumable, resume_command, shell_word, verdict_word, Checkpoint,
+};
 use super::{BadInput, EXIT_FAILURES};
 use crate::certify::{self, summary, CaseSpec};
 use crate::gen::{self, shrink};
@@ -165,15 +167,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         )?),
         None => None,
     };
-    let done: std::collections::HashSet<String> = previous
-        .as_ref()
-        .map(|r| r.cases.iter().map(|c| c.id.clone()).collect())
-        .unwrap_or_default();
-    let todo: Vec<usize> = selected
-        .iter()
-        .copied()
-        .filter(|i| !done.contains(&plan[*i].id))
-        .collect();
+    let todo = not_yet_run(previous.as_ref(), &selected, |i| &plan[i].id);
     if args.replay && selected.is_empty() {
         return Err(BadInput(format!(
             "no case of {} matches {}",
@@ -227,7 +221,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         error: None,
         disabled: path.is_none(),
     });
-    if !done.is_empty() {
+    if todo.len() < selected.len() {
         println!(
             "resuming {}: {} of {} cases already ran",
             path.as_ref()

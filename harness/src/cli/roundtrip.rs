@@ -104,6 +104,23 @@ impl Checkpoint {
     }
 }
 
+/// The selected plan positions whose case IDs the resumed report does not
+/// have yet (all of them without a report).
+pub(super) fn not_yet_run<'a>(
+    previous: Option<&Report>,
+    selected: &[usize],
+    id: impl Fn(usize) -> &'a str,
+) -> Vec<usize> {
+    let done: std::collections::HashSet<&str> = previous
+        .map(|r| r.cases.iter().map(|c| c.id.as_str()).collect())
+        .unwrap_or_default();
+    selected
+        .iter()
+        .copied()
+        .filter(|&i| !done.contains(id(i)))
+        .collect()
+}
+
 /// Reads the report of an interrupted run and checks that it was made by
 /// the same command, on the same data, with the same plugin files.
 pub(super) fn resumable(
@@ -209,10 +226,6 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         )?),
         None => None,
     };
-    let done: std::collections::HashSet<String> = previous
-        .as_ref()
-        .map(|r| r.cases.iter().map(|c| c.id.clone()).collect())
-        .unwrap_or_default();
     let selected: Vec<usize> = plan
         .iter()
         .enumerate()
@@ -224,11 +237,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .enumerate()
         .map(|(i, s)| (s.id.clone(), i))
         .collect();
-    let todo: Vec<usize> = selected
-        .iter()
-        .copied()
-        .filter(|i| !done.contains(&plan[*i].id))
-        .collect();
+    let todo = not_yet_run(previous.as_ref(), &selected, |i| &plan[i].id);
 
     let started = SystemTime::now();
     let clock = Instant::now();
@@ -269,7 +278,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         error: None,
         disabled: false,
     });
-    if !done.is_empty() {
+    if todo.len() < selected.len() {
         println!(
             "resuming {}: {} of {} cases already ran",
             path.display(),

@@ -235,9 +235,8 @@ pub fn run(args: WorkerArgs) -> i32 {
             let msg = FromWorker::Step {
                 step: step.to_string(),
             };
-            if let (Ok(mut line), Ok(mut s)) = (serde_json::to_string(&msg), crumbs.lock()) {
-                line.push('\n');
-                let _ = s.write_all(line.as_bytes());
+            if let Ok(mut s) = crumbs.lock() {
+                let _ = send(&mut s, &msg);
             }
         });
     }
