@@ -81,6 +81,7 @@ where
 fn bare_case(p: &Plugin, s: &Scenario, spec: &CaseSpec, o: &certify::Options) -> usize {
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     match spec.path {
+        Path::Consumer(_) => unreachable!("the benchmark plans producer cases only"),
         Path::Schema => {
             let mut schema = bare_schema(p, s);
             // SAFETY: a live schema the reference producer just exported;
@@ -148,6 +149,7 @@ fn expected_rows(s: &Scenario, spec: &CaseSpec) -> usize {
 fn plugin_calls(p: &Plugin, s: &Scenario, spec: &CaseSpec, o: &certify::Options, threaded: bool) {
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     match spec.path {
+        Path::Consumer(_) => unreachable!("the benchmark plans producer cases only"),
         Path::Schema => drop(bare_schema(p, s)),
         Path::Array => {
             let _schema = bare_schema(p, s);
@@ -217,11 +219,21 @@ where
 
 fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     let opts = certify::Options::default();
-    let plan = certify::plan(scenarios);
+    let plan = certify::plan(
+        scenarios,
+        certify::Sides {
+            producer: true,
+            consumer: false,
+        },
+    );
+    let plugins = certify::Plugins {
+        producer: Some(producer),
+        consumer: None,
+    };
     // Every case passes certification and reads what it asked for.
     for spec in &plan {
         let s = &scenarios[spec.scenario];
-        let case = certify::run_case(producer, s, spec, &opts);
+        let case = certify::run_case(plugins, s, spec, &opts);
         assert_eq!(
             case.verdict,
             Verdict::Pass,
@@ -249,7 +261,7 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
         cert.push(rate(n, || {
             for spec in &plan {
                 std::hint::black_box(certify::run_case(
-                    producer,
+                    plugins,
                     &scenarios[spec.scenario],
                     spec,
                     &opts,
@@ -287,7 +299,7 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
             c.push(rate(cases.len(), || {
                 for spec in &cases {
                     std::hint::black_box(certify::run_case(
-                        producer,
+                        plugins,
                         &scenarios[spec.scenario],
                         spec,
                         &opts,

@@ -151,7 +151,7 @@ fn workers_vs_in_process(
             worker_args: run::worker::WorkerArgs {
                 socket: PathBuf::new(),
                 mode: run::worker::Mode::Roundtrip,
-                producer: producer_path.to_path_buf(),
+                producer: Some(producer_path.to_path_buf()),
                 consumer: Some(consumer_path.to_path_buf()),
                 sources: arrowcert::scenario::Sources::builtin_or_gold(Some(support::gold_dir())),
                 options: opts.clone(),

@@ -9,6 +9,7 @@ pub mod abi;
 pub mod certify;
 pub mod cli;
 pub mod compare;
+pub mod export;
 pub mod gen;
 pub mod inspect;
 pub mod plugin;

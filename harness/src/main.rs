@@ -92,7 +92,7 @@ enum Command {
         #[arg(long, default_value = "roundtrip")]
         mode: String,
         #[arg(long)]
-        producer: PathBuf,
+        producer: Option<PathBuf>,
         #[arg(long)]
         consumer: Option<PathBuf>,
         #[arg(long)]
@@ -122,13 +122,19 @@ enum Command {
         /// The header (default: the bundled arrowcert_plugin.h).
         header: Option<PathBuf>,
     },
-    /// Certify a producer: judge what it exports, rule by rule (`arrowcert
-    /// rules`), with evidence and a replay command for every failure. Exit
-    /// code 0 when every MUST rule holds, 1 when one fails.
+    /// Certify a producer, a consumer, or both: judge what a producer
+    /// exports and what a consumer does with what the harness exports, rule
+    /// by rule (`arrowcert rules`), with evidence and a replay command for
+    /// every failure. With neither --producer nor --consumer, the bundled
+    /// reference plugins are certified. Exit code 0 when every MUST rule
+    /// holds, 1 when one fails.
     Certify {
-        /// Producer plugin: a path, or a bundled name.
-        #[arg(long, default_value = "reference")]
-        producer: String,
+        /// Producer plugin to certify: a path, or a bundled name.
+        #[arg(long)]
+        producer: Option<String>,
+        /// Consumer plugin to certify: a path, or a bundled name.
+        #[arg(long)]
+        consumer: Option<String>,
         /// Also certify over these Arrow IPC stream files (`*.stream`), e.g.
         /// Arrow's integration gold files, as `gold/<stem>`.
         #[arg(long)]
@@ -192,9 +198,14 @@ enum Command {
     /// `replay` commands call): every violation printed in full. Runs in
     /// this process unless -j says otherwise, so a debugger sees the crash.
     Replay {
-        /// Producer plugin: a path, or a bundled name.
-        #[arg(long, default_value = "reference")]
-        producer: String,
+        /// Producer plugin (for `producer/...` cases; default: the bundled
+        /// reference).
+        #[arg(long)]
+        producer: Option<String>,
+        /// Consumer plugin (for `consumer/...` cases; default: the bundled
+        /// reference).
+        #[arg(long)]
+        consumer: Option<String>,
         /// The gold directory the case's run used (for `gold/...` cases).
         #[arg(long)]
         gold: Option<PathBuf>,
@@ -255,6 +266,17 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT as u8)
         }
     }
+}
+
+/// A plugin argument resolved to a library (`None` stays `None`).
+fn lib(arg: Option<String>, role: &str) -> Result<Option<cli::certify::Lib>, BadInput> {
+    arg.map(|arg| {
+        Ok(cli::certify::Lib {
+            path: cli::resolve_plugin(&arg, role)?,
+            arg,
+        })
+    })
+    .transpose()
 }
 
 fn run(cli: Cli) -> Result<i32, BadInput> {
@@ -350,6 +372,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         )),
         Command::Certify {
             producer,
+            consumer,
             gold,
             cases,
             seed,
@@ -368,8 +391,16 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             case_timeout_ms,
             max_memory_mb,
         } => cli::certify::run(cli::certify::Args {
-            producer: cli::resolve_plugin(&producer, "producer")?,
-            producer_arg: producer,
+            producer: lib(
+                producer
+                    .clone()
+                    .or_else(|| consumer.is_none().then(|| "reference".into())),
+                "producer",
+            )?,
+            consumer: lib(
+                consumer.or_else(|| producer.is_none().then(|| "reference".into())),
+                "consumer",
+            )?,
             sources: arrowcert::scenario::Sources {
                 builtin: !no_builtin,
                 gold,
@@ -410,6 +441,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         }),
         Command::Replay {
             producer,
+            consumer,
             gold,
             seed,
             cases,
@@ -422,16 +454,23 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             for id in &cases {
                 let name = cli::certify::scenario_of(id).ok_or_else(|| {
                     BadInput(format!(
-                        "{id}: not a certification case ID (producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]])"
+                        "{id}: not a certification case ID (producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]] or consumer/<kind>/<variant>/<scenario>[/batch:<i>])"
                     ))
                 })?;
                 if !names.contains(&name) {
                     names.push(name);
                 }
             }
+            let wants = |side: &str| cases.iter().any(|c| c.starts_with(&format!("{side}/")));
             cli::certify::run(cli::certify::Args {
-                producer: cli::resolve_plugin(&producer, "producer")?,
-                producer_arg: producer,
+                producer: lib(
+                    wants("producer").then(|| producer.unwrap_or_else(|| "reference".into())),
+                    "producer",
+                )?,
+                consumer: lib(
+                    wants("consumer").then(|| consumer.unwrap_or_else(|| "reference".into())),
+                    "consumer",
+                )?,
                 sources: arrowcert::scenario::Sources {
                     builtin: false,
                     gold,

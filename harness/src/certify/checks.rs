@@ -190,6 +190,7 @@ pub fn run(
         Path::DeviceStream => {
             stream_case::<ArrowDeviceArrayStream>(producer, scenario, spec, opts, obs)
         }
+        Path::Consumer(_) => Ended::Error("a consumer case is not run against a producer".into()),
     }
 }
 

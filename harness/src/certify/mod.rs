@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod checks;
+pub mod consumer;
 pub mod leaks;
 pub mod summary;
 
@@ -38,6 +39,8 @@ pub enum Path {
     Stream,
     /// `ArrowDeviceArrayStream`, every batch.
     DeviceStream,
+    /// A consumer case: the harness exports, the plugin consumes.
+    Consumer(consumer::Kind),
 }
 
 impl Path {
@@ -56,6 +59,7 @@ impl Path {
             Path::DeviceArray => "device_array",
             Path::Stream => "stream",
             Path::DeviceStream => "device_stream",
+            Path::Consumer(k) => k.path_name(),
         }
     }
 
@@ -74,9 +78,29 @@ pub struct CaseSpec {
     pub id: String,
 }
 
-/// Every case for these scenarios, in a stable order. IDs are
-/// `producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`.
-pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
+/// Which sides of the interface a run certifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sides {
+    pub producer: bool,
+    pub consumer: bool,
+}
+
+/// Every case for these scenarios and sides, in a stable order: producer
+/// cases (`producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`),
+/// then consumer cases ([`consumer::plan`]).
+pub fn plan(scenarios: &[Scenario], sides: Sides) -> Vec<CaseSpec> {
+    let mut out = if sides.producer {
+        producer_plan(scenarios)
+    } else {
+        Vec::new()
+    };
+    if sides.consumer {
+        out.extend(consumer::plan(scenarios));
+    }
+    out
+}
+
+fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
     let mut out = Vec::new();
     for (si, s) in scenarios.iter().enumerate() {
         for path in Path::ALL {
@@ -225,11 +249,26 @@ pub fn record(scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
     )
 }
 
-/// Runs one certification case against `producer`.
-pub fn run_case(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
+/// The plugins a run certifies.
+#[derive(Clone, Copy)]
+pub struct Plugins<'a> {
+    pub producer: Option<&'a Plugin>,
+    pub consumer: Option<&'a Plugin>,
+}
+
+/// Runs one certification case: a producer case against the producer, a
+/// consumer case against the consumer.
+pub fn run_case(plugins: Plugins, scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
     let start = Instant::now();
     let mut obs = Observations::default();
-    let ended = checks::run(producer, scenario, spec, opts, &mut obs);
+    let ended = match (spec.path, plugins.producer, plugins.consumer) {
+        (Path::Consumer(kind), _, Some(consumer)) => {
+            consumer::run(consumer, scenario, spec, kind, &mut obs)
+        }
+        (Path::Consumer(_), _, None) => Ended::Error("no consumer to run a consumer case".into()),
+        (_, Some(producer), _) => checks::run(producer, scenario, spec, opts, &mut obs),
+        (_, None, _) => Ended::Error("no producer to run a producer case".into()),
+    };
     let violations: Vec<RuleViolation> = obs
         .violations
         .iter()

@@ -6,10 +6,24 @@ use std::collections::BTreeMap;
 use crate::report::{Case, RuleSummary, ShrunkFailure, Verdict};
 use crate::rules::{self, Level, Side};
 
-/// One verdict per producer-side rule of the catalogue in `areas`: `fail`
-/// if any case broke it, `pass` if cases checked it and none broke it,
-/// `skip` if no case exercised it (with the first reason a case gave).
-pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
+/// The rule areas producer certification judges (async has its own suite).
+pub const PRODUCER_AREAS: &[&str] = &["schema", "array", "device", "stream"];
+
+/// True when certification of `sides` judges `rule`: producer-side (and
+/// both-sides) rules of [`PRODUCER_AREAS`], and consumer rules other than
+/// the async ones (the async suite judges those).
+pub fn judged(rule: &rules::Rule, sides: crate::certify::Sides) -> bool {
+    (sides.producer
+        && matches!(rule.side, Side::Producer | Side::Both)
+        && PRODUCER_AREAS.contains(&rule.area))
+        || (sides.consumer && rule.area == "consumer" && !rule.id.starts_with("consumer.async."))
+}
+
+/// One verdict per rule of the catalogue that certification of `sides`
+/// judges ([`judged`]): `fail` if any case broke it, `pass` if cases
+/// checked it and none broke it, `skip` if no case exercised it (with the
+/// first reason a case gave).
+pub fn rule_verdicts(cases: &[Case], sides: crate::certify::Sides) -> Vec<RuleSummary> {
     let mut checked: BTreeMap<&str, u64> = BTreeMap::new();
     let mut failed: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     let mut reasons: BTreeMap<&str, &str> = BTreeMap::new();
@@ -29,7 +43,7 @@ pub fn rule_verdicts(cases: &[Case], areas: &[&str]) -> Vec<RuleSummary> {
     }
     rules::RULES
         .iter()
-        .filter(|r| matches!(r.side, Side::Producer | Side::Both) && areas.contains(&r.area))
+        .filter(|r| judged(r, sides))
         .map(|r| {
             let fails = failed.get(r.id).map(Vec::as_slice).unwrap_or(&[]);
             let n = checked

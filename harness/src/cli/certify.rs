@@ -20,15 +20,21 @@ use crate::roundtrip::Filter;
 use crate::run::{self, worker::identity};
 use crate::scenario::{Scenario, Sources};
 
-/// The rule areas producer certification judges (async has its own suite).
-pub const AREAS: &[&str] = &["schema", "array", "device", "stream"];
-
 /// At most this many failures are shrunk per run (MUST rules first).
 pub const MAX_SHRINKS: usize = 8;
 
+/// A plugin under test: where it is, and how the user named it.
+#[derive(Debug, Clone)]
+pub struct Lib {
+    pub path: PathBuf,
+    pub arg: String,
+}
+
 pub struct Args {
-    pub producer: PathBuf,
-    pub producer_arg: String,
+    /// The producer to certify (its side runs when given).
+    pub producer: Option<Lib>,
+    /// The consumer to certify (its side runs when given).
+    pub consumer: Option<Lib>,
     /// Built-in, gold and generated scenarios (`--cases`, `--seed`).
     pub sources: Sources,
     pub report: Option<PathBuf>,
@@ -54,10 +60,13 @@ pub struct Args {
 
 /// The command that reruns one case of this run (the case ID follows).
 fn replay_prefix(args: &Args) -> String {
-    let mut replay = format!(
-        "arrowcert replay --producer {}",
-        shell_word(&args.producer_arg)
-    );
+    let mut replay = "arrowcert replay".to_string();
+    if let Some(p) = &args.producer {
+        replay.push_str(&format!(" --producer {}", shell_word(&p.arg)));
+    }
+    if let Some(c) = &args.consumer {
+        replay.push_str(&format!(" --consumer {}", shell_word(&c.arg)));
+    }
     if let Some(dir) = &args.sources.gold {
         replay.push_str(&format!(
             " --gold {}",
@@ -74,6 +83,7 @@ struct Engine<'a> {
     opts: certify::Options,
     /// Loaded once when cases run in this process.
     producer: Option<Plugin>,
+    consumer: Option<Plugin>,
 }
 
 impl Engine<'_> {
@@ -88,15 +98,26 @@ impl Engine<'_> {
         ready: &mut dyn FnMut(&[PluginIdentity]),
         on_case: &mut dyn FnMut(&Case),
     ) -> Result<Option<i32>, BadInput> {
-        if let Some(producer) = &self.producer {
-            ready(&[identity("producer", producer)]);
+        if self.args.jobs == 0 {
+            let mut ids = Vec::new();
+            if let Some(p) = &self.producer {
+                ids.push(identity("producer", p));
+            }
+            if let Some(c) = &self.consumer {
+                ids.push(identity("consumer", c));
+            }
+            ready(&ids);
+            let plugins = certify::Plugins {
+                producer: self.producer.as_ref(),
+                consumer: self.consumer.as_ref(),
+            };
             for &i in selected {
                 if run::proc::interrupted().is_some() {
                     break;
                 }
                 let spec = &plan[i];
                 on_case(&certify::run_case(
-                    producer,
+                    plugins,
                     &scenarios[spec.scenario],
                     spec,
                     &self.opts,
@@ -106,9 +127,9 @@ impl Engine<'_> {
         }
         let worker_args = run::worker::WorkerArgs {
             socket: PathBuf::new(),
-            mode: run::worker::Mode::CertifyProducer,
-            producer: self.args.producer.clone(),
-            consumer: None,
+            mode: run::worker::Mode::Certify,
+            producer: self.args.producer.as_ref().map(|l| l.path.clone()),
+            consumer: self.args.consumer.as_ref().map(|l| l.path.clone()),
             sources: sources.clone(),
             options: crate::roundtrip::Options {
                 replay_prefix: self.opts.replay_prefix.clone(),
@@ -148,7 +169,8 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         replay_prefix: replay_prefix(&args),
         ..Default::default()
     };
-    let plan = certify::plan(&scenarios);
+    let sides = args.sides();
+    let plan = certify::plan(&scenarios, sides);
     if args.list {
         for spec in plan.iter().filter(|s| args.filter.selects(&s.id)) {
             println!("{}: case", spec.id);
@@ -159,12 +181,16 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .filter(|&i| args.filter.selects(&plan[i].id))
         .collect();
     let previous = match &args.resume {
-        Some(path) => Some(resumable(
-            path,
-            "certify",
-            &data,
-            &[("producer", &args.producer)],
-        )?),
+        Some(path) => {
+            let mut plugins: Vec<(&str, &std::path::Path)> = Vec::new();
+            if let Some(p) = &args.producer {
+                plugins.push(("producer", &p.path));
+            }
+            if let Some(c) = &args.consumer {
+                plugins.push(("consumer", &c.path));
+            }
+            Some(resumable(path, "certify", &data, &plugins)?)
+        }
         None => None,
     };
     let todo = not_yet_run(previous.as_ref(), &selected, |i| &plan[i].id);
@@ -232,14 +258,19 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         );
     }
     run::proc::catch_interrupts();
+    let load = |lib: &Option<Lib>| -> Result<Option<Plugin>, BadInput> {
+        match lib {
+            Some(l) if args.jobs == 0 => Plugin::load(&l.path)
+                .map(Some)
+                .map_err(|e| BadInput(e.to_string())),
+            _ => Ok(None),
+        }
+    };
     let engine = Engine {
         args: &args,
         opts,
-        producer: if args.jobs == 0 {
-            Some(Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?)
-        } else {
-            None
-        },
+        producer: load(&args.producer)?,
+        consumer: load(&args.consumer)?,
     };
     let how = if args.jobs == 0 {
         "in this process".to_string()
@@ -248,10 +279,14 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let progress = RefCell::new(Progress::new(todo.len()));
     let mut ready = |plugins: &[PluginIdentity]| {
+        let who: Vec<String> = plugins
+            .iter()
+            .map(|p| format!("{} {}", p.role, p.name))
+            .collect();
         println!(
-            "arrowcert {}: producer {} ({} cases over {} scenarios from {data}, {how})",
+            "arrowcert {}: {} ({} cases over {} scenarios from {data}, {how})",
             if args.replay { "replay" } else { "certify" },
-            plugins.first().map(|p| p.name.as_str()).unwrap_or(""),
+            who.join(", "),
             selected.len(),
             scenarios.len()
         );
@@ -275,13 +310,21 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Shrink what failed on generated scenarios, then write the report.
     let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
         let report = &checkpoint.borrow().report;
-        shrink_failures(&engine, report, &scenarios, &plan, sources, args.shrink)?
+        shrink_failures(
+            &engine,
+            report,
+            &scenarios,
+            &plan,
+            sources,
+            args.shrink,
+            sides,
+        )?
     } else {
         Vec::new()
     };
     let interrupted = interrupted.or_else(run::proc::interrupted);
     let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
-        r.rules = summary::rule_verdicts(&r.cases, AREAS);
+        r.rules = summary::rule_verdicts(&r.cases, sides);
         r.shrunk = shrunk;
     })?;
     print!(
@@ -310,7 +353,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     if let Some(junit) = &args.junit {
         let xml = summary::junit(
             &report.rules,
-            &format!("arrowcert certify {}", args.producer_arg),
+            &format!("arrowcert certify {}", args.subjects()),
         );
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
@@ -395,8 +438,8 @@ impl Target {
 
 /// The failures worth shrinking: each failing rule (MUST first, INFO
 /// never) and crashes, with the first generated case that showed it.
-fn targets(report: &Report) -> Vec<(Target, &Case)> {
-    let rules = summary::rule_verdicts(&report.cases, AREAS);
+fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
+    let rules = summary::rule_verdicts(&report.cases, sides);
     let mut failing: Vec<_> = rules
         .iter()
         .filter(|r| r.verdict == Verdict::Fail && r.level != "INFO")
@@ -438,9 +481,10 @@ fn shrink_failures(
     plan: &[CaseSpec],
     sources: &Sources,
     budget: shrink::Budget,
+    sides: certify::Sides,
 ) -> Result<Vec<ShrunkFailure>, BadInput> {
     let mut out = Vec::new();
-    for (target, first) in targets(report) {
+    for (target, first) in targets(report, sides) {
         let Some((index, _)) = gen::parse_name(&first.scenario) else {
             continue;
         };
@@ -457,7 +501,7 @@ fn shrink_failures(
                 return false;
             }
             let cands = std::slice::from_ref(candidate);
-            let cplan = certify::plan(cands);
+            let cplan = certify::plan(cands, sides);
             let selected: Vec<usize> = (0..cplan.len())
                 .filter(|&i| cplan[i].path == path)
                 .collect();
@@ -509,10 +553,39 @@ fn shrink_failures(
     Ok(out)
 }
 
+impl Args {
+    /// The sides this run certifies.
+    pub fn sides(&self) -> certify::Sides {
+        certify::Sides {
+            producer: self.producer.is_some(),
+            consumer: self.consumer.is_some(),
+        }
+    }
+
+    /// `--producer X --consumer Y`, as given.
+    fn subjects(&self) -> String {
+        let mut out = Vec::new();
+        if let Some(p) = &self.producer {
+            out.push(format!("--producer {}", p.arg));
+        }
+        if let Some(c) = &self.consumer {
+            out.push(format!("--consumer {}", c.arg));
+        }
+        out.join(" ")
+    }
+}
+
 /// The scenario name inside a certification case ID
-/// (`producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]]`).
+/// (`producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]]` or
+/// `consumer/<kind>/<variant>/<scenario>[/batch:<i>]`).
 pub fn scenario_of(case_id: &str) -> Option<String> {
-    let rest = case_id.strip_prefix("producer/")?;
+    let rest = match case_id.strip_prefix("producer/") {
+        Some(rest) => rest,
+        None => {
+            let rest = case_id.strip_prefix("consumer/")?;
+            rest.split_once('/')?.1
+        }
+    };
     let (_, rest) = rest.split_once('/')?;
     let name = match rest.find("/batch:") {
         Some(i) => &rest[..i],
@@ -540,6 +613,14 @@ mod tests {
             Some("primitive")
         );
         assert_eq!(scenario_of("roundtrip/x"), None);
+        assert_eq!(
+            scenario_of("consumer/array/varied/gen/3@s1/batch:0").as_deref(),
+            Some("gen/3@s1")
+        );
+        assert_eq!(
+            scenario_of("consumer/stream_error/next-EIO/primitive").as_deref(),
+            Some("primitive")
+        );
         assert_eq!(scenario_of("producer/array/"), None);
     }
 }

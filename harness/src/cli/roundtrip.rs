@@ -326,7 +326,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         let worker_args = run::worker::WorkerArgs {
             socket: PathBuf::new(),
             mode: run::worker::Mode::Roundtrip,
-            producer: args.producer.clone(),
+            producer: Some(args.producer.clone()),
             consumer: Some(args.consumer.clone()),
             sources: scenario::Sources::builtin_or_gold(args.gold.clone()),
             options: opts.clone(),

@@ -19,7 +19,7 @@ pub fn schemas(expected: &Schema, actual: &Schema) -> Vec<String> {
     // Equal schemas (names, types, nullability and metadata at every depth:
     // arrow-rs's `Field` equality) have nothing to report; the walk below
     // only explains inequality, and formats a label for every field.
-    if expected == actual {
+    if expected == actual && same_ordering(expected.fields(), actual.fields()) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -84,7 +84,44 @@ fn field(path: &str, expected: &Field, actual: &Field, out: &mut Vec<String>) {
         ));
     }
     metadata(&at, expected.metadata(), actual.metadata(), out);
+    // arrow-rs's Field equality leaves this out; the IPC format and the C
+    // data interface (ARROW_FLAG_DICTIONARY_ORDERED) carry it.
+    if expected.dict_is_ordered() != actual.dict_is_ordered()
+        && matches!(expected.data_type(), DataType::Dictionary(..))
+    {
+        out.push(format!(
+            "{at}: dictionary ordered is {:?}, expected {:?}",
+            actual.dict_is_ordered(),
+            expected.dict_is_ordered()
+        ));
+    }
     data_type(path, &at, expected.data_type(), actual.data_type(), out);
+}
+
+/// True when the dictionary-ordered flags agree at every depth.
+fn same_ordering(expected: &Fields, actual: &Fields) -> bool {
+    expected.iter().zip(actual.iter()).all(|(e, a)| {
+        let here = !matches!(e.data_type(), DataType::Dictionary(..))
+            || e.dict_is_ordered() == a.dict_is_ordered();
+        here && same_ordering(&nested_fields(e.data_type()), &nested_fields(a.data_type()))
+    })
+}
+
+/// The fields directly inside a type.
+fn nested_fields(dt: &DataType) -> Fields {
+    use DataType::*;
+    match dt {
+        List(f)
+        | LargeList(f)
+        | ListView(f)
+        | LargeListView(f)
+        | FixedSizeList(f, _)
+        | Map(f, _) => Fields::from(vec![f.clone()]),
+        Struct(fields) => fields.clone(),
+        Union(fields, _) => fields.iter().map(|(_, f)| f.clone()).collect(),
+        RunEndEncoded(r, v) => Fields::from(vec![r.clone(), v.clone()]),
+        _ => Fields::empty(),
+    }
 }
 
 /// `path` as for [`field`]; `at` is the field's label in messages.
@@ -277,4 +314,101 @@ pub fn streams(
         out.extend(batches(expected, actual));
     }
     out
+}
+
+/// [`streams`] with every field name and all metadata (schema, field and
+/// nested field level) left out on both sides: the differences that are not
+/// only in what the spec lets consumers ignore ("consumers MAY decide to
+/// ignore" names; "Consumers MAY choose to ignore this information", of
+/// metadata).
+pub fn streams_ignoring_names_and_metadata(
+    expected_schema: &Schema,
+    expected: &[RecordBatch],
+    actual_schema: &Schema,
+    actual: &[RecordBatch],
+) -> Vec<String> {
+    let strip =
+        |schema: &Schema, batches: &[RecordBatch]| -> Result<(Schema, Vec<RecordBatch>), String> {
+            let fields: Fields = schema
+                .fields()
+                .iter()
+                .map(|f| Arc::new(bare_field(f)))
+                .collect();
+            let bare = Schema::new(fields);
+            let batches = batches
+                .iter()
+                .map(|b| {
+                    let columns = b
+                        .columns()
+                        .iter()
+                        .map(|c| bare_data(&c.to_data()).map(make_array))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    RecordBatch::try_new_with_options(
+                        Arc::new(bare.clone()),
+                        columns,
+                        &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                    )
+                    .map_err(|e| e.to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((bare, batches))
+        };
+    match (
+        strip(expected_schema, expected),
+        strip(actual_schema, actual),
+    ) {
+        (Ok((es, eb)), Ok((as_, ab))) => streams(&es, &eb, &as_, &ab),
+        (Err(e), _) | (_, Err(e)) => {
+            vec![format!("cannot compare without names and metadata: {e}")]
+        }
+    }
+}
+
+/// `f` with an empty name and no metadata, at every depth.
+fn bare_field(f: &Field) -> Field {
+    let mut out = Field::new("", bare_type(f.data_type()), f.is_nullable());
+    if let Some(o) = f.dict_is_ordered() {
+        out = out.with_dict_is_ordered(o);
+    }
+    out
+}
+
+fn bare_type(dt: &DataType) -> DataType {
+    use DataType::*;
+    let bare = |f: &Arc<Field>| Arc::new(bare_field(f));
+    match dt {
+        List(f) => List(bare(f)),
+        LargeList(f) => LargeList(bare(f)),
+        ListView(f) => ListView(bare(f)),
+        LargeListView(f) => LargeListView(bare(f)),
+        FixedSizeList(f, n) => FixedSizeList(bare(f), *n),
+        // Map entries keep their shape; only names and metadata go.
+        Map(f, sorted) => Map(bare(f), *sorted),
+        Struct(fields) => Struct(fields.iter().map(bare).collect()),
+        Union(fields, mode) => Union(
+            fields
+                .iter()
+                .map(|(id, f)| (id, Arc::new(bare_field(f))))
+                .collect(),
+            *mode,
+        ),
+        RunEndEncoded(r, v) => RunEndEncoded(bare(r), bare(v)),
+        Dictionary(k, v) => Dictionary(k.clone(), Box::new(bare_type(v))),
+        other => other.clone(),
+    }
+}
+
+/// `data` retyped with [`bare_type`], children and dictionary included.
+fn bare_data(data: &arrow_data::ArrayData) -> Result<arrow_data::ArrayData, String> {
+    let children = data
+        .child_data()
+        .iter()
+        .map(bare_data)
+        .collect::<Result<Vec<_>, _>>()?;
+    data.clone()
+        .into_builder()
+        .data_type(bare_type(data.data_type()))
+        .child_data(children)
+        .build()
+        .map_err(|e| e.to_string())
 }

@@ -19,19 +19,20 @@ use crate::scenario;
 pub enum Mode {
     /// `arrowcert roundtrip`: producer -> harness -> consumer.
     Roundtrip,
-    /// `arrowcert certify --producer`: the harness judges a producer.
-    CertifyProducer,
+    /// `arrowcert certify`: the harness judges the producer and/or the
+    /// consumer it is given.
+    Certify,
 }
 
 impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Roundtrip => "roundtrip",
-            Mode::CertifyProducer => "certify-producer",
+            Mode::Certify => "certify",
         }
     }
     pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Roundtrip, Mode::CertifyProducer]
+        [Mode::Roundtrip, Mode::Certify]
             .into_iter()
             .find(|m| m.name() == s)
     }
@@ -43,8 +44,9 @@ pub struct WorkerArgs {
     pub socket: PathBuf,
     /// What the worker runs.
     pub mode: Mode,
-    pub producer: PathBuf,
-    /// The consumer (roundtrip only).
+    /// The producer (always for roundtrip; certify: when its side runs).
+    pub producer: Option<PathBuf>,
+    /// The consumer (roundtrip; certify: when its side runs).
     pub consumer: Option<PathBuf>,
     pub sources: scenario::Sources,
     pub options: Options,
@@ -66,8 +68,6 @@ impl WorkerArgs {
         let mut args = vec![
             "--mode".to_string(),
             self.mode.name().to_string(),
-            "--producer".to_string(),
-            abs(&self.producer),
             "--timeout-ms".to_string(),
             self.options.async_timeout_ms.to_string(),
             "--replay-prefix".to_string(),
@@ -75,6 +75,10 @@ impl WorkerArgs {
             "--max-memory-mb".to_string(),
             (self.limits.address_space.unwrap_or(u64::MAX) / (1024 * 1024)).to_string(),
         ];
+        if let Some(p) = &self.producer {
+            args.push("--producer".into());
+            args.push(abs(p));
+        }
         if let Some(c) = &self.consumer {
             args.push("--consumer".into());
             args.push(abs(c));
@@ -140,10 +144,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         );
         return 2;
     }
-    let loaded = Plugin::load(&args.producer).and_then(|p| match &args.consumer {
-        Some(c) => Plugin::load(c).map(|c| (p, Some(c))),
-        None => Ok((p, None)),
-    });
+    let load = |p: &Option<PathBuf>| p.as_ref().map(|p| Plugin::load(p)).transpose();
+    let loaded = load(&args.producer).and_then(|p| load(&args.consumer).map(|c| (p, c)));
     let (producer, consumer) = match loaded {
         Ok(pc) => pc,
         Err(e) => {
@@ -170,10 +172,11 @@ pub fn run(args: WorkerArgs) -> i32 {
     };
     type Runner<'a> = Box<dyn Fn(usize) -> Case + 'a>;
     let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
-        (Mode::Roundtrip, Some(consumer)) => {
+        (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
+            let producer = producer.as_ref().expect("checked");
             let plan = roundtrip::plan(&scenarios);
             let ids = plan.iter().map(|s| s.id.clone()).collect();
-            let (producer, scenarios, options) = (&producer, &scenarios, &args.options);
+            let (scenarios, options) = (&scenarios, &args.options);
             (
                 ids,
                 Box::new(move |i| {
@@ -188,25 +191,36 @@ pub fn run(args: WorkerArgs) -> i32 {
                 }),
             )
         }
-        (Mode::Roundtrip, None) => {
-            let message = "a roundtrip worker needs --consumer".to_string();
+        (Mode::Roundtrip, _) => {
+            let message = "a roundtrip worker needs --producer and --consumer".to_string();
             let _ = send(&mut stream, &FromWorker::Fatal { message });
             return 2;
         }
-        (Mode::CertifyProducer, _) => {
-            let plan = certify::plan(&scenarios);
+        (Mode::Certify, _) => {
+            let sides = certify::Sides {
+                producer: producer.is_some(),
+                consumer: consumer.is_some(),
+            };
+            let plan = certify::plan(&scenarios, sides);
             let ids = plan.iter().map(|s| s.id.clone()).collect();
-            let (producer, scenarios, opts) = (&producer, &scenarios, &certify_opts);
+            let plugins = certify::Plugins {
+                producer: producer.as_ref(),
+                consumer: consumer.as_ref(),
+            };
+            let (scenarios, opts) = (&scenarios, &certify_opts);
             (
                 ids,
                 Box::new(move |i| {
                     let spec = &plan[i];
-                    certify::run_case(producer, &scenarios[spec.scenario], spec, opts)
+                    certify::run_case(plugins, &scenarios[spec.scenario], spec, opts)
                 }),
             )
         }
     };
-    let mut plugins = vec![identity("producer", &producer)];
+    let mut plugins = Vec::new();
+    if let Some(p) = &producer {
+        plugins.push(identity("producer", p));
+    }
     if let Some(c) = &consumer {
         plugins.push(identity("consumer", c));
     }

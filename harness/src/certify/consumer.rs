@@ -1,0 +1,588 @@
+//! Consumer certification: the harness plays an instrumented producer
+//! ([`crate::export`]) and judges, rule by rule, what a consumer does with
+//! what it is handed.
+//!
+//! Per case the harness exports a scenario (a batch as an array or device
+//! array, or every batch as a stream or device stream) in one of two
+//! encodings, calls the consumer, and then judges:
+//! - the release calls the ledger recorded (`consumer.release.*`);
+//! - the structures it handed over: each must be released or marked
+//!   released by a move (`consumer.move.marks-source`);
+//! - writes into exported buffers (`consumer.data.immutable`);
+//! - what the consumer read, decoded from the IPC it wrote back, against
+//!   the data (`consumer.read.values`, names and metadata apart in
+//!   `consumer.read.metadata`). A case that reads wrong is run once more
+//!   with release poisoning off: if it then reads right, the consumer read
+//!   released memory (`consumer.read.after-release`).
+//!
+//! Error-path cases hand over streams that fail in `get_schema` or part way
+//! through `get_next`; released-input cases hand over a released array or
+//! schema.
+
+#![forbid(unsafe_code)]
+
+use std::ffi::c_int;
+
+use arrow_array::RecordBatch;
+use arrow_schema::Schema;
+
+use super::{call_ended, CaseSpec, Ended, Observations, Path};
+use crate::abi::ops::Owned;
+use crate::export::{self, encode, Encoding, FailAt, Failure, Findings, Ledger, StreamPlan};
+use crate::plugin::{errno_name, CallError, Plugin};
+use crate::scenario::Scenario;
+use crate::sdk::ipc;
+
+/// How a consumer case encodes what it hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Enc {
+    Plain,
+    Varied,
+}
+
+/// Where an error-path stream fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorAt {
+    /// `get_schema` fails.
+    Schema,
+    /// `get_next` fails part way through (after half the batches).
+    Middle,
+}
+
+/// The consumer case kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Array(Enc),
+    DeviceArray(Enc),
+    Stream(Enc),
+    DeviceStream(Enc),
+    /// A stream (device stream if `device`) that fails with `code`.
+    StreamError {
+        device: bool,
+        at: ErrorAt,
+        code: c_int,
+    },
+    /// An already released ArrowArray (`schema`: ArrowSchema).
+    Released {
+        schema: bool,
+    },
+}
+
+/// The error-path cases of each scenario.
+const ERRORS: [(bool, ErrorAt, c_int); 3] = [
+    (false, ErrorAt::Schema, libc::EINVAL),
+    (false, ErrorAt::Middle, libc::EIO),
+    (true, ErrorAt::Middle, libc::ENOMEM),
+];
+
+impl Kind {
+    /// The two words after `consumer/` in case IDs.
+    pub fn words(self) -> String {
+        let enc = |e: Enc| match e {
+            Enc::Plain => "plain",
+            Enc::Varied => "varied",
+        };
+        match self {
+            Kind::Array(e) => format!("array/{}", enc(e)),
+            Kind::DeviceArray(e) => format!("device_array/{}", enc(e)),
+            Kind::Stream(e) => format!("stream/{}", enc(e)),
+            Kind::DeviceStream(e) => format!("device_stream/{}", enc(e)),
+            Kind::StreamError { device, at, code } => format!(
+                "{}/{}-{}",
+                if device {
+                    "device_stream_error"
+                } else {
+                    "stream_error"
+                },
+                match at {
+                    ErrorAt::Schema => "schema",
+                    ErrorAt::Middle => "next",
+                },
+                errno_name(code)
+            ),
+            Kind::Released { schema } => {
+                format!("released/{}", if schema { "schema" } else { "array" })
+            }
+        }
+    }
+
+    /// The report's `path` of the case.
+    pub fn path_name(self) -> &'static str {
+        match self {
+            Kind::Array(_) | Kind::Released { .. } => "consume_array",
+            Kind::DeviceArray(_) => "consume_device_array",
+            Kind::Stream(_) | Kind::StreamError { device: false, .. } => "consume_stream",
+            Kind::DeviceStream(_) | Kind::StreamError { device: true, .. } => {
+                "consume_device_stream"
+            }
+        }
+    }
+
+    fn per_batch(self) -> bool {
+        matches!(self, Kind::Array(_) | Kind::DeviceArray(_))
+    }
+}
+
+/// Every consumer case for these scenarios, in a stable order. IDs are
+/// `consumer/<kind>/<encoding or error>/<scenario>[/batch:<i>]`.
+pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
+    let mut out = Vec::new();
+    let mut kinds = Vec::new();
+    for e in [Enc::Plain, Enc::Varied] {
+        kinds.extend([
+            Kind::Array(e),
+            Kind::DeviceArray(e),
+            Kind::Stream(e),
+            Kind::DeviceStream(e),
+        ]);
+    }
+    kinds.extend(
+        ERRORS
+            .iter()
+            .map(|&(device, at, code)| Kind::StreamError { device, at, code }),
+    );
+    for (si, s) in scenarios.iter().enumerate() {
+        for &kind in &kinds {
+            let base = format!("consumer/{}/{}", kind.words(), s.name);
+            if kind.per_batch() {
+                for bi in 0..s.batches.len() {
+                    out.push(CaseSpec {
+                        path: Path::Consumer(kind),
+                        scenario: si,
+                        batch: Some(bi),
+                        slice: None,
+                        id: format!("{base}/batch:{bi}"),
+                    });
+                }
+            } else {
+                out.push(CaseSpec {
+                    path: Path::Consumer(kind),
+                    scenario: si,
+                    batch: None,
+                    slice: None,
+                    id: base,
+                });
+            }
+        }
+    }
+    // Released inputs do not depend on the data: once per run, with the
+    // first scenario's schema.
+    if let Some(s) = scenarios.first() {
+        for schema in [false, true] {
+            let kind = Kind::Released { schema };
+            out.push(CaseSpec {
+                path: Path::Consumer(kind),
+                scenario: 0,
+                batch: None,
+                slice: None,
+                id: format!("consumer/{}/{}", kind.words(), s.name),
+            });
+        }
+    }
+    out
+}
+
+/// A stable seed for a case's varied encoding (FNV-1a of its ID).
+fn seed_of(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn encoding(e: Enc, id: &str) -> Encoding {
+    match e {
+        Enc::Plain => Encoding::Plain,
+        Enc::Varied => Encoding::Varied(seed_of(id)),
+    }
+}
+
+/// What one call of the consumer gave.
+struct Attempt {
+    result: Result<Vec<u8>, CallError>,
+    findings: Findings,
+    /// Structures handed over that were still live after the call:
+    /// (what, root index).
+    live: Vec<(String, usize)>,
+}
+
+/// The rules every consumer case with data exercises.
+const HANDOVER_RULES: &[&str] = &[
+    "consumer.release.once",
+    "consumer.release.not-released",
+    "consumer.release.no-children",
+    "consumer.move.marks-source",
+    "consumer.data.immutable",
+];
+
+const STREAM_RULES: &[&str] = &[
+    "consumer.stream.release",
+    "consumer.stream.serial",
+    "consumer.stream.last-error",
+];
+
+/// Runs one consumer case.
+pub fn run(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    obs: &mut Observations,
+) -> Ended {
+    match kind {
+        Kind::Released { schema } => released(consumer, scenario, schema, obs),
+        Kind::StreamError { device, at, code } => {
+            stream_error(consumer, scenario, spec, device, at, code, obs)
+        }
+        _ => data_case(consumer, scenario, spec, kind, obs),
+    }
+}
+
+/// The plan a stream case hands over.
+fn stream_plan(
+    scenario: &Scenario,
+    enc: Encoding,
+    fail: Option<Failure>,
+) -> Result<StreamPlan, String> {
+    Ok(StreamPlan {
+        schema: encode::schema(&scenario.schema, enc)?,
+        chunks: scenario
+            .batches
+            .iter()
+            .enumerate()
+            .map(|(i, b)| encode::batch(b, enc, i as u64 + 1))
+            .collect::<Result<_, _>>()?,
+        fail,
+    })
+}
+
+/// Hands the case's data to the consumer once.
+fn attempt(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    enc: Encoding,
+    poison: bool,
+    fail: Option<Failure>,
+) -> Result<Attempt, String> {
+    let ledger = Ledger::new(poison);
+    let mut live = Vec::new();
+    let result = match kind {
+        Kind::Array(_) | Kind::DeviceArray(_) => {
+            let batch = &scenario.batches[spec.batch.unwrap_or(0)];
+            let snode = encode::schema(&scenario.schema, enc)?;
+            let anode = encode::batch(batch, enc, 0)?;
+            let mut s = ledger.schema(&snode, "schema");
+            let r = if matches!(kind, Kind::Array(_)) {
+                let mut a = ledger.array(&anode, "array");
+                let r = consumer.consume_array(s.get(), a.get());
+                if !a.get().is_released() {
+                    live.push(("array".to_string(), a.root));
+                }
+                r
+            } else {
+                let mut a = ledger.device_array(&anode, "device array");
+                let r = consumer.consume_device_array(s.get(), a.get());
+                if !a.get().is_released() {
+                    live.push(("device array".to_string(), a.root));
+                }
+                r
+            };
+            if !s.get().is_released() {
+                live.push(("schema".to_string(), s.root));
+            }
+            r
+        }
+        _ => {
+            let plan = stream_plan(scenario, enc, fail)?;
+            if matches!(
+                kind,
+                Kind::DeviceStream(_) | Kind::StreamError { device: true, .. }
+            ) {
+                let mut st = ledger.device_stream(plan);
+                let r = consumer.consume_device_stream(st.get());
+                if !st.get().is_released() {
+                    live.push(("device stream".to_string(), st.root));
+                }
+                r
+            } else {
+                let mut st = ledger.stream(plan);
+                let r = consumer.consume_stream(st.get());
+                if !st.get().is_released() {
+                    live.push(("stream".to_string(), st.root));
+                }
+                r
+            }
+        }
+    };
+    Ok(Attempt {
+        result,
+        findings: ledger.finish(),
+        live,
+    })
+}
+
+/// Records what the ledger and the handed-over structures show.
+fn judge_handover(a: &Attempt, stream: bool, obs: &mut Observations) {
+    for r in HANDOVER_RULES {
+        obs.check(r, true, "", String::new);
+    }
+    if stream {
+        for r in STREAM_RULES {
+            obs.check(r, true, "", String::new);
+        }
+    }
+    for v in &a.findings.violations {
+        obs.check(v.rule, false, &v.at, || v.message.clone());
+    }
+    for (what, root) in &a.live {
+        let r = &a.findings.roots[*root];
+        // Unreleased and unmoved is a leak, which the ledger reports.
+        if let Some((addr, _)) = r.releases.first() {
+            obs.check("consumer.move.marks-source", false, what, || {
+                format!(
+                    "the {what} was moved (its release ran on a copy at {addr:#x}) but the source the harness handed over at {:#x} still has a non-NULL release: \"it MUST mark the source structure released\"",
+                    r.addr
+                )
+            });
+        }
+    }
+}
+
+/// The data the consumer should have read, and what it wrote back.
+fn differences(
+    expected: (&Schema, &[RecordBatch]),
+    ipc_bytes: &[u8],
+) -> (Vec<String>, Vec<String>) {
+    let read = match ipc::decode(ipc_bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            return (
+                vec![format!(
+                    "the consumer's output is not an Arrow IPC stream: {}",
+                    e.message
+                )],
+                Vec::new(),
+            )
+        }
+    };
+    let all = crate::compare::streams(expected.0, expected.1, &read.schema, &read.batches);
+    if all.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let structural = crate::compare::streams_ignoring_names_and_metadata(
+        expected.0,
+        expected.1,
+        &read.schema,
+        &read.batches,
+    );
+    if structural.is_empty() {
+        (Vec::new(), all)
+    } else {
+        (all, Vec::new())
+    }
+}
+
+fn expected_of<'a>(scenario: &'a Scenario, spec: &CaseSpec) -> (&'a Schema, &'a [RecordBatch]) {
+    match spec.batch {
+        Some(b) => (&scenario.schema, std::slice::from_ref(&scenario.batches[b])),
+        None => (&scenario.schema, &scenario.batches),
+    }
+}
+
+/// Array, device array, stream and device stream cases with data.
+fn data_case(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    obs: &mut Observations,
+) -> Ended {
+    let e = match kind {
+        Kind::Array(e) | Kind::DeviceArray(e) | Kind::Stream(e) | Kind::DeviceStream(e) => e,
+        _ => unreachable!("data_case is called for data kinds"),
+    };
+    let enc = encoding(e, &spec.id);
+    let stream = matches!(kind, Kind::Stream(_) | Kind::DeviceStream(_));
+    let first = match attempt(consumer, scenario, spec, kind, enc, true, None) {
+        Ok(a) => a,
+        Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
+    };
+    judge_handover(&first, stream, obs);
+    if matches!(kind, Kind::DeviceArray(_) | Kind::DeviceStream(_)) {
+        obs.not_exercised(
+            "consumer.sync.waits",
+            "the harness exports CPU device arrays, which carry no sync event; a device with its own memory (the emulated device or CUDA) is needed to exercise this rule",
+        );
+    }
+    let expected = expected_of(scenario, spec);
+    let wrong = match &first.result {
+        Ok(bytes) => {
+            let (values, optional) = differences(expected, bytes);
+            obs.check(
+                "consumer.read.metadata",
+                optional.is_empty(),
+                "output",
+                || optional.join("; "),
+            );
+            (!values.is_empty()).then(|| values.join("; "))
+        }
+        Err(CallError::Missing(_)) => return call_ended(first.result.unwrap_err()),
+        Err(CallError::Failed {
+            code: libc::ENOSYS, ..
+        }) => {
+            let why = first.result.as_ref().unwrap_err().to_string();
+            obs.not_exercised("consumer.read.values", why.clone());
+            return Ended::Skip(format!("the consumer does not support this: {why}"));
+        }
+        Err(e) => Some(format!("the consumer refused valid input: {e}")),
+    };
+    let Some(evidence) = wrong else {
+        obs.check("consumer.read.values", true, "", String::new);
+        obs.check("consumer.read.after-release", true, "", String::new);
+        return Ended::Ran;
+    };
+    // Read wrong: again without poisoning released memory. Right then means
+    // the first run read memory after releasing it.
+    let again = attempt(consumer, scenario, spec, kind, enc, false, None);
+    let right_unpoisoned = matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).0.is_empty()));
+    if right_unpoisoned {
+        obs.check("consumer.read.values", true, "", String::new);
+        obs.check("consumer.read.after-release", false, "output", || {
+            format!(
+                "with released buffers overwritten ({:#04x}) the consumer read wrong ({evidence}); with them left as they were it read right: it read after calling release",
+                export::RELEASED_BYTE
+            )
+        });
+    } else {
+        obs.check("consumer.read.values", false, "output", || evidence);
+    }
+    Ended::Ran
+}
+
+/// A stream that fails; the consumer must return the error and message and
+/// still release everything.
+fn stream_error(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    device: bool,
+    at: ErrorAt,
+    code: c_int,
+    obs: &mut Observations,
+) -> Ended {
+    let k = scenario.batches.len() / 2;
+    let message = format!(
+        "arrowcert injected failure: {} {} ({})",
+        match at {
+            ErrorAt::Schema => "get_schema".to_string(),
+            ErrorAt::Middle => format!("get_next for chunk {k}"),
+        },
+        errno_name(code),
+        spec.id.len()
+    );
+    let fail = Failure {
+        at: match at {
+            ErrorAt::Schema => FailAt::Schema,
+            ErrorAt::Middle => FailAt::Next(k),
+        },
+        code,
+        message: message.clone(),
+    };
+    let kind = Kind::StreamError { device, at, code };
+    let a = match attempt(
+        consumer,
+        scenario,
+        spec,
+        kind,
+        Encoding::Plain,
+        true,
+        Some(fail),
+    ) {
+        Ok(a) => a,
+        Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
+    };
+    judge_handover(&a, true, obs);
+    match &a.result {
+        Ok(_) => obs.check("consumer.stream.error", false, "result", || {
+            format!(
+                "the stream failed with {} ({code}) \"{message}\", but the consume call succeeded",
+                errno_name(code)
+            )
+        }),
+        Err(CallError::Missing(_)) => return call_ended(a.result.unwrap_err()),
+        Err(CallError::Failed {
+            code: got,
+            message: m,
+            ..
+        }) => {
+            let m = m.clone().unwrap_or_default();
+            if m.contains(export::OVERWRITTEN) {
+                obs.check("consumer.stream.error", true, "", String::new);
+                obs.check("consumer.stream.last-error", false, "last error", || {
+                    format!("the consumer's last error is the harness's overwritten message buffer ({m:?}): it kept get_last_error's pointer past the next stream call instead of copying the string")
+                });
+            } else {
+                obs.check("consumer.stream.error", *got == code && m.contains(&message), "last error", || {
+                    format!(
+                        "the stream failed with {} ({code}) \"{message}\"; the consumer returned {} ({got}) with last error {m:?} (the plugin contract asks for the same code, and the message)",
+                        errno_name(code),
+                        errno_name(*got)
+                    )
+                });
+            }
+        }
+    }
+    Ended::Ran
+}
+
+/// An already released structure: a consumer should refuse it.
+fn released(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    schema_released: bool,
+    obs: &mut Observations,
+) -> Ended {
+    let ledger = Ledger::new(true);
+    let snode = match encode::schema(&scenario.schema, Encoding::Plain) {
+        Ok(s) => s,
+        Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
+    };
+    let result = if schema_released {
+        let node = match scenario
+            .batches
+            .first()
+            .map(|b| encode::batch(b, Encoding::Plain, 0))
+        {
+            Some(Ok(n)) => n,
+            _ => return Ended::Skip("the scenario has no batch".into()),
+        };
+        let mut s = ledger.released_schema("released schema");
+        let mut a = ledger.array(&node, "array");
+        consumer.consume_array(s.get(), a.get())
+    } else {
+        let mut s = ledger.schema(&snode, "schema");
+        let mut a = ledger.released_array("released array");
+        consumer.consume_array(s.get(), a.get())
+    };
+    let what = if schema_released { "schema" } else { "array" };
+    // What it does with the live half is judged by the release rules.
+    let findings = ledger.finish();
+    for v in &findings.violations {
+        obs.check(v.rule, false, &v.at, || v.message.clone());
+    }
+    match result {
+        Err(CallError::Missing(e)) => Ended::Skip(format!("{e} is not exported by the plugin")),
+        Ok(_) => {
+            obs.check("consumer.release.checks-released", false, what, || {
+                format!("given an ArrowArray{} whose release is NULL (released) and whose other members are poison, the consume call succeeded: \"consumers SHOULD check for a NULL release callback and treat it accordingly (probably by erroring out)\"",
+                if schema_released { "Schema" } else { "" })
+            });
+            Ended::Ran
+        }
+        Err(_) => {
+            obs.check("consumer.release.checks-released", true, "", String::new);
+            Ended::Ran
+        }
+    }
+}

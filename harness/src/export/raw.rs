@@ -1,0 +1,714 @@
+//! Materialises [`Node`]s and [`SchemaNode`]s as C structures with
+//! instrumented release callbacks, and keeps the book of what a consumer
+//! did with them.
+//!
+//! Every allocation of one case (buffers, structures, pointer arrays,
+//! strings, callback records) belongs to its [`Ledger`] and stays mapped
+//! until the ledger is finished, so that a consumer that releases twice,
+//! reads after release or calls a child's release is observed instead of
+//! crashing the harness. A ledger whose exports were not all released
+//! cleanly is leaked rather than freed: the consumer may still hold
+//! pointers into it.
+//!
+//! What the release callbacks do ("Release callback semantics -- for
+//! producers"): release the children and dictionary still in place, then
+//! compare every buffer of the node with the copy taken at export (writes
+//! are `consumer.data.immutable`), then overwrite the buffers and strings
+//! with [`RELEASED_BYTE`] (reads after release see it), then set `release`
+//! to NULL. A second call for the same node is `consumer.release.not-released`;
+//! a child released by the consumer in place (not moved out first) is
+//! `consumer.release.no-children`.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex};
+
+use super::encode::{Node, SchemaNode};
+use crate::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema, Plain};
+use crate::inspect::Violation;
+
+/// The rule an unreleased array or schema breaks.
+const ONCE: Option<&str> = Some("consumer.release.once");
+
+/// What released buffers and strings are overwritten with.
+pub const RELEASED_BYTE: u8 = 0xDB;
+
+/// Buffers are aligned to this many bytes (the spec recommends 64).
+const ALIGN: usize = 64;
+
+/// One base structure handed to the consumer.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// `array`, `schema`, `stream chunk 2`, ...
+    pub what: String,
+    /// Where the structure was when handed over.
+    pub addr: usize,
+    /// Release calls: (address called on, thread).
+    pub releases: Vec<(usize, String)>,
+    /// The rule an unreleased structure breaks (`None`: none, for the
+    /// already released structures the harness hands over on purpose).
+    pub unreleased_rule: Option<&'static str>,
+}
+
+#[derive(Default)]
+struct Book {
+    roots: Vec<Root>,
+    /// Release calls per node.
+    node_releases: Vec<u32>,
+    events: Vec<Violation>,
+    /// Owned memory, freed (or leaked) when the ledger is finished.
+    keep: Vec<Keep>,
+    /// Records of the nodes, to check buffers at the end.
+    nodes: Vec<SendPtr<NodeRec>>,
+}
+
+/// An allocation the ledger owns.
+struct Keep {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+    drop: Option<unsafe fn(*mut u8)>,
+}
+
+// SAFETY: a Keep is only an owned allocation; it is freed once, by the
+// thread that finishes the ledger, after every callback that could use it
+// has returned or the memory was leaked.
+unsafe impl Send for Keep {}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was allocated with `layout` (or is a Box whose drop
+        // function is `drop`) and is freed exactly once, here.
+        unsafe {
+            match self.drop {
+                Some(d) => d(self.ptr),
+                None => std::alloc::dealloc(self.ptr, self.layout),
+            }
+        }
+    }
+}
+
+struct SendPtr<T>(*mut T);
+// SAFETY: the pointee is owned by the ledger and immutable after creation.
+unsafe impl<T> Send for SendPtr<T> {}
+
+/// What private_data of an exported array or schema points to.
+struct NodeRec {
+    book: Arc<Mutex<Book>>,
+    id: usize,
+    root: usize,
+    path: String,
+    is_root: bool,
+    /// The structure's own address when exported (for children: the slot
+    /// in the parent's children array).
+    slot: usize,
+    children: Vec<usize>,
+    dictionary: usize,
+    /// (pointer, length) of each non-NULL buffer or string, with its copy.
+    buffers: Vec<(usize, usize, Vec<u8>)>,
+    poison: bool,
+}
+
+thread_local! {
+    /// Set while a release callback releases the children it owns.
+    static IN_PARENT_RELEASE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The book of one case: everything exported, and what the consumer did.
+pub struct Ledger {
+    book: Arc<Mutex<Book>>,
+    poison: bool,
+}
+
+/// A structure the harness hands over, at a fixed address owned by the
+/// ledger.
+pub struct Handed<T> {
+    ptr: *mut T,
+    pub root: usize,
+}
+
+impl<T> Handed<T> {
+    pub(super) fn new(ptr: *mut T, root: usize) -> Handed<T> {
+        Handed { ptr, root }
+    }
+
+    /// The address the structure was handed over at.
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// The structure, for a plugin call.
+    pub fn get(&mut self) -> &mut T {
+        // SAFETY: the ledger allocated it (leaked Box kept in `keep`) and
+        // frees it only when finished, which consumes the ledger after every
+        // Handed borrowed from it is gone (the Handed does not outlive the
+        // case's use of it by construction: see Ledger::finish's callers).
+        unsafe { &mut *self.ptr }
+    }
+}
+
+/// What the consumer did, as judged at the end of a case.
+pub struct Findings {
+    pub roots: Vec<Root>,
+    pub violations: Vec<Violation>,
+}
+
+impl Ledger {
+    /// `poison`: overwrite buffers and strings when released (off for the
+    /// differential rerun that tells reads after release apart).
+    pub fn new(poison: bool) -> Ledger {
+        Ledger {
+            book: Arc::new(Mutex::new(Book::default())),
+            poison,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a base structure; returns its root index.
+    pub(super) fn add_root(
+        &self,
+        what: &str,
+        addr: usize,
+        unreleased_rule: Option<&'static str>,
+    ) -> usize {
+        let mut b = self.lock();
+        b.roots.push(Root {
+            what: what.to_string(),
+            addr,
+            releases: Vec::new(),
+            unreleased_rule,
+        });
+        b.roots.len() - 1
+    }
+
+    fn book(&self) -> Arc<Mutex<Book>> {
+        self.book.clone()
+    }
+
+    /// Another handle on the same book (for stream callbacks).
+    pub(super) fn share(&self) -> Ledger {
+        Ledger {
+            book: self.book.clone(),
+            poison: self.poison,
+        }
+    }
+
+    pub(super) fn event_here(&self, rule: &'static str, at: &str, message: String) {
+        Ledger::event(&self.book, rule, at, message);
+    }
+
+    pub(super) fn released_root(&self, root: usize, addr: usize) {
+        Ledger::record_release(&self.book, root, addr);
+    }
+
+    /// Records a violation seen by a callback.
+    fn event(book: &Mutex<Book>, rule: &'static str, at: &str, message: String) {
+        let mut b = book.lock().unwrap_or_else(|e| e.into_inner());
+        if b.events.len() < 200 {
+            b.events.push(Violation {
+                rule,
+                at: at.to_string(),
+                message,
+            });
+        }
+    }
+
+    fn record_release(book: &Mutex<Book>, root: usize, addr: usize) {
+        let mut b = book.lock().unwrap_or_else(|e| e.into_inner());
+        let thread = format!("{:?}", std::thread::current().id());
+        if let Some(r) = b.roots.get_mut(root) {
+            r.releases.push((addr, thread));
+        }
+    }
+
+    /// Keeps `value` until the ledger is finished; returns its address.
+    pub(super) fn keep_box<T: 'static>(&self, value: T) -> *mut T {
+        unsafe fn drop_box<T>(p: *mut u8) {
+            // SAFETY: p came from Box::into_raw::<T> below, dropped once.
+            drop(unsafe { Box::from_raw(p as *mut T) });
+        }
+        let p = Box::into_raw(Box::new(value));
+        self.lock().keep.push(Keep {
+            ptr: p as *mut u8,
+            layout: std::alloc::Layout::new::<u8>(),
+            drop: Some(drop_box::<T>),
+        });
+        p
+    }
+
+    /// Copies `bytes` into a fresh 64-byte-aligned allocation.
+    pub(super) fn keep_bytes(&self, bytes: &[u8], nul: bool) -> *mut u8 {
+        let size = (bytes.len() + usize::from(nul))
+            .max(1)
+            .next_multiple_of(ALIGN);
+        let layout = std::alloc::Layout::from_size_align(size, ALIGN).expect("layout");
+        // SAFETY: layout has non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: p is valid for `size` >= bytes.len() bytes and does not
+        // overlap `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        self.lock().keep.push(Keep {
+            ptr: p,
+            layout,
+            drop: None,
+        });
+        p
+    }
+
+    /// Exports an array tree; the root is registered as `what`.
+    pub fn array(&self, node: &Node, what: &str) -> Handed<ArrowArray> {
+        let ptr = self.keep_box(ArrowArray::poisoned());
+        let root = self.add_root(what, ptr as usize, ONCE);
+        // SAFETY: ptr is a live ArrowArray owned by the ledger.
+        unsafe { self.fill_array(ptr, node, root, what, true) };
+        Handed { ptr, root }
+    }
+
+    /// Exports a CPU device array (`device_id` -1, no sync event, reserved
+    /// zero) around an array tree.
+    pub fn device_array(&self, node: &Node, what: &str) -> Handed<ArrowDeviceArray> {
+        let ptr = self.keep_box(ArrowDeviceArray::poisoned());
+        let root = self.add_root(what, ptr as usize, ONCE);
+        // SAFETY: ptr is a live ArrowDeviceArray owned by the ledger; its
+        // first member is the ArrowArray.
+        unsafe {
+            self.fill_device_array(ptr, node, root, what);
+        }
+        Handed { ptr, root }
+    }
+
+    /// Fills `*out` (consumer memory, for stream chunks) with an array tree.
+    ///
+    /// # Safety
+    /// `out` is valid for writes of an ArrowArray.
+    pub(super) unsafe fn array_into(&self, out: *mut ArrowArray, node: &Node, what: &str) {
+        let root = self.add_root(what, out as usize, ONCE);
+        // SAFETY: forwarded.
+        unsafe { self.fill_array(out, node, root, what, true) };
+    }
+
+    /// As [`Ledger::array_into`], for a device array.
+    ///
+    /// # Safety
+    /// `out` is valid for writes of an ArrowDeviceArray.
+    pub(super) unsafe fn device_array_into(
+        &self,
+        out: *mut ArrowDeviceArray,
+        node: &Node,
+        what: &str,
+    ) {
+        let root = self.add_root(what, out as usize, ONCE);
+        // SAFETY: forwarded.
+        unsafe { self.fill_device_array(out, node, root, what) };
+    }
+
+    /// # Safety
+    /// `out` is valid for writes of an ArrowDeviceArray.
+    unsafe fn fill_device_array(
+        &self,
+        out: *mut ArrowDeviceArray,
+        node: &Node,
+        root: usize,
+        what: &str,
+    ) {
+        // SAFETY: out is valid for writes (caller); the embedded array is
+        // its first member.
+        unsafe {
+            std::ptr::write(out, ArrowDeviceArray::zeroed());
+            (*out).device_type = crate::abi::device::CPU;
+            (*out).device_id = -1;
+            self.fill_array(std::ptr::addr_of_mut!((*out).array), node, root, what, true);
+        }
+    }
+
+    /// Exports a schema tree; the root is registered as `what`.
+    pub fn schema(&self, node: &SchemaNode, what: &str) -> Handed<ArrowSchema> {
+        let ptr = self.keep_box(ArrowSchema::poisoned());
+        let root = self.add_root(what, ptr as usize, ONCE);
+        // SAFETY: ptr is a live ArrowSchema owned by the ledger.
+        unsafe { self.fill_schema(ptr, node, root, what, true) };
+        Handed { ptr, root }
+    }
+
+    /// # Safety
+    /// `out` is valid for writes of an ArrowSchema.
+    pub(super) unsafe fn schema_into(&self, out: *mut ArrowSchema, node: &SchemaNode, what: &str) {
+        let root = self.add_root(what, out as usize, ONCE);
+        // SAFETY: forwarded.
+        unsafe { self.fill_schema(out, node, root, what, true) };
+    }
+
+    /// A released ArrowArray: release NULL, every other member poison.
+    pub fn released_array(&self, what: &str) -> Handed<ArrowArray> {
+        let ptr = self.keep_box(ArrowArray::poisoned());
+        // SAFETY: ptr is a live ArrowArray owned by the ledger.
+        unsafe { (*ptr).release = None };
+        Handed {
+            ptr,
+            root: self.add_root(what, ptr as usize, None),
+        }
+    }
+
+    /// A released ArrowSchema, as [`Ledger::released_array`].
+    pub fn released_schema(&self, what: &str) -> Handed<ArrowSchema> {
+        let ptr = self.keep_box(ArrowSchema::poisoned());
+        // SAFETY: ptr is a live ArrowSchema owned by the ledger.
+        unsafe { (*ptr).release = None };
+        Handed {
+            ptr,
+            root: self.add_root(what, ptr as usize, None),
+        }
+    }
+
+    fn new_node_id(&self) -> usize {
+        let mut b = self.lock();
+        b.node_releases.push(0);
+        b.node_releases.len() - 1
+    }
+
+    /// # Safety
+    /// `out` is valid for writes of an ArrowArray and stays at that address
+    /// (or is moved by the consumer) until released.
+    unsafe fn fill_array(
+        &self,
+        out: *mut ArrowArray,
+        node: &Node,
+        root: usize,
+        path: &str,
+        is_root: bool,
+    ) {
+        let id = self.new_node_id();
+        let mut buffers = Vec::new();
+        let ptrs: Vec<*const c_void> = node
+            .buffers
+            .iter()
+            .map(|b| match b {
+                None => std::ptr::null(),
+                Some(bytes) => {
+                    let p = self.keep_bytes(bytes, false);
+                    buffers.push((p as usize, bytes.len(), bytes.clone()));
+                    p as *const c_void
+                }
+            })
+            .collect();
+        let buffers_ptr = if ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            self.keep_box(ptrs)
+        };
+        // SAFETY: buffers_ptr, when non-NULL, is a live Vec kept by the ledger.
+        let buffers_arr = if buffers_ptr.is_null() {
+            std::ptr::null_mut()
+        } else {
+            unsafe { (*buffers_ptr).as_mut_ptr() }
+        };
+        let mut child_ptrs: Vec<*mut ArrowArray> = Vec::new();
+        for (i, c) in node.children.iter().enumerate() {
+            let cp = self.keep_box(ArrowArray::poisoned());
+            // SAFETY: cp is a live ArrowArray owned by the ledger.
+            unsafe { self.fill_array(cp, c, root, &format!("{path}.children[{i}]"), false) };
+            child_ptrs.push(cp);
+        }
+        let children: Vec<usize> = child_ptrs.iter().map(|p| *p as usize).collect();
+        let children_arr = if child_ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: the Vec is kept by the ledger, never resized.
+            unsafe { (*self.keep_box(child_ptrs)).as_mut_ptr() }
+        };
+        let dictionary = match &node.dictionary {
+            Some(d) => {
+                let dp = self.keep_box(ArrowArray::poisoned());
+                // SAFETY: dp is a live ArrowArray owned by the ledger.
+                unsafe { self.fill_array(dp, d, root, &format!("{path}.dictionary"), false) };
+                dp
+            }
+            None => std::ptr::null_mut(),
+        };
+        let rec = self.keep_box(NodeRec {
+            book: self.book(),
+            id,
+            root,
+            path: path.to_string(),
+            is_root,
+            slot: out as usize,
+            children,
+            dictionary: dictionary as usize,
+            buffers,
+            poison: self.poison,
+        });
+        self.lock().nodes.push(SendPtr(rec));
+        let a = ArrowArray {
+            length: node.length,
+            null_count: node.null_count,
+            offset: node.offset,
+            n_buffers: node.buffers.len() as i64,
+            n_children: node.children.len() as i64,
+            buffers: buffers_arr,
+            children: children_arr,
+            dictionary,
+            release: Some(release_array),
+            private_data: rec as *mut c_void,
+        };
+        // SAFETY: out is valid for writes (caller).
+        unsafe { std::ptr::write(out, a) };
+    }
+
+    /// # Safety
+    /// As [`Ledger::fill_array`], for a schema.
+    unsafe fn fill_schema(
+        &self,
+        out: *mut ArrowSchema,
+        node: &SchemaNode,
+        root: usize,
+        path: &str,
+        is_root: bool,
+    ) {
+        let id = self.new_node_id();
+        let mut strings = Vec::new();
+        let mut string = |s: &[u8]| {
+            let p = self.keep_bytes(s, true);
+            strings.push((p as usize, s.len(), s.to_vec()));
+            p as *const c_char
+        };
+        let format = string(node.format.as_bytes());
+        let name = match &node.name {
+            Some(n) => string(n.as_bytes()),
+            None => std::ptr::null(),
+        };
+        let metadata = match &node.metadata {
+            Some(m) => string(m),
+            None => std::ptr::null(),
+        };
+        let mut child_ptrs: Vec<*mut ArrowSchema> = Vec::new();
+        for (i, c) in node.children.iter().enumerate() {
+            let cp = self.keep_box(ArrowSchema::poisoned());
+            // SAFETY: cp is a live ArrowSchema owned by the ledger.
+            unsafe { self.fill_schema(cp, c, root, &format!("{path}.children[{i}]"), false) };
+            child_ptrs.push(cp);
+        }
+        let children: Vec<usize> = child_ptrs.iter().map(|p| *p as usize).collect();
+        let children_arr = if child_ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: the Vec is kept by the ledger, never resized.
+            unsafe { (*self.keep_box(child_ptrs)).as_mut_ptr() }
+        };
+        let dictionary = match &node.dictionary {
+            Some(d) => {
+                let dp = self.keep_box(ArrowSchema::poisoned());
+                // SAFETY: dp is a live ArrowSchema owned by the ledger.
+                unsafe { self.fill_schema(dp, d, root, &format!("{path}.dictionary"), false) };
+                dp
+            }
+            None => std::ptr::null_mut(),
+        };
+        let rec = self.keep_box(NodeRec {
+            book: self.book(),
+            id,
+            root,
+            path: path.to_string(),
+            is_root,
+            slot: out as usize,
+            children,
+            dictionary: dictionary as usize,
+            buffers: strings,
+            poison: self.poison,
+        });
+        self.lock().nodes.push(SendPtr(rec));
+        let s = ArrowSchema {
+            format,
+            name,
+            metadata,
+            flags: node.flags,
+            n_children: node.children.len() as i64,
+            children: children_arr,
+            dictionary,
+            release: Some(release_schema),
+            private_data: rec as *mut c_void,
+        };
+        // SAFETY: out is valid for writes (caller).
+        unsafe { std::ptr::write(out, s) };
+    }
+
+    /// Ends the case: reports unreleased base structures and writes to
+    /// buffers never released, adds what the callbacks saw, and frees the
+    /// case's memory, or leaks it when the consumer may still hold
+    /// pointers into it.
+    pub fn finish(self) -> Findings {
+        let (roots, mut violations, unreleased_nodes) = {
+            let b = self.lock();
+            let unreleased: Vec<usize> = b
+                .nodes
+                .iter()
+                .filter(|n| {
+                    // SAFETY: node records live until the ledger is dropped.
+                    let rec = unsafe { &*n.0 };
+                    b.node_releases[rec.id] == 0
+                })
+                .map(|n| n.0 as usize)
+                .collect();
+            (b.roots.clone(), b.events.clone(), unreleased)
+        };
+        for n in &unreleased_nodes {
+            // SAFETY: as above.
+            let rec = unsafe { &*(*n as *const NodeRec) };
+            if let Some(v) = written(rec) {
+                violations.push(v);
+            }
+        }
+        for r in &roots {
+            if let (Some(rule), true) = (r.unreleased_rule, r.releases.is_empty()) {
+                violations.push(Violation {
+                    rule,
+                    at: r.what.clone(),
+                    message: format!("the {} handed over was never released", r.what),
+                });
+            }
+        }
+        let clean = violations.is_empty()
+            && roots
+                .iter()
+                .all(|r| r.unreleased_rule.is_none() || r.releases.len() == 1);
+        let keep = std::mem::take(&mut self.lock().keep);
+        if clean {
+            drop(keep);
+        } else {
+            // The consumer may still hold pointers into this memory (and
+            // call a release later): leak it rather than free it under it.
+            std::mem::forget(keep);
+        }
+        Findings { roots, violations }
+    }
+}
+
+/// A write into a node's buffers since export, if any.
+fn written(rec: &NodeRec) -> Option<Violation> {
+    for (i, (p, len, copy)) in rec.buffers.iter().enumerate() {
+        // SAFETY: the buffer is owned by the ledger, `len` bytes long, and
+        // not yet poisoned (checked before poisoning, or never released).
+        let now = unsafe { std::slice::from_raw_parts(*p as *const u8, *len) };
+        if let Some(at) = now.iter().zip(copy).position(|(a, b)| a != b) {
+            return Some(Violation {
+                rule: "consumer.data.immutable",
+                at: rec.path.clone(),
+                message: format!(
+                    "byte {at} of buffer {i} changed from {:#04x} to {:#04x} while the consumer held it",
+                    copy[at], now[at]
+                ),
+            });
+        }
+    }
+    None
+}
+
+/// Shared by both release callbacks: records the call and judges it;
+/// returns false when the node must not be released again.
+fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
+    let by_parent = IN_PARENT_RELEASE.with(|f| f.get());
+    let count = {
+        let mut b = rec.book.lock().unwrap_or_else(|e| e.into_inner());
+        b.node_releases[rec.id] += 1;
+        b.node_releases[rec.id]
+    };
+    if rec.is_root {
+        Ledger::record_release(&rec.book, rec.root, addr);
+    }
+    if count > 1 {
+        Ledger::event(
+            &rec.book,
+            "consumer.release.not-released",
+            &rec.path,
+            format!("the {what} release callback was called again (call {count}) on a structure already released"),
+        );
+        return false;
+    }
+    if !rec.is_root && !by_parent && addr == rec.slot {
+        Ledger::event(
+            &rec.book,
+            "consumer.release.no-children",
+            &rec.path,
+            format!(
+                "the consumer called this {what}'s release itself, in place inside its parent (a child must be moved out before it is released on its own)"
+            ),
+        );
+    }
+    if let Some(v) = written(rec) {
+        Ledger::event(&rec.book, v.rule, &v.at, v.message);
+    }
+    true
+}
+
+fn poison(rec: &NodeRec) {
+    if !rec.poison {
+        return;
+    }
+    for (p, len, _) in &rec.buffers {
+        // SAFETY: the buffer is owned by the ledger and `len` bytes long.
+        unsafe { std::ptr::write_bytes(*p as *mut u8, RELEASED_BYTE, *len) };
+    }
+}
+
+/// The release callback of every exported array node.
+///
+/// # Safety
+/// Called by a consumer through the pointer the harness installed, with a
+/// structure whose private_data the harness set.
+unsafe extern "C" fn release_array(a: *mut ArrowArray) {
+    crate::run::breadcrumb::step("harness ArrowArray.release");
+    if a.is_null() {
+        return;
+    }
+    // SAFETY: the harness installed this callback with private_data a
+    // NodeRec the ledger keeps alive (caller's contract).
+    let rec = unsafe { &*((*a).private_data as *const NodeRec) };
+    if on_release(rec, a as usize, "array") {
+        for &c in rec.children.iter().chain(std::iter::once(&rec.dictionary)) {
+            let c = c as *mut ArrowArray;
+            // SAFETY: children and dictionary are ledger-owned ArrowArrays.
+            if !c.is_null() && unsafe { (*c).release.is_some() } {
+                IN_PARENT_RELEASE.with(|f| f.set(true));
+                // SAFETY: a live child this parent owns.
+                unsafe { release_array(c) };
+                IN_PARENT_RELEASE.with(|f| f.set(false));
+            }
+        }
+        poison(rec);
+    }
+    // SAFETY: a is valid for writes (caller).
+    unsafe { (*a).release = None };
+}
+
+/// The release callback of every exported schema node.
+///
+/// # Safety
+/// As [`release_array`].
+unsafe extern "C" fn release_schema(s: *mut ArrowSchema) {
+    crate::run::breadcrumb::step("harness ArrowSchema.release");
+    if s.is_null() {
+        return;
+    }
+    // SAFETY: as in release_array.
+    let rec = unsafe { &*((*s).private_data as *const NodeRec) };
+    if on_release(rec, s as usize, "schema") {
+        for &c in rec.children.iter().chain(std::iter::once(&rec.dictionary)) {
+            let c = c as *mut ArrowSchema;
+            // SAFETY: ledger-owned ArrowSchemas.
+            if !c.is_null() && unsafe { (*c).release.is_some() } {
+                IN_PARENT_RELEASE.with(|f| f.set(true));
+                // SAFETY: a live child this parent owns.
+                unsafe { release_schema(c) };
+                IN_PARENT_RELEASE.with(|f| f.set(false));
+            }
+        }
+        // Strings keep their terminating NUL so a reader stops.
+        poison(rec);
+    }
+    // SAFETY: s is valid for writes (caller).
+    unsafe { (*s).release = None };
+}
