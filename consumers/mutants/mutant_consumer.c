@@ -75,7 +75,7 @@
   X(STRING_LENGTH_FROM_FIRST_OFFSET, "string-length-from-first-offset")                \
   /* consumer.read.values: NULL data/offset buffers of an empty array refused */       \
   X(NULL_BUFFERS_OF_EMPTY, "null-buffers-of-empty")                                    \
-  /* consumer.read.values: field metadata not imported */                              \
+  /* consumer.read.metadata: metadata dropped on import (the spec lets consumers ignore it: INFO) */ \
   X(DROP_METADATA, "drop-metadata")                                                    \
   /* consumer.read.values: DICTIONARY_ORDERED and MAP_KEYS_SORTED dropped */           \
   X(IGNORE_FLAGS, "ignore-flags")                                                      \

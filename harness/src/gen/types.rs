@@ -141,7 +141,17 @@ pub fn always_null(ty: &DataType) -> bool {
 /// Types that can be the element of a nested type.
 fn child(name: &'static str, ty: DataType, nullable: bool) -> Arc<Field> {
     let nullable = nullable || always_null(&ty);
-    Arc::new(Field::new(name, ty, nullable))
+    Arc::new(ordered(Field::new(name, ty, nullable)))
+}
+
+/// Dictionaries with signed indices are declared ordered
+/// (ARROW_FLAG_DICTIONARY_ORDERED), the others not: both kinds show up
+/// without another draw.
+pub fn ordered(f: Field) -> Field {
+    match f.data_type() {
+        DataType::Dictionary(index, _) if index.is_signed_integer() => f.with_dict_is_ordered(true),
+        _ => f,
+    }
 }
 
 /// Map keys: non-nullable, sortable, not nested.
@@ -209,22 +219,24 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                                 .enumerate()
                                 .map(|(i, (t, n))| {
                                     let nullable = n || always_null(&t);
-                                    Field::new(format!("s{i}"), t, nullable)
+                                    ordered(Field::new(format!("s{i}"), t, nullable))
                                 })
                                 .collect(),
                         )
                     })
                     .boxed(),
-                (map_key(), elem.clone())
-                    .prop_map(|(k, (v, n))| {
+                (map_key(), elem.clone(), any::<bool>())
+                    .prop_map(|(k, (v, n), sorted)| {
                         let entries = Struct(
                             vec![
                                 Field::new("key", k, false),
-                                Field::new("value", v.clone(), n || always_null(&v)),
+                                ordered(Field::new("value", v.clone(), n || always_null(&v))),
                             ]
                             .into(),
                         );
-                        Map(Arc::new(Field::new("entries", entries, false)), false)
+                        // values.rs writes each map's keys in order, so
+                        // declaring them sorted is true.
+                        Map(Arc::new(Field::new("entries", entries, false)), sorted)
                     })
                     .boxed(),
                 (prop::collection::vec(elem.clone(), 1..=3), any::<bool>())
@@ -238,7 +250,7 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                             .enumerate()
                             .map(|(i, (t, n))| {
                                 let nullable = n || always_null(&t);
-                                Field::new(format!("u{i}"), t, nullable)
+                                ordered(Field::new(format!("u{i}"), t, nullable))
                             })
                             .collect::<Vec<_>>();
                         let mode = if dense {
@@ -312,5 +324,6 @@ pub fn field(depth: u32) -> impl Strategy<Value = (DataType, bool, u8, u8)> {
 /// Builds the arrow-rs field a generated tuple describes.
 pub fn to_field(i: usize, (ty, nullable, name, meta): &(DataType, bool, u8, u8)) -> Field {
     let nullable = *nullable || always_null(ty);
-    Field::new(field_name(i, *name), ty.clone(), nullable).with_metadata(field_metadata(*meta))
+    ordered(Field::new(field_name(i, *name), ty.clone(), nullable))
+        .with_metadata(field_metadata(*meta))
 }

@@ -18,10 +18,21 @@ use super::Scenario;
 
 type Col = (&'static str, ArrayRef, bool);
 
+/// Dictionary columns whose dictionary is declared ordered
+/// (ARROW_FLAG_DICTIONARY_ORDERED).
+const ORDERED_DICTIONARIES: &[&str] = &["dict_i64"];
+
 fn scenario(name: &str, batches: Vec<Vec<Col>>) -> Scenario {
     let fields: Vec<Field> = batches[0]
         .iter()
-        .map(|(n, a, nullable)| Field::new(*n, a.data_type().clone(), *nullable))
+        .map(|(n, a, nullable)| {
+            let f = Field::new(*n, a.data_type().clone(), *nullable);
+            if ORDERED_DICTIONARIES.contains(n) {
+                f.with_dict_is_ordered(true)
+            } else {
+                f
+            }
+        })
         .collect();
     let schema = Arc::new(Schema::new(fields));
     let batches = batches
@@ -231,6 +242,10 @@ fn nested(n: usize) -> Vec<Col> {
         }
         map.append(i % 8 != 7).unwrap();
     }
+    // Keys are written in order within each map: declared sorted
+    // (ARROW_FLAG_MAP_KEYS_SORTED).
+    let (entries_field, offsets, entries, nulls, _) = map.finish().into_parts();
+    let map = MapArray::try_new(entries_field, offsets, entries, nulls, true).expect("sorted map");
     // List view: offsets out of order and overlapping, as the spec allows.
     let lv_values = Int32Array::from_iter_values(0..8);
     let lv_offsets: Vec<i32> = (0..n).map(|i| ((i * 3) % 6) as i32).collect();
@@ -247,7 +262,7 @@ fn nested(n: usize) -> Vec<Col> {
         ("large_list", Arc::new(large), false),
         ("fixed_list", Arc::new(fixed), true),
         ("struct", Arc::new(st), true),
-        ("map", Arc::new(map.finish()), true),
+        ("map", Arc::new(map), true),
         ("list_view", Arc::new(list_view), true),
     ]
 }

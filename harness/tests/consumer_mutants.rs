@@ -1,0 +1,326 @@
+//! Every mutant consumer breaks exactly its rule: consumer certification
+//! reports that rule (and only rules that follow from it), while the same
+//! wrapper with no mutation, and the reference consumer, pass everything.
+//! The table of mutant -> rule verdicts is generated into
+//! docs/CONSUMER_MUTANTS.md.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use arrowcert::report::{Report, Verdict};
+use support::*;
+
+fn mutant_lib() -> &'static PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let src = workspace_dir().join("consumers/mutants/mutant_consumer.c");
+        let lib = scratch("consumer-mutants").join("libarrowcert_mutant_consumer.so");
+        cc(&["-shared", "-fPIC", "-pthread", "-ldl"], &src, &lib);
+        lib
+    })
+}
+
+/// One mutant: its name (`ARROWCERT_MUTANT`), the rule it breaks, the case
+/// filters that exercise it, whether it runs in worker processes, the bug
+/// it models, and the rules that cannot hold when it does, with why.
+struct Mutant {
+    name: &'static str,
+    rule: &'static str,
+    filters: &'static [&'static str],
+    workers: bool,
+    models: &'static str,
+}
+
+const fn m(
+    name: &'static str,
+    rule: &'static str,
+    filters: &'static [&'static str],
+    models: &'static str,
+) -> Mutant {
+    Mutant {
+        name,
+        rule,
+        filters,
+        workers: false,
+        models,
+    }
+}
+
+const MUTANTS: &[Mutant] = &[
+    m(
+        "leak",
+        "consumer.release.once",
+        &["consumer/array/plain/primitive", "consumer/stream/plain/primitive"],
+        "imports zero-copy views and never calls the producer's release",
+    ),
+    m(
+        "double-release",
+        "consumer.release.not-released",
+        &["consumer/array/plain/nested"],
+        "keeps a copy of the structure and calls its release again at teardown",
+    ),
+    m(
+        "release-child",
+        "consumer.release.no-children",
+        &["consumer/array/varied/nested"],
+        "frees a column by calling its release in place, then releases the parent",
+    ),
+    Mutant {
+        name: "read-after-release",
+        rule: "consumer.read.after-release",
+        filters: &["consumer/array/plain/primitive"],
+        // Reading poisoned offsets can abort the reference reader: a
+        // crash must not take the test's harness process down.
+        workers: true,
+        models: "releases the input, then reads the buffers through a copy of the structures",
+    },
+    m(
+        "copy-without-marking",
+        "consumer.move.marks-source",
+        &["consumer/array/plain/primitive"],
+        "moves a structure by copying it and leaves the source's release set",
+    ),
+    m(
+        "ignore-offset",
+        "consumer.read.values",
+        &["consumer/array/varied/"],
+        "reads every array from physical index 0, ignoring ArrowArray.offset",
+    ),
+    m(
+        "string-length-from-first-offset",
+        "consumer.read.values",
+        &["consumer/array/varied/binary"],
+        "sizes a sliced string array's data from offsets[length] instead of offsets[offset + length]",
+    ),
+    m(
+        "null-buffers-of-empty",
+        "consumer.read.values",
+        &["batch:2"],
+        "refuses the NULL buffer pointers the spec allows for zero-sized buffers of empty arrays",
+    ),
+    m(
+        "drop-metadata",
+        "consumer.read.metadata",
+        &["consumer/array/plain/metadata"],
+        "drops schema and field metadata on import (extension types included)",
+    ),
+    m(
+        "ignore-flags",
+        "consumer.read.values",
+        &["consumer/array/plain/dictionary", "consumer/array/plain/nested"],
+        "ignores ARROW_FLAG_DICTIONARY_ORDERED and ARROW_FLAG_MAP_KEYS_SORTED",
+    ),
+    m(
+        "keep-last-error",
+        "consumer.stream.last-error",
+        &["consumer/stream_error/"],
+        "keeps get_last_error's pointer and reads it after releasing the stream",
+    ),
+    m(
+        "get-next-after-error",
+        "consumer.stream.error",
+        &["consumer/stream_error/next-EIO/"],
+        "retries get_next after a failure and takes the end of stream that follows for success",
+    ),
+    m(
+        "stream-never-released",
+        "consumer.stream.release",
+        &["consumer/stream/plain/primitive"],
+        "drains the stream and forgets to release it",
+    ),
+    m(
+        "concurrent-get-next",
+        "consumer.stream.serial",
+        &["consumer/stream/plain/"],
+        "calls stream callbacks from two threads at once",
+    ),
+    m(
+        "accepts-released",
+        "consumer.release.checks-released",
+        &["consumer/released/"],
+        "treats a released ArrowArray as an empty one instead of refusing it",
+    ),
+    m(
+        "write-buffer",
+        "consumer.data.immutable",
+        &["consumer/array/plain/primitive"],
+        "writes into an imported buffer (in place) before releasing it",
+    ),
+];
+
+/// Consumer rules with no mutant here, and why.
+const NO_MUTANT: &[(&str, &str)] = &[(
+    "consumer.sync.waits",
+    "needs a device with its own memory and asynchronous work (the emulated device or CUDA); CPU device arrays carry no sync event",
+)];
+
+fn certify(mutant: &str, filters: &[&str], workers: bool) -> (Option<i32>, Report, String) {
+    let (_, reference) = bundled();
+    let mode = if workers { "workers" } else { "in-process" };
+    let report = scratch("consumer-mutant-reports").join(format!("{mutant}-{mode}.json"));
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--consumer"])
+        .arg(mutant_lib())
+        .args(if workers {
+            &["--jobs", "1"][..]
+        } else {
+            &["--in-process"][..]
+        })
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .args(filters)
+        .env("ARROWCERT_MUTANT", mutant)
+        .env("ARROWCERT_MUTANT_BASE", reference)
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| {
+        panic!(
+            "{mutant}: {e}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), r, stdout)
+}
+
+fn failing(r: &Report) -> Vec<String> {
+    r.rules
+        .iter()
+        .filter(|s| s.verdict == Verdict::Fail)
+        .map(|s| s.rule.clone())
+        .collect()
+}
+
+#[test]
+fn the_wrapper_without_a_mutation_passes_everything() {
+    for workers in [false, true] {
+        let (code, r, out) = certify("none", &[], workers);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(failing(&r).is_empty(), "{:?}", failing(&r));
+        assert_eq!(r.summary.failed, 0);
+        assert!(r.summary.passed > 100, "{out}");
+    }
+}
+
+#[test]
+fn an_unknown_mutation_is_refused_with_its_name() {
+    let (code, r, out) = certify(
+        "no-such-mutation",
+        &["consumer/array/plain/primitive"],
+        false,
+    );
+    assert_eq!(code, Some(1), "{out}");
+    let evidence: String = r
+        .cases
+        .iter()
+        .flat_map(|c| c.violations.iter().map(|v| v.evidence.clone()))
+        .collect();
+    assert!(evidence.contains("no-such-mutation"), "{evidence}");
+}
+
+/// The mutation names the C source defines (`X(ENUM, "name")`).
+fn mutations_in_source() -> Vec<String> {
+    let src = std::fs::read_to_string(workspace_dir().join("consumers/mutants/mutant_consumer.c"))
+        .unwrap();
+    src.lines()
+        .filter_map(|l| l.trim().strip_prefix("X("))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_mutation_is_tested_and_every_consumer_rule_has_a_mutant_or_a_reason() {
+    let tested: Vec<&str> = MUTANTS.iter().map(|m| m.name).collect();
+    for name in mutations_in_source() {
+        assert!(
+            name == "none" || tested.contains(&name.as_str()),
+            "mutation {name} has no test"
+        );
+    }
+    let sides = arrowcert::certify::Sides {
+        producer: false,
+        consumer: true,
+    };
+    for r in arrowcert::rules::RULES {
+        if !arrowcert::certify::summary::judged(r, sides) {
+            continue;
+        }
+        let covered = MUTANTS.iter().any(|m| m.rule == r.id);
+        let excused = NO_MUTANT.iter().any(|(id, _)| *id == r.id);
+        assert!(
+            covered != excused,
+            "{}: {}",
+            r.id,
+            if covered {
+                "has a mutant and a reason for having none"
+            } else {
+                "has no mutant and no reason"
+            }
+        );
+    }
+}
+
+#[test]
+fn every_mutant_breaks_exactly_its_rule() {
+    let mut table = String::from(
+        "# Consumer mutants\n\nGenerated by `harness/tests/consumer_mutants.rs` (`ARROWCERT_BLESS=1 cargo test -p arrowcert --test consumer_mutants` rewrites it).\nEach mutant is the reference consumer with one rule broken (`consumers/mutants/mutant_consumer.c`, chosen with `ARROWCERT_MUTANT`), modelled on a way real consumers got the C interfaces wrong. The test certifies each one (`arrowcert certify --consumer`) on the built-in cases its filters select and checks that its rule fails, that no other rule fails, that nothing crashes, and that the exit code is 1 for a MUST rule and 0 otherwise.\n\n| mutant | rule it breaks | level | run | verdict | failing cases | the bug it models |\n|---|---|---|---|---|---|---|\n",
+    );
+    let mut problems = Vec::new();
+    for mutant in MUTANTS {
+        let Mutant {
+            name,
+            rule,
+            filters,
+            workers,
+            models,
+        } = mutant;
+        let (code, r, out) = certify(name, filters, *workers);
+        let Some(target) = r.rules.iter().find(|s| s.rule == *rule) else {
+            problems.push(format!("{name}: {rule} is not in the report"));
+            continue;
+        };
+        if target.verdict != Verdict::Fail {
+            problems.push(format!(
+                "{name}: {rule} is {:?}, not fail\n{out}",
+                target.verdict
+            ));
+        }
+        for o in failing(&r).into_iter().filter(|f| f != rule) {
+            problems.push(format!("{name}: unrelated rule {o} also failed\n{out}"));
+        }
+        if r.summary.crashed > 0 || r.summary.timed_out > 0 {
+            problems.push(format!("{name}: a case crashed or timed out\n{out}"));
+        }
+        let want = Some(if target.level == "MUST" { 1 } else { 0 });
+        if code != want {
+            problems.push(format!(
+                "{name}: exit code {code:?}, want {want:?} for a {} rule",
+                target.level
+            ));
+        }
+        table.push_str(&format!(
+            "| `{name}` | `{rule}` | {} | {} | fail | {} of {} | {models} |\n",
+            target.level,
+            if *workers { "workers" } else { "in-process" },
+            target.failed,
+            target.checked,
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    table.push_str("\n## Consumer rules without a mutant\n\n| rule | why |\n|---|---|\n");
+    for (id, why) in NO_MUTANT {
+        table.push_str(&format!("| `{id}` | {why} |\n"));
+    }
+    let doc = workspace_dir().join("docs/CONSUMER_MUTANTS.md");
+    if std::env::var_os("ARROWCERT_BLESS").is_some() {
+        std::fs::write(&doc, &table).unwrap();
+    }
+    let committed = std::fs::read_to_string(&doc).unwrap_or_default();
+    assert_eq!(
+        committed, table,
+        "docs/CONSUMER_MUTANTS.md is stale: rerun with ARROWCERT_BLESS=1"
+    );
+}
