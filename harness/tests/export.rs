@@ -38,7 +38,7 @@ fn every_encoding_is_valid_and_reads_back_as_the_data() {
                     &s.schema,
                     std::slice::from_ref(batch),
                     &read.schema(),
-                    &[read.clone()],
+                    std::slice::from_ref(&read),
                 );
                 assert!(diff.is_empty(), "{at}: {diff:?}");
                 drop(read);
