@@ -18,9 +18,14 @@ roundtrip *ARGS: build
 gold *ARGS: build
     target/debug/arrowcert roundtrip --gold {{gold}} {{ARGS}}
 
-# Certify a producer rule by rule (default: the bundled reference producer).
+# Certify a producer and/or a consumer rule by rule (`--producer P`,
+# `--consumer C`; default: both bundled reference plugins).
 certify *ARGS: build
     target/debug/arrowcert certify {{ARGS}}
+
+# Certify a consumer only (default: the bundled reference consumer).
+certify-consumer CONSUMER="reference" *ARGS: build
+    target/debug/arrowcert certify --consumer {{CONSUMER}} {{ARGS}}
 
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build
