@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use arrowcert::report::{Report, Verdict};
 use support::*;
@@ -158,40 +157,17 @@ const NO_MUTANT: &[(&str, &str)] = &[(
 
 fn certify(mutant: &str, filters: &[&str], workers: bool) -> (Option<i32>, Report, String) {
     let (_, reference) = bundled();
-    let mode = if workers { "workers" } else { "in-process" };
-    let report = scratch("consumer-mutant-reports").join(format!("{mutant}-{mode}.json"));
-    let out = Command::new(arrowcert_exe())
-        .args(["certify", "--consumer"])
-        .arg(mutant_lib())
-        .args(if workers {
-            &["--jobs", "1"][..]
-        } else {
-            &["--in-process"][..]
-        })
-        .args(["--cases", "0", "--report"])
-        .arg(&report)
-        .args(filters)
-        .env("ARROWCERT_MUTANT", mutant)
-        .env("ARROWCERT_MUTANT_BASE", reference)
-        .output()
-        .expect("arrowcert runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let r = arrowcert::report::read(&report).unwrap_or_else(|e| {
-        panic!(
-            "{mutant}: {e}\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), r, stdout)
+    support::mutants::certify_mutant(
+        "consumer",
+        mutant_lib(),
+        reference,
+        mutant,
+        filters,
+        workers,
+    )
 }
 
-fn failing(r: &Report) -> Vec<String> {
-    r.rules
-        .iter()
-        .filter(|s| s.verdict == Verdict::Fail)
-        .map(|s| s.rule.clone())
-        .collect()
-}
+use support::mutants::failing;
 
 #[test]
 fn the_wrapper_without_a_mutation_passes_everything() {
@@ -220,15 +196,8 @@ fn an_unknown_mutation_is_refused_with_its_name() {
     assert!(evidence.contains("no-such-mutation"), "{evidence}");
 }
 
-/// The mutation names the C source defines (`X(ENUM, "name")`).
 fn mutations_in_source() -> Vec<String> {
-    let src = std::fs::read_to_string(workspace_dir().join("consumers/mutants/mutant_consumer.c"))
-        .unwrap();
-    src.lines()
-        .filter_map(|l| l.trim().strip_prefix("X("))
-        .filter_map(|l| l.split('"').nth(1))
-        .map(str::to_string)
-        .collect()
+    support::mutants::mutations_in("consumers/mutants/mutant_consumer.c")
 }
 
 #[test]

@@ -435,31 +435,14 @@ fn needs_workers(rule: &str) -> bool {
 
 fn certify(mutant: &str, filters: &[&str], workers: bool) -> (Option<i32>, Report, String) {
     let (reference, _) = bundled();
-    let mode = if workers { "workers" } else { "in-process" };
-    let report = scratch("mutant-reports").join(format!("{mutant}-{mode}.json"));
-    let out = Command::new(arrowcert_exe())
-        .args(["certify", "--producer"])
-        .arg(mutant_lib_cached())
-        .args(if workers {
-            &["--jobs", "1"][..]
-        } else {
-            &["--in-process"][..]
-        })
-        .args(["--cases", "0", "--report"])
-        .arg(&report)
-        .args(filters)
-        .env("ARROWCERT_MUTANT", mutant)
-        .env("ARROWCERT_MUTANT_BASE", reference)
-        .output()
-        .expect("arrowcert runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let r = arrowcert::report::read(&report).unwrap_or_else(|e| {
-        panic!(
-            "{mutant}: {e}\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), r, stdout)
+    support::mutants::certify_mutant(
+        "producer",
+        mutant_lib_cached(),
+        reference,
+        mutant,
+        filters,
+        workers,
+    )
 }
 
 fn mutant_lib_cached() -> &'static PathBuf {
@@ -467,13 +450,7 @@ fn mutant_lib_cached() -> &'static PathBuf {
     LIB.get_or_init(mutant_lib)
 }
 
-fn failing(r: &Report) -> Vec<String> {
-    r.rules
-        .iter()
-        .filter(|s| s.verdict == Verdict::Fail)
-        .map(|s| s.rule.clone())
-        .collect()
-}
+use support::mutants::failing;
 
 #[test]
 fn the_wrapper_without_a_mutation_passes_everything() {
@@ -485,15 +462,8 @@ fn the_wrapper_without_a_mutation_passes_everything() {
     }
 }
 
-/// The mutation names the C source defines (`X(ENUM, "name")`).
 fn mutations_in_source() -> Vec<String> {
-    let src = std::fs::read_to_string(workspace_dir().join("producers/mutants/mutant_producer.c"))
-        .unwrap();
-    src.lines()
-        .filter_map(|l| l.trim().strip_prefix("X("))
-        .filter_map(|l| l.split('"').nth(1))
-        .map(str::to_string)
-        .collect()
+    support::mutants::mutations_in("producers/mutants/mutant_producer.c")
 }
 
 #[test]

@@ -371,6 +371,70 @@ impl Ledger {
         b.node_releases.len() - 1
     }
 
+    /// Allocates a node's children and dictionary and fills each with
+    /// `fill`; returns the children's addresses, the children pointer array
+    /// and the dictionary (NULL when there are none).
+    fn nested<T: Plain + 'static, N>(
+        &self,
+        children: &[N],
+        dictionary: Option<&N>,
+        path: &str,
+        fill: impl Fn(*mut T, &N, &str),
+    ) -> (Vec<usize>, *mut *mut T, *mut T) {
+        let mut ptrs: Vec<*mut T> = Vec::new();
+        for (i, c) in children.iter().enumerate() {
+            let p = self.keep_box(T::poisoned());
+            fill(p, c, &format!("{path}.children[{i}]"));
+            ptrs.push(p);
+        }
+        let addrs = ptrs.iter().map(|p| *p as usize).collect();
+        let array = if ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: the Vec is kept by the ledger and never resized, so
+            // its buffer stays where it is.
+            unsafe { (*self.keep_box(ptrs)).as_mut_ptr() }
+        };
+        let dictionary = match dictionary {
+            Some(d) => {
+                let p = self.keep_box(T::poisoned());
+                fill(p, d, &format!("{path}.dictionary"));
+                p
+            }
+            None => std::ptr::null_mut(),
+        };
+        (addrs, array, dictionary)
+    }
+
+    /// The callback record of one node (its structure's private_data).
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        id: usize,
+        root: usize,
+        path: &str,
+        is_root: bool,
+        slot: usize,
+        children: Vec<usize>,
+        dictionary: usize,
+        buffers: Vec<(usize, usize, Vec<u8>)>,
+    ) -> *mut NodeRec {
+        let rec = self.keep_box(NodeRec {
+            book: self.book(),
+            id,
+            root,
+            path: path.to_string(),
+            is_root,
+            slot,
+            children,
+            dictionary,
+            buffers,
+            poison: self.poison,
+        });
+        self.lock().nodes.push(SendPtr(rec));
+        rec
+    }
+
     /// # Safety
     /// `out` is valid for writes of an ArrowArray and stays at that address
     /// (or is moved by the consumer) until released.
@@ -407,42 +471,23 @@ impl Ledger {
         } else {
             unsafe { (*buffers_ptr).as_mut_ptr() }
         };
-        let mut child_ptrs: Vec<*mut ArrowArray> = Vec::new();
-        for (i, c) in node.children.iter().enumerate() {
-            let cp = self.keep_box(ArrowArray::poisoned());
-            // SAFETY: cp is a live ArrowArray owned by the ledger.
-            unsafe { self.fill_array(cp, c, root, &format!("{path}.children[{i}]"), false) };
-            child_ptrs.push(cp);
-        }
-        let children: Vec<usize> = child_ptrs.iter().map(|p| *p as usize).collect();
-        let children_arr = if child_ptrs.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            // SAFETY: the Vec is kept by the ledger, never resized.
-            unsafe { (*self.keep_box(child_ptrs)).as_mut_ptr() }
-        };
-        let dictionary = match &node.dictionary {
-            Some(d) => {
-                let dp = self.keep_box(ArrowArray::poisoned());
-                // SAFETY: dp is a live ArrowArray owned by the ledger.
-                unsafe { self.fill_array(dp, d, root, &format!("{path}.dictionary"), false) };
-                dp
-            }
-            None => std::ptr::null_mut(),
-        };
-        let rec = self.keep_box(NodeRec {
-            book: self.book(),
+        let (children, children_arr, dictionary) = self.nested(
+            &node.children,
+            node.dictionary.as_deref(),
+            path,
+            // SAFETY: `p` is a fresh ArrowArray the ledger owns.
+            |p: *mut ArrowArray, c, at| unsafe { self.fill_array(p, c, root, at, false) },
+        );
+        let rec = self.record(
             id,
             root,
-            path: path.to_string(),
+            path,
             is_root,
-            slot: out as usize,
+            out as usize,
             children,
-            dictionary: dictionary as usize,
+            dictionary as usize,
             buffers,
-            poison: self.poison,
-        });
-        self.lock().nodes.push(SendPtr(rec));
+        );
         let a = ArrowArray {
             length: node.length,
             null_count: node.null_count,
@@ -485,42 +530,23 @@ impl Ledger {
             Some(m) => string(m),
             None => std::ptr::null(),
         };
-        let mut child_ptrs: Vec<*mut ArrowSchema> = Vec::new();
-        for (i, c) in node.children.iter().enumerate() {
-            let cp = self.keep_box(ArrowSchema::poisoned());
-            // SAFETY: cp is a live ArrowSchema owned by the ledger.
-            unsafe { self.fill_schema(cp, c, root, &format!("{path}.children[{i}]"), false) };
-            child_ptrs.push(cp);
-        }
-        let children: Vec<usize> = child_ptrs.iter().map(|p| *p as usize).collect();
-        let children_arr = if child_ptrs.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            // SAFETY: the Vec is kept by the ledger, never resized.
-            unsafe { (*self.keep_box(child_ptrs)).as_mut_ptr() }
-        };
-        let dictionary = match &node.dictionary {
-            Some(d) => {
-                let dp = self.keep_box(ArrowSchema::poisoned());
-                // SAFETY: dp is a live ArrowSchema owned by the ledger.
-                unsafe { self.fill_schema(dp, d, root, &format!("{path}.dictionary"), false) };
-                dp
-            }
-            None => std::ptr::null_mut(),
-        };
-        let rec = self.keep_box(NodeRec {
-            book: self.book(),
+        let (children, children_arr, dictionary) = self.nested(
+            &node.children,
+            node.dictionary.as_deref(),
+            path,
+            // SAFETY: `p` is a fresh ArrowSchema the ledger owns.
+            |p: *mut ArrowSchema, c, at| unsafe { self.fill_schema(p, c, root, at, false) },
+        );
+        let rec = self.record(
             id,
             root,
-            path: path.to_string(),
+            path,
             is_root,
-            slot: out as usize,
+            out as usize,
             children,
-            dictionary: dictionary as usize,
-            buffers: strings,
-            poison: self.poison,
-        });
-        self.lock().nodes.push(SendPtr(rec));
+            dictionary as usize,
+            strings,
+        );
         let s = ArrowSchema {
             format,
             name,
