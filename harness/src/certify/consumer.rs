@@ -473,13 +473,12 @@ fn stream_error(
 ) -> Ended {
     let k = scenario.batches.len() / 2;
     let message = format!(
-        "arrowcert injected failure: {} {} ({})",
+        "arrowcert injected failure: {} {}",
         match at {
             ErrorAt::Schema => "get_schema".to_string(),
             ErrorAt::Middle => format!("get_next for chunk {k}"),
         },
-        errno_name(code),
-        spec.id.len()
+        errno_name(code)
     );
     let fail = Failure {
         at: match at {

@@ -200,7 +200,7 @@ impl Ledger {
     }
 
     pub(super) fn released_root(&self, root: usize, addr: usize) {
-        Ledger::record_release(&self.book, root, addr);
+        Ledger::record_release(&mut self.lock(), root, addr);
     }
 
     /// Records a violation seen by a callback.
@@ -215,10 +215,9 @@ impl Ledger {
         }
     }
 
-    fn record_release(book: &Mutex<Book>, root: usize, addr: usize) {
-        let mut b = book.lock().unwrap_or_else(|e| e.into_inner());
+    fn record_release(book: &mut Book, root: usize, addr: usize) {
         let thread = format!("{:?}", std::thread::current().id());
-        if let Some(r) = b.roots.get_mut(root) {
+        if let Some(r) = book.roots.get_mut(root) {
             r.releases.push((addr, thread));
         }
     }
@@ -497,7 +496,7 @@ impl Ledger {
             buffers: buffers_arr,
             children: children_arr,
             dictionary,
-            release: Some(release_array),
+            release: Some(release_node::<ArrowArray>),
             private_data: rec as *mut c_void,
         };
         // SAFETY: out is valid for writes (caller).
@@ -555,7 +554,7 @@ impl Ledger {
             n_children: node.children.len() as i64,
             children: children_arr,
             dictionary,
-            release: Some(release_schema),
+            release: Some(release_node::<ArrowSchema>),
             private_data: rec as *mut c_void,
         };
         // SAFETY: out is valid for writes (caller).
@@ -567,27 +566,18 @@ impl Ledger {
     /// case's memory, or leaks it when the consumer may still hold
     /// pointers into it.
     pub fn finish(self) -> Findings {
-        let (roots, mut violations, unreleased_nodes) = {
+        let (roots, mut violations) = {
             let b = self.lock();
-            let unreleased: Vec<usize> = b
-                .nodes
-                .iter()
-                .filter(|n| {
-                    // SAFETY: node records live until the ledger is dropped.
-                    let rec = unsafe { &*n.0 };
-                    b.node_releases[rec.id] == 0
-                })
-                .map(|n| n.0 as usize)
-                .collect();
-            (b.roots.clone(), b.events.clone(), unreleased)
-        };
-        for n in &unreleased_nodes {
-            // SAFETY: as above.
-            let rec = unsafe { &*(*n as *const NodeRec) };
-            if let Some(v) = written(rec) {
-                violations.push(v);
+            let mut violations = b.events.clone();
+            for n in &b.nodes {
+                // SAFETY: node records live until the ledger is dropped.
+                let rec = unsafe { &*n.0 };
+                if b.node_releases[rec.id] == 0 {
+                    violations.extend(written(rec));
+                }
             }
-        }
+            (b.roots.clone(), violations)
+        };
         for r in &roots {
             if let (Some(rule), true) = (r.unreleased_rule, r.releases.is_empty()) {
                 violations.push(Violation {
@@ -640,11 +630,11 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
     let count = {
         let mut b = rec.book.lock().unwrap_or_else(|e| e.into_inner());
         b.node_releases[rec.id] += 1;
+        if rec.is_root {
+            Ledger::record_release(&mut b, rec.root, addr);
+        }
         b.node_releases[rec.id]
     };
-    if rec.is_root {
-        Ledger::record_release(&rec.book, rec.root, addr);
-    }
     if count > 1 {
         Ledger::event(
             &rec.book,
@@ -680,61 +670,59 @@ fn poison(rec: &NodeRec) {
     }
 }
 
-/// The release callback of every exported array node.
+/// The two structures the exporter installs release callbacks in.
+trait Exported: crate::abi::ops::Owned {
+    /// `array` or `schema`, for messages.
+    const WHAT: &'static str;
+    /// The breadcrumb of its release.
+    const STEP: &'static str;
+    fn private(&self) -> *mut c_void;
+}
+
+impl Exported for ArrowArray {
+    const WHAT: &'static str = "array";
+    const STEP: &'static str = "harness ArrowArray.release";
+    fn private(&self) -> *mut c_void {
+        self.private_data
+    }
+}
+
+impl Exported for ArrowSchema {
+    const WHAT: &'static str = "schema";
+    const STEP: &'static str = "harness ArrowSchema.release";
+    fn private(&self) -> *mut c_void {
+        self.private_data
+    }
+}
+
+/// The release callback of every exported array and schema node.
 ///
 /// # Safety
 /// Called by a consumer through the pointer the harness installed, with a
 /// structure whose private_data the harness set.
-unsafe extern "C" fn release_array(a: *mut ArrowArray) {
-    crate::run::breadcrumb::step("harness ArrowArray.release");
-    if a.is_null() {
+unsafe extern "C" fn release_node<T: Exported>(p: *mut T) {
+    crate::run::breadcrumb::step(T::STEP);
+    if p.is_null() {
         return;
     }
     // SAFETY: the harness installed this callback with private_data a
     // NodeRec the ledger keeps alive (caller's contract).
-    let rec = unsafe { &*((*a).private_data as *const NodeRec) };
-    if on_release(rec, a as usize, "array") {
+    let rec = unsafe { &*((*p).private() as *const NodeRec) };
+    if on_release(rec, p as usize, T::WHAT) {
         for &c in rec.children.iter().chain(std::iter::once(&rec.dictionary)) {
-            let c = c as *mut ArrowArray;
-            // SAFETY: children and dictionary are ledger-owned ArrowArrays.
-            if !c.is_null() && unsafe { (*c).release.is_some() } {
+            let c = c as *mut T;
+            // SAFETY: children and dictionary are ledger-owned structures
+            // of the parent's type.
+            if !c.is_null() && unsafe { !(*c).is_released() } {
                 IN_PARENT_RELEASE.with(|f| f.set(true));
                 // SAFETY: a live child this parent owns.
-                unsafe { release_array(c) };
-                IN_PARENT_RELEASE.with(|f| f.set(false));
-            }
-        }
-        poison(rec);
-    }
-    // SAFETY: a is valid for writes (caller).
-    unsafe { (*a).release = None };
-}
-
-/// The release callback of every exported schema node.
-///
-/// # Safety
-/// As [`release_array`].
-unsafe extern "C" fn release_schema(s: *mut ArrowSchema) {
-    crate::run::breadcrumb::step("harness ArrowSchema.release");
-    if s.is_null() {
-        return;
-    }
-    // SAFETY: as in release_array.
-    let rec = unsafe { &*((*s).private_data as *const NodeRec) };
-    if on_release(rec, s as usize, "schema") {
-        for &c in rec.children.iter().chain(std::iter::once(&rec.dictionary)) {
-            let c = c as *mut ArrowSchema;
-            // SAFETY: ledger-owned ArrowSchemas.
-            if !c.is_null() && unsafe { (*c).release.is_some() } {
-                IN_PARENT_RELEASE.with(|f| f.set(true));
-                // SAFETY: a live child this parent owns.
-                unsafe { release_schema(c) };
+                unsafe { release_node(c) };
                 IN_PARENT_RELEASE.with(|f| f.set(false));
             }
         }
         // Strings keep their terminating NUL so a reader stops.
         poison(rec);
     }
-    // SAFETY: s is valid for writes (caller).
-    unsafe { (*s).release = None };
+    // SAFETY: p is valid for writes (caller).
+    unsafe { (*p).mark_released() };
 }
