@@ -190,7 +190,9 @@ pub fn run(
         Path::DeviceStream => {
             stream_case::<ArrowDeviceArrayStream>(producer, scenario, spec, opts, obs)
         }
-        Path::Consumer(_) => Ended::Error("a consumer case is not run against a producer".into()),
+        Path::Consumer(_) | Path::AsyncConsumer(_) | Path::Async(_) => {
+            Ended::Error("not a synchronous producer case".into())
+        }
     }
 }
 
@@ -307,7 +309,7 @@ fn not_self_referencing(
 }
 
 /// Checks the device members of a freshly exported device array.
-fn device_members(a: &ArrowDeviceArray, opts: &Options, at: &str, obs: &mut Observations) {
+pub(crate) fn device_members(a: &ArrowDeviceArray, opts: &Options, at: &str, obs: &mut Observations) {
     let (dt, id, sync, reserved) = probe::device_fields(a);
     obs.check("device.reserved.zero", reserved == [0; 3], at, || {
         format!("reserved is {reserved:#x?}; it must be zeroed")

@@ -183,7 +183,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
 }
 
 /// A stable seed for a case's varied encoding (FNV-1a of its ID).
-fn seed_of(id: &str) -> u64 {
+pub(super) fn seed_of(id: &str) -> u64 {
     id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
@@ -350,7 +350,7 @@ fn judge_handover(a: &Attempt, stream: bool, obs: &mut Observations) {
 }
 
 /// The data the consumer should have read, and what it wrote back.
-fn differences(
+pub(super) fn differences(
     expected: (&Schema, &[RecordBatch]),
     ipc_bytes: &[u8],
 ) -> (Vec<String>, Vec<String>) {

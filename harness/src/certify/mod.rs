@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod asynchronous;
 pub mod checks;
 pub mod consumer;
 pub mod leaks;
@@ -41,6 +42,12 @@ pub enum Path {
     DeviceStream,
     /// A consumer case: the harness exports, the plugin consumes.
     Consumer(consumer::Kind),
+    /// An async device stream from the producer, into the harness's
+    /// handler playing this schedule.
+    Async(crate::asynchronous::schedule::Schedule),
+    /// An async device stream from the harness's producer, delivered this
+    /// way, into the consumer.
+    AsyncConsumer(crate::asynchronous::schedule::Delivery),
 }
 
 impl Path {
@@ -60,6 +67,8 @@ impl Path {
             Path::Stream => "stream",
             Path::DeviceStream => "device_stream",
             Path::Consumer(k) => k.path_name(),
+            Path::Async(_) => "async",
+            Path::AsyncConsumer(_) => "consume_async",
         }
     }
 
@@ -88,16 +97,33 @@ pub struct Sides {
 /// Every case for these scenarios and sides, in a stable order: producer
 /// cases (`producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`),
 /// then consumer cases ([`consumer::plan`]).
-pub fn plan(scenarios: &[Scenario], sides: Sides) -> Vec<CaseSpec> {
+///
+/// Async cases (`producer/async/<schedule>/<scenario>`,
+/// `consumer/async/<delivery>/<scenario>`) draw their schedules from
+/// `seed` for generated scenarios.
+pub fn plan(scenarios: &[Scenario], sides: Sides, seed: u64) -> Vec<CaseSpec> {
     let mut out = if sides.producer {
         producer_plan(scenarios)
     } else {
         Vec::new()
     };
+    if sides.producer {
+        out.extend(asynchronous::producer_plan(scenarios, seed));
+    }
     if sides.consumer {
         out.extend(consumer::plan(scenarios));
+        out.extend(asynchronous::consumer_plan(scenarios, seed));
     }
     out
+}
+
+/// The case `id` names: from `plan` when it is there, else an async case
+/// whose schedule the ID spells out (a replay of a shrunk schedule).
+pub fn spec_for(plan: &[CaseSpec], scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
+    plan.iter()
+        .find(|s| s.id == id)
+        .cloned()
+        .or_else(|| asynchronous::spec_from_id(scenarios, id))
 }
 
 fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
@@ -265,7 +291,15 @@ pub fn run_case(plugins: Plugins, scenario: &Scenario, spec: &CaseSpec, opts: &O
         (Path::Consumer(kind), _, Some(consumer)) => {
             consumer::run(consumer, scenario, spec, kind, &mut obs)
         }
-        (Path::Consumer(_), _, None) => Ended::Error("no consumer to run a consumer case".into()),
+        (Path::AsyncConsumer(d), _, Some(consumer)) => {
+            asynchronous::run_consumer(consumer, scenario, spec, d, &mut obs)
+        }
+        (Path::Consumer(_) | Path::AsyncConsumer(_), _, None) => {
+            Ended::Error("no consumer to run a consumer case".into())
+        }
+        (Path::Async(sched), Some(producer), _) => {
+            asynchronous::run_producer(producer, scenario, spec, sched, opts, &mut obs)
+        }
         (_, Some(producer), _) => checks::run(producer, scenario, spec, opts, &mut obs),
         (_, None, _) => Ended::Error("no producer to run a producer case".into()),
     };

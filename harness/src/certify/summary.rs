@@ -6,17 +6,16 @@ use std::collections::BTreeMap;
 use crate::report::{Case, RuleSummary, ShrunkFailure, Verdict};
 use crate::rules::{self, Level, Side};
 
-/// The rule areas producer certification judges (async has its own suite).
-pub const PRODUCER_AREAS: &[&str] = &["schema", "array", "device", "stream"];
+/// The rule areas producer certification judges.
+pub const PRODUCER_AREAS: &[&str] = &["schema", "array", "device", "stream", "async"];
 
 /// True when certification of `sides` judges `rule`: producer-side (and
-/// both-sides) rules of [`PRODUCER_AREAS`], and consumer rules other than
-/// the async ones (the async suite judges those).
+/// both-sides) rules of [`PRODUCER_AREAS`], and the consumer rules.
 pub fn judged(rule: &rules::Rule, sides: crate::certify::Sides) -> bool {
     (sides.producer
         && matches!(rule.side, Side::Producer | Side::Both)
         && PRODUCER_AREAS.contains(&rule.area))
-        || (sides.consumer && rule.area == "consumer" && !rule.id.starts_with("consumer.async."))
+        || (sides.consumer && rule.area == "consumer")
 }
 
 /// One verdict per rule of the catalogue that certification of `sides`

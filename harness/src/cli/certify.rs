@@ -170,7 +170,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         ..Default::default()
     };
     let sides = args.sides();
-    let plan = certify::plan(&scenarios, sides);
+    let plan = certify::plan(&scenarios, sides, sources.seed);
     if args.list {
         for spec in plan.iter().filter(|s| args.filter.selects(&s.id)) {
             println!("{}: case", spec.id);
@@ -501,7 +501,7 @@ fn shrink_failures(
                 return false;
             }
             let cands = std::slice::from_ref(candidate);
-            let cplan = certify::plan(cands, sides);
+            let cplan = certify::plan(cands, sides, sources.seed);
             let selected: Vec<usize> = (0..cplan.len())
                 .filter(|&i| cplan[i].path == path)
                 .collect();

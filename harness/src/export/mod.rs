@@ -7,8 +7,10 @@
 //! null slots), safely, from arrow-rs data; [`raw`] writes the structures
 //! and installs release callbacks that record every call, poison what they
 //! release and check for writes; [`stream`] does the same for streams, with
-//! injected errors. Only `raw` and `stream` use `unsafe`.
+//! injected errors; [`asynchronous`] is an instrumented async device stream
+//! producer. Only `raw`, `stream` and `asynchronous` use `unsafe`.
 
+pub mod asynchronous;
 pub mod encode;
 pub mod format;
 mod raw;

@@ -300,10 +300,19 @@ impl Ledger {
         out: *mut ArrowDeviceArray,
         node: &Node,
         what: &str,
-    ) {
+    ) -> usize {
         let root = self.add_root(what, out as usize, ONCE);
         // SAFETY: forwarded.
         unsafe { self.fill_device_array(out, node, root, what) };
+        root
+    }
+
+    /// The rule a root left unreleased breaks (default
+    /// `consumer.release.once`).
+    pub(super) fn set_unreleased_rule(&self, root: usize, rule: &'static str) {
+        if let Some(r) = self.lock().roots.get_mut(root) {
+            r.unreleased_rule = Some(rule);
+        }
     }
 
     /// # Safety

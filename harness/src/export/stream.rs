@@ -178,7 +178,7 @@ impl Stream for ArrowDeviceArrayStream {
     }
     unsafe fn export(ledger: &Ledger, out: *mut ArrowDeviceArray, node: &Node, what: &str) {
         // SAFETY: forwarded.
-        unsafe { ledger.device_array_into(out, node, what) }
+        unsafe { ledger.device_array_into(out, node, what) };
     }
     unsafe fn end(out: *mut ArrowDeviceArray) {
         // SAFETY: forwarded.

@@ -677,7 +677,7 @@ fn check_map_entries(entries: &SchemaNode, at: &str, sink: &mut Sink) {
 /// `p` is non-NULL and not poison, and points to metadata as the producer
 /// encoded it: the reader trusts each count and length it has checked
 /// against the bounds to describe memory that is there.
-unsafe fn metadata_problem(p: *const c_char) -> Option<String> {
+pub unsafe fn metadata_problem(p: *const c_char) -> Option<String> {
     let base = p.cast::<u8>();
     // SAFETY: the first int32 of a non-NULL metadata string is its count.
     let count = unsafe { std::ptr::read_unaligned(base.cast::<i32>()) };

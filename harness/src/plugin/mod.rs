@@ -204,6 +204,40 @@ struct Entries {
     consume_async_finish: Option<ConsumeAsyncFinishFn>,
 }
 
+impl Entries {
+    fn last_error(&self) -> Option<String> {
+        let f = self.last_error?;
+        // SAFETY: declared type, no arguments; the result is NULL or a
+        // NUL-terminated string valid until the next call on this thread.
+        let p = unsafe { f() };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract; copied at once.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+
+    fn take_output(&self, ptr: *mut u8, len: i64) -> Vec<u8> {
+        if ptr.is_null() || len <= 0 {
+            if !ptr.is_null() {
+                if let Some(free) = self.free {
+                    // SAFETY: the plugin handed this pointer out; freed once.
+                    unsafe { free(ptr as *mut c_void) };
+                }
+            }
+            return Vec::new();
+        }
+        // SAFETY: the consumer contract hands out `len` readable bytes at
+        // `ptr`, owned by the plugin until arrowcert_free; copied here first.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec();
+        if let Some(free) = self.free {
+            // SAFETY: as above; freed exactly once, after the copy.
+            unsafe { free(ptr as *mut c_void) };
+        }
+        bytes
+    }
+}
+
 /// A loaded plugin.
 ///
 /// The library is never unloaded: plugins start threads (async producers)
@@ -383,15 +417,7 @@ impl Plugin {
     }
 
     fn last_error(&self) -> Option<String> {
-        let f = self.entries.last_error?;
-        // SAFETY: declared type, no arguments; the result is NULL or a
-        // NUL-terminated string valid until the next call on this thread.
-        let p = unsafe { f() };
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: non-NULL and NUL-terminated per the contract; copied at once.
-        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        self.entries.last_error()
     }
 
     fn check(&self, entry: &'static str, code: c_int) -> Result<(), CallError> {
@@ -409,23 +435,7 @@ impl Plugin {
     /// Copies the bytes a consumer handed out and frees them with
     /// `arrowcert_free` (left allocated if the plugin does not export it).
     fn take_output(&self, ptr: *mut u8, len: i64) -> Vec<u8> {
-        if ptr.is_null() || len <= 0 {
-            if !ptr.is_null() {
-                if let Some(free) = self.entries.free {
-                    // SAFETY: the plugin handed this pointer out; freed once.
-                    unsafe { free(ptr as *mut c_void) };
-                }
-            }
-            return Vec::new();
-        }
-        // SAFETY: the consumer contract hands out `len` readable bytes at
-        // `ptr`, owned by the plugin until arrowcert_free; copied here first.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr, len as usize) }.to_vec();
-        if let Some(free) = self.entries.free {
-            // SAFETY: as above; freed exactly once, after the copy.
-            unsafe { free(ptr as *mut c_void) };
-        }
-        bytes
+        self.entries.take_output(ptr, len)
     }
 
     pub fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
@@ -582,6 +592,104 @@ impl Plugin {
         let rc = unsafe { f(stream, &mut p, &mut n) };
         self.check(E, rc)?;
         Ok(self.take_output(p, n))
+    }
+
+    /// `arrowcert_produce_async` into `handler`. On success the producer
+    /// owns the handler until it calls its release (possibly later, from
+    /// its own threads); on failure it never took it.
+    ///
+    /// # Safety
+    /// `handler` must point to an initialised handler that stays valid (at
+    /// that address) until its release callback has been called.
+    pub unsafe fn produce_async(
+        &self,
+        ipc: &[u8],
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        handler: *mut ArrowAsyncDeviceStreamHandler,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_async";
+        let f = self.entries.produce_async.ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
+        // SAFETY: `ipc` is valid for the call; `handler` as the caller
+        // guarantees.
+        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, handler) };
+        self.check(E, rc)
+    }
+
+    /// True when the plugin exports both async consumer entry points.
+    pub fn consumes_async(&self) -> bool {
+        self.entries.consume_async_start.is_some() && self.entries.consume_async_finish.is_some()
+    }
+
+    /// `arrowcert_consume_async_start`: the consumer initialises `handler`
+    /// and returns its token.
+    ///
+    /// # Safety
+    /// `handler` must point to a writable handler that stays valid until
+    /// its release callback has been called.
+    pub unsafe fn consume_async_start(
+        &self,
+        handler: *mut ArrowAsyncDeviceStreamHandler,
+    ) -> Result<usize, CallError> {
+        const E: &str = "arrowcert_consume_async_start";
+        let f = self
+            .entries
+            .consume_async_start
+            .ok_or(CallError::Missing(E))?;
+        crate::run::breadcrumb::step(E);
+        let mut token: *mut c_void = std::ptr::null_mut();
+        // SAFETY: handler as the caller guarantees; token is writable.
+        let rc = unsafe { f(handler, &mut token) };
+        self.check(E, rc)?;
+        Ok(token as usize)
+    }
+
+    /// `arrowcert_consume_async_finish` on a token from
+    /// [`Plugin::consume_async_start`] (each token once): the IPC the
+    /// consumer read, or its error. The call runs on a thread of its own
+    /// (the plugin's last error is read there too); if it has not returned
+    /// after `wait`, `None`: the thread is left behind, blocked in the
+    /// plugin, and the case goes on.
+    pub fn consume_async_finish(
+        &self,
+        token: usize,
+        timeout_ms: i64,
+        wait: std::time::Duration,
+    ) -> Option<Result<Vec<u8>, CallError>> {
+        const E: &str = "arrowcert_consume_async_finish";
+        let Some(f) = self.entries.consume_async_finish else {
+            return Some(Err(CallError::Missing(E)));
+        };
+        crate::run::breadcrumb::step(E);
+        let entries = self.entries;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("arrowcert-finish".into())
+            .spawn(move || {
+                let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
+                // SAFETY: the token came from start (the plugin checks what
+                // it is); the out pointers are writable.
+                let rc = unsafe { f(token as *mut c_void, timeout_ms, &mut p, &mut n) };
+                let r = if rc == 0 {
+                    Ok(entries.take_output(p, n))
+                } else {
+                    Err(CallError::Failed {
+                        entry: E,
+                        code: rc,
+                        message: entries.last_error(),
+                    })
+                };
+                let _ = tx.send(r);
+            });
+        if let Err(e) = spawned {
+            return Some(Err(CallError::Failed {
+                entry: E,
+                code: e.raw_os_error().unwrap_or(libc::EAGAIN),
+                message: Some(format!("the harness could not start a thread: {e}")),
+            }));
+        }
+        rx.recv_timeout(wait).ok()
     }
 
     /// Runs one async stream from `producer` into this consumer: the

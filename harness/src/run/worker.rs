@@ -201,7 +201,7 @@ pub fn run(args: WorkerArgs) -> i32 {
                 producer: producer.is_some(),
                 consumer: consumer.is_some(),
             };
-            let plan = certify::plan(&scenarios, sides);
+            let plan = certify::plan(&scenarios, sides, args.sources.seed);
             let ids = plan.iter().map(|s| s.id.clone()).collect();
             let plugins = certify::Plugins {
                 producer: producer.as_ref(),

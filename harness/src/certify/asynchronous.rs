@@ -1,0 +1,614 @@
+//! Async device stream cases, both sides.
+//!
+//! Producer side (`producer/async/<schedule>/<scenario>`): the harness
+//! hands an instrumented handler ([`crate::asynchronous::handler`]) to the
+//! producer and plays the consumer schedule in the ID. The trace is judged
+//! by the protocol model ([`crate::asynchronous::model`]); what callbacks
+//! saw on the spot (the producer structure, metadata) comes as notes; every
+//! extracted array goes through the device and array checks of a produced
+//! device array and is compared with the data (`async.array.valid`, the
+//! evidence naming the underlying rule).
+//!
+//! Consumer side (`consumer/async/<delivery>/<scenario>`): the harness is
+//! the producer ([`crate::export::asynchronous`]) and judges the
+//! `consumer.async.*` rules, the release rules of everything it handed
+//! over, and what the consumer read.
+//!
+//! A case whose stream does not end by the deadline is a verdict with the
+//! state it was stuck in, never a hang.
+
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use super::{CaseSpec, Ended, Observations, Options, Path};
+use crate::asynchronous::handler::{self, Run};
+use crate::asynchronous::model::{self, Ending, Event};
+use crate::asynchronous::schedule::{CancelHow, Delivery, Extract, First, Rng, Schedule};
+use crate::inspect::probe;
+use crate::plugin::Plugin;
+use crate::scenario::Scenario;
+
+/// Generated schedules per generated scenario (built-in and gold scenarios
+/// get the fixed ones).
+pub const DRAWN_PER_SCENARIO: usize = 2;
+
+/// How long a stream may take before it is a stuck verdict.
+pub const DEADLINE: Duration = Duration::from_secs(3);
+
+fn generated(s: &Scenario) -> bool {
+    s.name.starts_with(crate::gen::PREFIX)
+}
+
+/// The producer-side async cases: the fixed schedules for built-in and
+/// gold scenarios, [`DRAWN_PER_SCENARIO`] drawn ones for generated ones
+/// (from `seed` and the scenario's name).
+pub fn producer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
+    let mut out = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        let schedules = if generated(s) {
+            let mut rng = Rng::for_case(seed, &s.name);
+            (0..DRAWN_PER_SCENARIO)
+                .map(|_| Schedule::draw(&mut rng))
+                .collect()
+        } else {
+            Schedule::fixed()
+        };
+        for sched in schedules {
+            out.push(CaseSpec {
+                path: Path::Async(sched),
+                scenario: si,
+                batch: None,
+                slice: None,
+                id: format!("producer/async/{sched}/{}", s.name),
+            });
+        }
+    }
+    out
+}
+
+/// The consumer-side async cases, planned like the producer side.
+pub fn consumer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
+    let mut out = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        let deliveries = if generated(s) {
+            let mut rng = Rng::for_case(seed ^ 0x5eed, &s.name);
+            (0..DRAWN_PER_SCENARIO)
+                .map(|_| Delivery::draw(&mut rng))
+                .collect()
+        } else {
+            Delivery::fixed()
+        };
+        for d in deliveries {
+            out.push(CaseSpec {
+                path: Path::AsyncConsumer(d),
+                scenario: si,
+                batch: None,
+                slice: None,
+                id: format!("consumer/async/{d}/{}", s.name),
+            });
+        }
+    }
+    out
+}
+
+/// The case an async ID names (`producer/async/<schedule>/<scenario>` or
+/// `consumer/async/<delivery>/<scenario>`), if the scenario is loaded:
+/// replays and shrunk schedules need not be in the plan.
+pub fn spec_from_id(scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
+    let (producer, rest) = match id.strip_prefix("producer/async/") {
+        Some(rest) => (true, rest),
+        None => (false, id.strip_prefix("consumer/async/")?),
+    };
+    let (sched, name) = rest.split_once('/')?;
+    let si = scenarios.iter().position(|s| s.name == name)?;
+    let path = if producer {
+        Path::Async(sched.parse().ok()?)
+    } else {
+        Path::AsyncConsumer(sched.parse().ok()?)
+    };
+    Some(CaseSpec {
+        path,
+        scenario: si,
+        batch: None,
+        slice: None,
+        id: id.to_string(),
+    })
+}
+
+/// The rules a producer-side case exercises under `s` (the ones it can
+/// fail are all of these; the ones it cannot reach are not counted).
+fn exercised(s: &Schedule) -> Vec<&'static str> {
+    let mut r = vec![
+        "async.schema.first",
+        "async.producer.ready",
+        "async.callbacks.serial",
+        "async.release.last",
+        "async.metadata.encoding",
+    ];
+    match s.first {
+        First::Refuse => r.push("async.schema-refused"),
+        First::Invalid(_) => r.extend(["async.request.invalid", "async.request.reentrant"]),
+        First::Request(_) => {
+            r.extend(["async.request.reentrant", "async.backpressure", "async.array.valid"]);
+            if s.cancel.is_none() && s.refuse_task.is_none() {
+                r.push("async.eos.null-task");
+            }
+            if s.refuse_task.is_some() {
+                r.push("async.task-refused");
+            }
+            if let Some(c) = s.cancel {
+                r.extend(["async.cancel.no-error", "async.cancel.reentrant"]);
+                if matches!(c.how, CancelHow::Twice | CancelHow::Race) {
+                    r.push("async.cancel.idempotent");
+                }
+                if s.request_after_cancel.is_some() {
+                    r.push("async.cancel.request-nop");
+                }
+            }
+        }
+    }
+    r
+}
+
+/// Runs a producer-side async case.
+pub fn run_producer(
+    producer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    sched: Schedule,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended {
+    let mut run_opts = handler::Options::new(sched, opts.device_type, opts.device_id);
+    run_opts.deadline = DEADLINE;
+    let run = match handler::run(producer, &scenario.ipc, run_opts) {
+        Ok(r) => r,
+        Err(e) => return super::call_ended(e),
+    };
+    let mut found = Vec::new();
+    let ended = judge_run(run, scenario, &sched, opts, &mut found);
+    // Several cancels broke something: if one cancel does not, the
+    // difference is the repeated cancel ("After calling it once,
+    // subsequent calls *MUST* be a NOP").
+    if !found.is_empty() {
+        if let Some(single) = sched.with_single_cancel() {
+            let mut again = Vec::new();
+            let rerun = handler::run(
+                producer,
+                &scenario.ipc,
+                handler::Options {
+                    schedule: single,
+                    ..run_opts
+                },
+            );
+            if let Ok(r) = rerun {
+                let _ = judge_run(r, scenario, &single, opts, &mut again);
+                if again.is_empty() {
+                    let what = found
+                        .iter()
+                        .map(|(r, at, m)| format!("{r} at {at}: {m}"))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    found = vec![(
+                        "async.cancel.idempotent",
+                        "cancel".to_string(),
+                        format!(
+                            "with cancel called more than once ({}) the stream broke: {what}; with one cancel (`{single}`) it did not",
+                            spec.id
+                        ),
+                    )];
+                }
+            }
+        }
+    }
+    for rule in exercised(&sched) {
+        obs.check(rule, true, "", String::new);
+    }
+    for (rule, at, message) in found {
+        obs.check(rule, false, &at, || message);
+    }
+    if sched == *Schedule::fixed().iter().find(|s| s.extract == Extract::Null).unwrap_or(&sched)
+        && sched.extract == Extract::Null
+    {
+        extract_null_leaks(producer, scenario, run_opts, obs);
+    }
+    ended
+}
+
+type Found = Vec<(&'static str, String, String)>;
+
+/// Judges one run; returns how the case ended.
+fn judge_run(
+    run: Run,
+    scenario: &Scenario,
+    sched: &Schedule,
+    opts: &Options,
+    found: &mut Found,
+) -> Ended {
+    let Run {
+        trace,
+        released,
+        schema,
+        arrays,
+        notes,
+        error: _,
+        stuck,
+    } = run;
+    for f in model::judge(
+        &trace,
+        Ending {
+            released,
+            deadline_ms: DEADLINE.as_millis() as u64,
+        },
+    ) {
+        found.push((f.rule, f.at, f.message));
+    }
+    for n in notes {
+        found.push((n.rule, n.at, n.message));
+    }
+    let mut arrays = arrays;
+    arrays.sort_by_key(|a| a.index);
+    if let Some(schema) = &schema {
+        let bad = probe::check_schema(schema);
+        let schema_ok = bad.is_empty();
+        for v in bad {
+            found.push((
+                "async.array.valid",
+                format!("schema {}", v.at),
+                format!("{}: {}", v.rule, v.message),
+            ));
+        }
+        if schema_ok {
+            check_arrays(schema, &mut arrays, scenario, sched, &trace, opts, found);
+        }
+    }
+    // Keep one finding per rule (the first), like the model does.
+    let mut seen = std::collections::BTreeSet::new();
+    found.retain(|(r, _, _)| seen.insert(*r));
+    match stuck {
+        Some(why) => Ended::Error(why),
+        None => Ended::Ran,
+    }
+}
+
+/// Device members, validity and values of every extracted array.
+fn check_arrays(
+    schema: &crate::abi::ArrowSchema,
+    arrays: &mut [handler::Extracted],
+    scenario: &Scenario,
+    sched: &Schedule,
+    trace: &[Event],
+    opts: &Options,
+    found: &mut Found,
+) {
+    let mut read = Vec::new();
+    let mut contiguous = true;
+    for (i, x) in arrays.iter_mut().enumerate() {
+        let at = format!("task {}", x.index);
+        let mut sub = Observations::default();
+        super::checks::device_members(&x.array, opts, &at, &mut sub);
+        let bad = probe::check_array(schema, &x.array.array);
+        let valid = bad.is_empty();
+        for v in sub.violations.into_iter().chain(bad) {
+            found.push((
+                "async.array.valid",
+                format!("{at} {}", v.at),
+                format!("{}: {}", v.rule, v.message),
+            ));
+        }
+        contiguous &= x.index == i;
+        if valid && contiguous {
+            let mut array = crate::abi::ops::Guard::new(crate::abi::ops::take(&mut x.array.array));
+            crate::abi::ops::Owned::mark_released(&mut *x.array);
+            match probe::import_batch(schema, &mut array) {
+                Ok(b) => read.push(b),
+                Err(e) => {
+                    found.push((
+                        "async.array.valid",
+                        at,
+                        format!("{}: {e}", "array.values.roundtrip"),
+                    ));
+                    contiguous = false;
+                }
+            }
+        }
+    }
+    // Values: the rows read, in task order, are the scenario's first rows;
+    // all of them when the stream ran to its end with every task read.
+    let whole = sched.extract == Extract::Array
+        && sched.cancel.is_none()
+        && sched.refuse_task.is_none()
+        && matches!(sched.first, First::Request(_))
+        && trace.iter().any(|e| {
+            matches!(e, Event::Callback(c) if c.callback == model::Callback::EndOfStream)
+        });
+    let rows: usize = read.iter().map(|b| b.num_rows()).sum();
+    let total: usize = scenario.batches.iter().map(|b| b.num_rows()).sum();
+    let expect = match prefix(&scenario.batches, if whole { total } else { rows }) {
+        Some(e) => e,
+        None => {
+            found.push((
+                "async.array.valid",
+                "values".into(),
+                format!(
+                    "{}: the tasks delivered {rows} rows, the data has {total}",
+                    "array.values.roundtrip"
+                ),
+            ));
+            return;
+        }
+    };
+    let mut diffs = crate::compare::schemas(
+        &scenario.schema,
+        &read
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| scenario.schema.clone()),
+    );
+    diffs.extend(crate::compare::batches(&expect, &read));
+    if !diffs.is_empty() {
+        found.push((
+            "async.array.valid",
+            "values".into(),
+            format!(
+                "{}: {}",
+                "array.values.roundtrip",
+                diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+            ),
+        ));
+    }
+}
+
+/// The first `rows` rows of `batches`, split as they are.
+fn prefix(
+    batches: &[arrow_array::RecordBatch],
+    rows: usize,
+) -> Option<Vec<arrow_array::RecordBatch>> {
+    let mut left = rows;
+    let mut out = Vec::new();
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let n = b.num_rows().min(left);
+        out.push(b.slice(0, n));
+        left -= n;
+    }
+    (left == 0).then_some(out)
+}
+
+/// `async.task.extract-null`: the whole stream, every task extracted with
+/// NULL, repeated; the bytes held must not grow with the repetitions.
+fn extract_null_leaks(
+    producer: &Plugin,
+    scenario: &Scenario,
+    run_opts: handler::Options,
+    obs: &mut Observations,
+) {
+    let rule = "async.task.extract-null";
+    if scenario.batches.is_empty() {
+        return;
+    }
+    let counters = super::leaks::counters(producer);
+    if counters.is_empty() {
+        obs.not_exercised(rule, super::leaks::NO_COUNTER);
+        return;
+    }
+    let settle = || {
+        // The producer may free its last bytes on its own thread just
+        // after the release: wait until the count stops moving.
+        let mut last = crate::plugin::tracker::live_bytes();
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(2));
+            let now = crate::plugin::tracker::live_bytes();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+    };
+    let body = || -> Result<(), String> {
+        let r = handler::run(producer, &scenario.ipc, run_opts).map_err(|e| e.to_string())?;
+        let ok = r.released && r.stuck.is_none();
+        drop(r);
+        settle();
+        if ok {
+            Ok(())
+        } else {
+            Err("the stream did not end with the handler's release".into())
+        }
+    };
+    match super::leaks::measure(&counters, body) {
+        Ok(m) => obs.check(rule, !m.leaks(), "extract_data(task, NULL)", || {
+            m.evidence("a stream whose every task is extracted with NULL")
+        }),
+        Err(why) => obs.not_exercised(
+            rule,
+            format!("the repeated stream did not complete: {why}"),
+        ),
+    }
+}
+
+/// How long the harness's producer waits for a request before the stream
+/// is a stall (the consumer's).
+pub const STALL_AFTER: Duration = Duration::from_secs(2);
+
+/// The timeout passed to the consumer's finish.
+pub const FINISH_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// The rules every consumer-side async case exercises.
+const CONSUMER_RULES: &[&str] = &[
+    "consumer.async.request",
+    "consumer.async.extract-once",
+    "consumer.async.task-scope",
+    "consumer.async.schema-moved",
+    "consumer.async.release-no-producer",
+    "consumer.async.release",
+    "consumer.release.not-released",
+    "consumer.release.no-children",
+    "consumer.data.immutable",
+];
+
+/// Runs a consumer-side async case.
+pub fn run_consumer(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    d: Delivery,
+    obs: &mut Observations,
+) -> Ended {
+    use crate::export::{asynchronous as producer, encode, Encoding, Ledger};
+    if !consumer.consumes_async() {
+        return Ended::Skip(
+            "the consumer does not export arrowcert_consume_async_start and arrowcert_consume_async_finish".into(),
+        );
+    }
+    let enc = if d.varied {
+        Encoding::Varied(super::consumer::seed_of(&spec.id))
+    } else {
+        Encoding::Plain
+    };
+    let plan = (|| -> Result<producer::AsyncPlan, String> {
+        Ok(producer::AsyncPlan {
+            schema: encode::schema(&scenario.schema, enc)?,
+            chunks: chunks(&scenario.batches, d.rows)
+                .iter()
+                .enumerate()
+                .map(|(i, b)| encode::batch(b, enc, i as u64 + 1))
+                .collect::<Result<_, _>>()?,
+            delivery: d,
+            stall_after: STALL_AFTER,
+        })
+    })();
+    let plan = match plan {
+        Ok(p) => p,
+        Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
+    };
+    let ledger = Ledger::new(true);
+    let run = match producer::run_consumer(consumer, &ledger, plan, FINISH_TIMEOUT) {
+        Ok(r) => r,
+        Err(e) => return super::call_ended(e),
+    };
+    let findings = ledger.finish();
+    let report = run.report.clone();
+    for r in CONSUMER_RULES {
+        obs.check(r, true, "", String::new);
+    }
+    let erroring = matches!(d.end, crate::asynchronous::schedule::End::Error(_));
+    if erroring {
+        obs.check("consumer.async.on-error", true, "", String::new);
+        obs.check("consumer.async.copies", true, "", String::new);
+    }
+    for v in &findings.violations {
+        obs.check(v.rule, false, &v.at, || v.message.clone());
+    }
+    if let Some(why) = &report.stalled {
+        obs.check("consumer.async.request", false, "stream", || why.clone());
+    }
+    for (i, &n) in report.extracts.iter().enumerate() {
+        if n == 0 && !report.out_of_scope.contains(&i) {
+            obs.check("consumer.async.extract-once", false, &format!("task {i}"), || {
+                format!("task {i} was never extracted by the time the stream ended (\"it must still call extract_data so that the producer can perform any required cleanup\")")
+            });
+        }
+    }
+    // Anything the consumer broke in the protocol explains what it then
+    // read (or failed to): judge values only without such a finding.
+    let protocol_broken = obs.violations.iter().any(|v| v.rule.starts_with("consumer.async."));
+    let result = match &run.result {
+        Some(r) => r.clone(),
+        None => {
+            let state = format!(
+                "the handler {} released; {} tasks delivered{}",
+                if report.released { "was" } else { "was not" },
+                report.delivered,
+                if report.cancelled { ", cancelled" } else { "" }
+            );
+            run.end(false);
+            return Ended::Error(format!(
+                "arrowcert_consume_async_finish did not return within {} ms ({state})",
+                (FINISH_TIMEOUT + STALL_AFTER + Duration::from_secs(2)).as_millis()
+            ));
+        }
+    };
+    let clean = findings.violations.is_empty() && report.released && report.finished;
+    run.end(clean && !protocol_broken);
+    if protocol_broken || report.refused.is_some() && report.stalled.is_some() {
+        return Ended::Ran;
+    }
+    if let Some((code, message)) = &report.error_sent {
+        match &result {
+            Err(crate::plugin::CallError::Failed {
+                code: got,
+                message: got_message,
+                ..
+            }) => {
+                let text = got_message.clone().unwrap_or_default();
+                if text.contains(producer::MESSAGE_OVERWRITTEN.trim_end()) || text.contains("overwritten") {
+                    obs.check("consumer.async.copies", false, "on_error", || {
+                        format!("the consumer's error reads `{text}`: it kept on_error's message pointer and read it after on_error returned (the harness overwrote the message then)")
+                    });
+                } else {
+                    obs.check(
+                        "consumer.stream.error",
+                        got == code && text.contains(message.as_str()),
+                        "finish",
+                        || format!("the producer failed with {code} `{message}`; finish returned {got} with last error `{text}`"),
+                    );
+                }
+            }
+            Err(e) => obs.check("consumer.stream.error", false, "finish", || {
+                format!("the producer failed with {code} `{message}`; finish said: {e}")
+            }),
+            Ok(_) => obs.check("consumer.stream.error", false, "finish", || {
+                format!("the producer failed with {code} `{message}`, but finish returned success")
+            }),
+        }
+        return Ended::Ran;
+    }
+    let expected: &[arrow_array::RecordBatch] = match d.end {
+        crate::asynchronous::schedule::End::Empty => &[],
+        _ => &scenario.batches,
+    };
+    match result {
+        Ok(bytes) => {
+            let (values, optional) = super::consumer::differences((&scenario.schema, expected), &bytes);
+            obs.check("consumer.read.metadata", optional.is_empty(), "output", || optional.join("; "));
+            obs.check("consumer.read.values", values.is_empty(), "output", || values.join("; "));
+            Ended::Ran
+        }
+        Err(e @ crate::plugin::CallError::Failed { code: libc::ENOSYS, .. }) => {
+            Ended::Skip(format!("the consumer does not support this: {e}"))
+        }
+        Err(crate::plugin::CallError::Missing(m)) => Ended::Skip(format!("{m} is not exported")),
+        Err(e) => {
+            obs.check("consumer.read.values", false, "finish", || {
+                format!("the consumer refused a valid async stream: {e}")
+            });
+            Ended::Ran
+        }
+    }
+}
+
+/// The batches as the harness's producer delivers them: as they are, or
+/// one row per task (the last task takes what is left).
+fn chunks(batches: &[arrow_array::RecordBatch], rows: bool) -> Vec<arrow_array::RecordBatch> {
+    if !rows {
+        return batches.to_vec();
+    }
+    let mut out = Vec::new();
+    for b in batches {
+        let mut at = 0;
+        while at < b.num_rows() {
+            let n = if out.len() + 1 >= crate::asynchronous::schedule::MAX_ROW_CHUNKS {
+                b.num_rows() - at
+            } else {
+                1
+            };
+            out.push(b.slice(at, n));
+            at += n;
+        }
+    }
+    out
+}
