@@ -89,11 +89,15 @@ struct Engine<'a> {
 impl Engine<'_> {
     /// Runs `selected` cases of `plan` over `scenarios` (as `sources`
     /// loads them); returns the signal that interrupted the run, if any.
+    /// `plan[..planned]` is what workers plan themselves; specs after it
+    /// are async cases spelled out by their IDs.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         sources: &Sources,
         scenarios: &[Scenario],
         plan: &[CaseSpec],
+        planned: usize,
         selected: &[usize],
         ready: &mut dyn FnMut(&[PluginIdentity]),
         on_case: &mut dyn FnMut(&Case),
@@ -152,7 +156,7 @@ impl Engine<'_> {
                 record: certify::record(&scenarios[plan[index].scenario], &plan[index], &self.opts),
             })
             .collect();
-        let outcome = run::run(&cfg, plan.len(), jobs, |p| ready(p), |c| on_case(c));
+        let outcome = run::run(&cfg, planned, jobs, |p| ready(p), |c| on_case(c));
         let _ = std::fs::remove_dir_all(&cfg.scratch);
         Ok(outcome
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?
@@ -170,7 +174,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         ..Default::default()
     };
     let sides = args.sides();
-    let plan = certify::plan(&scenarios, sides, sources.seed);
+    let mut plan = certify::plan(&scenarios, sides, sources.seed);
+    let planned = plan.len();
+    // An async case ID that is not planned (a shrunk schedule) spells out
+    // its schedule: run it as asked.
+    for p in &args.filter.patterns {
+        if !plan.iter().any(|s| &s.id == p) {
+            if let Some(spec) = certify::spec_for(&[], &scenarios, p) {
+                plan.push(spec);
+            }
+        }
+    }
     if args.list {
         for spec in plan.iter().filter(|s| args.filter.selects(&s.id)) {
             println!("{}: case", spec.id);
@@ -304,13 +318,21 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         progress.borrow_mut().tick(failed);
         checkpoint.borrow_mut().add(c);
     };
-    let interrupted = engine.run(sources, &scenarios, &plan, &todo, &mut ready, &mut on_case)?;
+    let interrupted = engine.run(
+        sources,
+        &scenarios,
+        &plan,
+        planned,
+        &todo,
+        &mut ready,
+        &mut on_case,
+    )?;
     progress.borrow_mut().clear();
 
     // Shrink what failed on generated scenarios, then write the report.
     let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
         let report = &checkpoint.borrow().report;
-        shrink_failures(
+        let mut out = shrink_failures(
             &engine,
             report,
             &scenarios,
@@ -318,7 +340,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             sources,
             args.shrink,
             sides,
-        )?
+        )?;
+        out.extend(shrink_schedules(
+            &engine,
+            report,
+            &scenarios,
+            &plan,
+            sources,
+            args.shrink,
+            sides,
+        )?);
+        out
     } else {
         Vec::new()
     };
@@ -445,8 +477,10 @@ fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
         .filter(|r| r.verdict == Verdict::Fail && r.level != "INFO")
         .collect();
     failing.sort_by_key(|r| r.level != "MUST");
-    let generated =
-        |c: &&Case| gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty());
+    // Async cases shrink their schedule instead (shrink_schedules).
+    let generated = |c: &&Case| {
+        !is_async(&c.id) && gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty())
+    };
     let mut out: Vec<(Target, &Case)> = Vec::new();
     let crash = Target::Crash;
     if let Some(c) = report
@@ -513,7 +547,7 @@ fn shrink_failures(
                 only: Some(vec![candidate.name.clone()]),
             };
             let mut hit: Option<Case> = None;
-            let ran = engine.run(&only, cands, &cplan, &selected, &mut |_| {}, &mut |c| {
+            let ran = engine.run(&only, cands, &cplan, cplan.len(), &selected, &mut |_| {}, &mut |c| {
                 if hit.is_none() && target.shown_by(c) {
                     hit = Some(c.clone());
                 }
@@ -553,6 +587,119 @@ fn shrink_failures(
     Ok(out)
 }
 
+fn is_async(id: &str) -> bool {
+    id.starts_with("producer/async/") || id.starts_with("consumer/async/")
+}
+
+/// Shrinks each async rule failure to the shortest schedule (same
+/// scenario) that still shows it: one simplification at a time
+/// ([`Schedule::simpler`], [`Delivery::simpler`]), keeping each that still
+/// fails, until none does.
+///
+/// [`Schedule::simpler`]: crate::asynchronous::schedule::Schedule::simpler
+/// [`Delivery::simpler`]: crate::asynchronous::schedule::Delivery::simpler
+fn shrink_schedules(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    sources: &Sources,
+    budget: shrink::Budget,
+    sides: certify::Sides,
+) -> Result<Vec<ShrunkFailure>, BadInput> {
+    use crate::certify::Path;
+    let rules = summary::rule_verdicts(&report.cases, sides);
+    let mut out = Vec::new();
+    let started = Instant::now();
+    for r in rules.iter().filter(|r| {
+        r.verdict == Verdict::Fail
+            && r.level != "INFO"
+            && (r.rule.starts_with("async.") || r.rule.starts_with("consumer.async."))
+    }) {
+        if out.len() >= MAX_SHRINKS || run::proc::interrupted().is_some() {
+            break;
+        }
+        let target = Target::Rule(r.rule.clone());
+        let Some(first) = report
+            .cases
+            .iter()
+            .find(|c| is_async(&c.id) && target.shown_by(c))
+        else {
+            continue;
+        };
+        let Some(spec) = certify::spec_for(plan, scenarios, &first.id) else {
+            continue;
+        };
+        let scenario = &scenarios[spec.scenario];
+        let only = Sources {
+            builtin: false,
+            gold: None,
+            generated: 0,
+            seed: sources.seed,
+            only: Some(vec![scenario.name.clone()]),
+        };
+        let cands = std::slice::from_ref(scenario);
+        let base = certify::plan(cands, sides, sources.seed);
+        let (mut best, mut best_case) = (spec.path, first.clone());
+        let (mut tried, mut steps, mut exhausted) = (0u64, 0u64, false);
+        'walk: loop {
+            let next: Vec<Path> = match best {
+                Path::Async(s) => s.simpler().into_iter().map(Path::Async).collect(),
+                Path::AsyncConsumer(d) => d.simpler().into_iter().map(Path::AsyncConsumer).collect(),
+                _ => Vec::new(),
+            };
+            for cand in next {
+                if tried as usize >= budget.candidates || started.elapsed() > budget.time {
+                    exhausted = true;
+                    break 'walk;
+                }
+                tried += 1;
+                let id = match cand {
+                    Path::Async(s) => format!("producer/async/{s}/{}", scenario.name),
+                    Path::AsyncConsumer(d) => format!("consumer/async/{d}/{}", scenario.name),
+                    _ => unreachable!("async paths only"),
+                };
+                let mut cplan = base.clone();
+                let index = match cplan.iter().position(|s| s.id == id) {
+                    Some(i) => i,
+                    None => {
+                        let Some(spec) = certify::spec_for(&[], cands, &id) else {
+                            continue;
+                        };
+                        cplan.push(spec);
+                        cplan.len() - 1
+                    }
+                };
+                let mut hit: Option<Case> = None;
+                engine.run(&only, cands, &cplan, base.len(), &[index], &mut |_| {}, &mut |c| {
+                    if hit.is_none() && target.shown_by(c) {
+                        hit = Some(c.clone());
+                    }
+                })?;
+                if let Some(c) = hit {
+                    best = cand;
+                    best_case = c;
+                    steps += 1;
+                    continue 'walk;
+                }
+            }
+            break;
+        }
+        out.push(ShrunkFailure {
+            target: target.name().to_string(),
+            from_case: first.id.clone(),
+            evidence: report::bounded(&target.evidence(&best_case), 4096),
+            replay: best_case.replay.clone(),
+            case: best_case.id.clone(),
+            scenario: gen::describe(scenario),
+            tried,
+            steps,
+            exhausted,
+        });
+    }
+    Ok(out)
+}
+
 impl Args {
     /// The sides this run certifies.
     pub fn sides(&self) -> certify::Sides {
@@ -580,6 +727,8 @@ impl Args {
 /// `consumer/<kind>/<variant>/<scenario>[/batch:<i>]`).
 pub fn scenario_of(case_id: &str) -> Option<String> {
     let rest = match case_id.strip_prefix("producer/") {
+        // producer/async/<schedule>/<scenario>: skip the schedule.
+        Some(rest) if rest.starts_with("async/") => rest.split_once('/')?.1,
         Some(rest) => rest,
         None => {
             let rest = case_id.strip_prefix("consumer/")?;
@@ -622,5 +771,13 @@ mod tests {
             Some("primitive")
         );
         assert_eq!(scenario_of("producer/array/"), None);
+        assert_eq!(
+            scenario_of("producer/async/r1,cancel@0:race/gen/4@s1").as_deref(),
+            Some("gen/4@s1")
+        );
+        assert_eq!(
+            scenario_of("consumer/async/each-thread,error@1/nested").as_deref(),
+            Some("nested")
+        );
     }
 }

@@ -170,7 +170,8 @@ pub fn run(args: WorkerArgs) -> i32 {
         replay_prefix: args.options.replay_prefix.clone(),
         ..Default::default()
     };
-    type Runner<'a> = Box<dyn Fn(usize) -> Case + 'a>;
+    // A runner answers None for a case it does not know.
+    type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
     let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
         (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
             let producer = producer.as_ref().expect("checked");
@@ -179,15 +180,15 @@ pub fn run(args: WorkerArgs) -> i32 {
             let (scenarios, options) = (&scenarios, &args.options);
             (
                 ids,
-                Box::new(move |i| {
-                    let spec = &plan[i];
-                    roundtrip::run_case(
+                Box::new(move |i, id| {
+                    let spec = plan.get(i).filter(|s| s.id == id)?;
+                    Some(roundtrip::run_case(
                         producer,
                         consumer,
                         &scenarios[spec.scenario],
                         spec,
                         options,
-                    )
+                    ))
                 }),
             )
         }
@@ -210,9 +211,18 @@ pub fn run(args: WorkerArgs) -> i32 {
             let (scenarios, opts) = (&scenarios, &certify_opts);
             (
                 ids,
-                Box::new(move |i| {
-                    let spec = &plan[i];
-                    certify::run_case(plugins, &scenarios[spec.scenario], spec, opts)
+                Box::new(move |i, id| {
+                    // An async case outside the plan (a replay of a shrunk
+                    // schedule) is spelled out by its ID.
+                    let extra;
+                    let spec = match plan.get(i).filter(|s| s.id == id) {
+                        Some(s) => s,
+                        None => {
+                            extra = certify::spec_for(&plan, scenarios, id)?;
+                            &extra
+                        }
+                    };
+                    Some(certify::run_case(plugins, &scenarios[spec.scenario], spec, opts))
                 }),
             )
         }
@@ -273,7 +283,10 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
         };
         let ToWorker::Case { index, id } = msg;
-        if ids.get(index) != Some(&id) {
+        if let Some(secs) = args.cpu_seconds {
+            let _ = proc::cpu_budget(secs);
+        }
+        let Some(case) = run_case(index, &id) else {
             let _ = send(
                 &mut stream,
                 &FromWorker::Fatal {
@@ -282,10 +295,6 @@ pub fn run(args: WorkerArgs) -> i32 {
             );
             return 2;
         };
-        if let Some(secs) = args.cpu_seconds {
-            let _ = proc::cpu_budget(secs);
-        }
-        let case = run_case(index);
         if std::process::id() != me {
             // A plugin forked and its child came back into our code: it
             // must not answer (or read) on the orchestrator's socket.
