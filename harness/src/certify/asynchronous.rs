@@ -469,10 +469,11 @@ pub fn run_consumer(
     } else {
         Encoding::Plain
     };
+    let delivered = chunks(&scenario.batches, d.rows);
     let plan = (|| -> Result<producer::AsyncPlan, String> {
         Ok(producer::AsyncPlan {
             schema: encode::schema(&scenario.schema, enc)?,
-            chunks: chunks(&scenario.batches, d.rows)
+            chunks: delivered
                 .iter()
                 .enumerate()
                 .map(|(i, b)| encode::batch(b, enc, i as u64 + 1))
@@ -569,7 +570,7 @@ pub fn run_consumer(
     }
     let expected: &[arrow_array::RecordBatch] = match d.end {
         crate::asynchronous::schedule::End::Empty => &[],
-        _ => &scenario.batches,
+        _ => &delivered,
     };
     match result {
         Ok(bytes) => {
@@ -606,7 +607,8 @@ fn chunks(batches: &[arrow_array::RecordBatch], rows: bool) -> Vec<arrow_array::
             } else {
                 1
             };
-            out.push(b.slice(at, n));
+            // A copy, not a slice: the encoder re-cuts offsets itself.
+            out.push(probe::deep_copy(&b.slice(at, n)));
             at += n;
         }
     }
