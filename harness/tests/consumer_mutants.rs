@@ -214,7 +214,8 @@ fn every_mutation_is_tested_and_every_consumer_rule_has_a_mutant_or_a_reason() {
         consumer: true,
     };
     for r in arrowcert::rules::RULES {
-        if !arrowcert::certify::summary::judged(r, sides) {
+        // The async consumer rules have their mutants in async_mutants.rs.
+        if !arrowcert::certify::summary::judged(r, sides) || r.id.starts_with("consumer.async.") {
             continue;
         }
         let covered = MUTANTS.iter().any(|m| m.rule == r.id);

@@ -384,11 +384,7 @@ impl Session {
         // checked); it was readable at on_schema and the harness reads it
         // only before release.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                producer as *const u8,
-                now.as_mut_ptr(),
-                now.len(),
-            )
+            std::ptr::copy_nonoverlapping(producer as *const u8, now.as_mut_ptr(), now.len())
         };
         // private_data may legitimately change; the rest may not.
         let fixed = std::mem::offset_of!(ArrowAsyncProducer, private_data);
@@ -410,7 +406,11 @@ impl Session {
         // SAFETY: non-NULL metadata is valid for the callback's scope
         // (spec); the reader checks each count and length.
         if let Some(why) = unsafe { crate::inspect::validate::metadata_problem(md) } {
-            self.note("async.metadata.encoding", at, format!("{at} metadata: {why}"));
+            self.note(
+                "async.metadata.encoding",
+                at,
+                format!("{at} metadata: {why}"),
+            );
         }
     }
 }
@@ -450,7 +450,11 @@ unsafe extern "C" fn on_schema(handler: *mut Handler, schema: *mut ArrowSchema) 
         // "the object itself needing to be moved to a consumer owned
         // ArrowSchema object".
         let moved = if schema.is_null() {
-            s.note("async.array.valid", "on_schema", "schema.non-null: on_schema was called with a NULL schema".into());
+            s.note(
+                "async.array.valid",
+                "on_schema",
+                "schema.non-null: on_schema was called with a NULL schema".into(),
+            );
             None
         } else {
             // SAFETY: the producer passes a schema it owns until moved.
@@ -463,10 +467,7 @@ unsafe extern "C" fn on_schema(handler: *mut Handler, schema: *mut ArrowSchema) 
                 First::Request(n) | First::Invalid(n) => s.request(n),
                 First::Refuse => {}
             }
-            if matches!(
-                s.opts.schedule.cancel.map(|c| c.at),
-                Some(CancelAt::Schema)
-            ) {
+            if matches!(s.opts.schedule.cancel.map(|c| c.at), Some(CancelAt::Schema)) {
                 s.cancel_as_scheduled();
             }
         } else {

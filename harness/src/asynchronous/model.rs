@@ -203,16 +203,29 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
             (Some(Inside::Request), cb) => report(
                 "async.request.reentrant",
                 at.clone(),
-                format!("{} was called synchronously from inside request(), on the consumer's thread", cb.name()),
+                format!(
+                    "{} was called synchronously from inside request(), on the consumer's thread",
+                    cb.name()
+                ),
             ),
             (Some(Inside::Cancel), cb) if cb != Callback::Error => report(
                 "async.cancel.reentrant",
                 at.clone(),
-                format!("{} was called synchronously from inside cancel(), on the consumer's thread", cb.name()),
+                format!(
+                    "{} was called synchronously from inside cancel(), on the consumer's thread",
+                    cb.name()
+                ),
             ),
             _ => {}
         }
-        phase = step(phase, e, &mut c, &at, &mut report);
+        phase = if e.overlapped {
+            // It started before the callback it overlapped had returned,
+            // so it cannot be judged by that callback's outcome (a refusal,
+            // the end): counted, judged only as the overlap it is.
+            step(phase, e, &mut c, &at, &mut |_, _, _| {})
+        } else {
+            step(phase, e, &mut c, &at, &mut report)
+        };
     }
     if !ending.released {
         let stalled_on_invalid = c.invalid_request.is_some() && phase == Phase::Open;
@@ -452,31 +465,67 @@ mod tests {
     fn each_misstep_is_one_rule() {
         let cases: Vec<(Vec<Event>, &str)> = vec![
             // The harness refuses a task that comes before the schema.
-            (vec![Event::plain(Task, 22), cb(Release)], "async.schema.first"),
             (
-                vec![cb(Schema), Event::Request(1), cb(Task), cb(Task), cb(EndOfStream), cb(Release)],
+                vec![Event::plain(Task, 22), cb(Release)],
+                "async.schema.first",
+            ),
+            (
+                vec![
+                    cb(Schema),
+                    Event::Request(1),
+                    cb(Task),
+                    cb(Task),
+                    cb(EndOfStream),
+                    cb(Release),
+                ],
                 "async.backpressure",
             ),
-            (vec![cb(Schema), Event::Request(1), cb(Release)], "async.eos.null-task"),
+            (
+                vec![cb(Schema), Event::Request(1), cb(Release)],
+                "async.eos.null-task",
+            ),
             (
                 vec![cb(Schema), cb(EndOfStream), cb(Release), cb(Release)],
                 "async.release.last",
             ),
             (
-                vec![cb(Schema), Event::Request(1), Event::Cancel, cb(Error), cb(Release)],
+                vec![
+                    cb(Schema),
+                    Event::Request(1),
+                    Event::Cancel,
+                    cb(Error),
+                    cb(Release),
+                ],
                 "async.cancel.no-error",
             ),
-            (vec![cb(Schema), Event::Request(0), cb(Release)], "async.request.invalid"),
+            (
+                vec![cb(Schema), Event::Request(0), cb(Release)],
+                "async.request.invalid",
+            ),
             (
                 vec![Event::plain(Schema, 22), cb(Task), cb(Release)],
                 "async.schema-refused",
             ),
             (
-                vec![cb(Schema), Event::Request(2), Event::plain(Task, 22), cb(Error), cb(Release)],
+                vec![
+                    cb(Schema),
+                    Event::Request(2),
+                    Event::plain(Task, 22),
+                    cb(Error),
+                    cb(Release),
+                ],
                 "async.task-refused",
             ),
             (
-                vec![cb(Schema), Event::Request(1), Event::Cancel, Event::Request(5), cb(Task), cb(Task), cb(Release)],
+                vec![
+                    cb(Schema),
+                    Event::Request(1),
+                    Event::Cancel,
+                    Event::Request(5),
+                    cb(Task),
+                    cb(Task),
+                    cb(Release),
+                ],
                 "async.cancel.request-nop",
             ),
         ];
@@ -517,7 +566,13 @@ mod tests {
             inside: Some(Inside::Request),
             answer: 0,
         });
-        let t = [cb(Schema), Event::Request(1), nested, cb(EndOfStream), cb(Release)];
+        let t = [
+            cb(Schema),
+            Event::Request(1),
+            nested,
+            cb(EndOfStream),
+            cb(Release),
+        ];
         assert_eq!(rules(&t, DONE), vec!["async.request.reentrant"]);
         let overlap = Event::Callback(Entered {
             callback: Task,
@@ -525,7 +580,14 @@ mod tests {
             inside: None,
             answer: 0,
         });
-        let t = [cb(Schema), Event::Request(2), cb(Task), overlap, cb(EndOfStream), cb(Release)];
+        let t = [
+            cb(Schema),
+            Event::Request(2),
+            cb(Task),
+            overlap,
+            cb(EndOfStream),
+            cb(Release),
+        ];
         assert_eq!(rules(&t, DONE), vec!["async.callbacks.serial"]);
         // on_error from inside cancel is allowed ("other than on_error").
         let err = Event::Callback(Entered {

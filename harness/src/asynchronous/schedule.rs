@@ -217,8 +217,9 @@ impl std::str::FromStr for Schedule {
             "refuse-schema" => First::Refuse,
             r => {
                 let n: i64 = int(
-                    r.strip_prefix('r')
-                        .ok_or_else(|| format!("`{r}`: a schedule starts with r<n>, rmax or refuse-schema"))?,
+                    r.strip_prefix('r').ok_or_else(|| {
+                        format!("`{r}`: a schedule starts with r<n>, rmax or refuse-schema")
+                    })?,
                     "request",
                 )?;
                 if n > 0 {
@@ -259,7 +260,11 @@ impl std::str::FromStr for Schedule {
                     "thread" => CancelHow::Thread,
                     "twice" => CancelHow::Twice,
                     "race" => CancelHow::Race,
-                    other => return Err(format!("`{other}`: cancel is inline, :thread, :twice or :race")),
+                    other => {
+                        return Err(format!(
+                            "`{other}`: cancel is inline, :thread, :twice or :race"
+                        ))
+                    }
                 };
                 s.cancel = Some(Cancel { at, how });
             } else if let Some(n) = p.strip_prefix("then-r") {
@@ -508,9 +513,9 @@ impl Delivery {
             "one-thread,empty",
             "one-thread,error@1",
         ]
-            .iter()
-            .map(|s| s.parse().expect("fixed deliveries parse"))
-            .collect()
+        .iter()
+        .map(|s| s.parse().expect("fixed deliveries parse"))
+        .collect()
     }
 
     pub fn draw(rng: &mut Rng) -> Delivery {
@@ -548,7 +553,10 @@ impl Delivery {
                 rows: false,
                 ..*self
             },
-            Delivery { end: d.end, ..*self },
+            Delivery {
+                end: d.end,
+                ..*self
+            },
             Delivery {
                 end: match self.end {
                     End::Error(k) => End::Error(k.saturating_sub(1)),

@@ -309,7 +309,12 @@ fn not_self_referencing(
 }
 
 /// Checks the device members of a freshly exported device array.
-pub(crate) fn device_members(a: &ArrowDeviceArray, opts: &Options, at: &str, obs: &mut Observations) {
+pub(crate) fn device_members(
+    a: &ArrowDeviceArray,
+    opts: &Options,
+    at: &str,
+    obs: &mut Observations,
+) {
     let (dt, id, sync, reserved) = probe::device_fields(a);
     obs.check("device.reserved.zero", reserved == [0; 3], at, || {
         format!("reserved is {reserved:#x?}; it must be zeroed")

@@ -547,11 +547,19 @@ fn shrink_failures(
                 only: Some(vec![candidate.name.clone()]),
             };
             let mut hit: Option<Case> = None;
-            let ran = engine.run(&only, cands, &cplan, cplan.len(), &selected, &mut |_| {}, &mut |c| {
-                if hit.is_none() && target.shown_by(c) {
-                    hit = Some(c.clone());
-                }
-            });
+            let ran = engine.run(
+                &only,
+                cands,
+                &cplan,
+                cplan.len(),
+                &selected,
+                &mut |_| {},
+                &mut |c| {
+                    if hit.is_none() && target.shown_by(c) {
+                        hit = Some(c.clone());
+                    }
+                },
+            );
             if let Err(e) = ran {
                 error = Some(e);
                 return false;
@@ -645,7 +653,9 @@ fn shrink_schedules(
         'walk: loop {
             let next: Vec<Path> = match best {
                 Path::Async(s) => s.simpler().into_iter().map(Path::Async).collect(),
-                Path::AsyncConsumer(d) => d.simpler().into_iter().map(Path::AsyncConsumer).collect(),
+                Path::AsyncConsumer(d) => {
+                    d.simpler().into_iter().map(Path::AsyncConsumer).collect()
+                }
                 _ => Vec::new(),
             };
             for cand in next {
@@ -671,11 +681,19 @@ fn shrink_schedules(
                     }
                 };
                 let mut hit: Option<Case> = None;
-                engine.run(&only, cands, &cplan, base.len(), &[index], &mut |_| {}, &mut |c| {
-                    if hit.is_none() && target.shown_by(c) {
-                        hit = Some(c.clone());
-                    }
-                })?;
+                engine.run(
+                    &only,
+                    cands,
+                    &cplan,
+                    base.len(),
+                    &[index],
+                    &mut |_| {},
+                    &mut |c| {
+                        if hit.is_none() && target.shown_by(c) {
+                            hit = Some(c.clone());
+                        }
+                    },
+                )?;
                 if let Some(c) = hit {
                     best = cand;
                     best_case = c;

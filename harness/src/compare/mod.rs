@@ -179,11 +179,11 @@ pub fn batches(expected: &[RecordBatch], actual: &[RecordBatch]) -> Vec<String> 
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             arrow_select::concat::concat_batches(&schema, b)
         }))
-            .unwrap_or_else(|_| {
-                Err(arrow_schema::ArrowError::ComputeError(
-                    "arrow-rs cannot concatenate them (merged dictionary keys overflow)".into(),
-                ))
-            })
+        .unwrap_or_else(|_| {
+            Err(arrow_schema::ArrowError::ComputeError(
+                "arrow-rs cannot concatenate them (merged dictionary keys overflow)".into(),
+            ))
+        })
     };
     let e = match concat(expected, e0.schema()) {
         Ok(b) => b,

@@ -35,7 +35,10 @@ use std::time::{Duration, Instant};
 
 use super::encode::{Node, SchemaNode};
 use super::raw::Ledger;
-use crate::abi::{ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray, ArrowSchema, Plain};
+use crate::abi::{
+    ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray,
+    ArrowSchema, Plain,
+};
 use crate::asynchronous::schedule::{Delivery, End};
 use crate::plugin::{CallError, Plugin};
 
@@ -312,7 +315,10 @@ unsafe extern "C" fn extract(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArr
     }
     let what = format!("task {} array", rec.index);
     // SAFETY: out is the consumer's ArrowDeviceArray, valid for writes.
-    let root = unsafe { s.ledger.device_array_into(out, &s.plan.chunks[rec.index], &what) };
+    let root = unsafe {
+        s.ledger
+            .device_array_into(out, &s.plan.chunks[rec.index], &what)
+    };
     s.ledger.set_unreleased_rule(root, "consumer.async.release");
     0
 }
@@ -366,7 +372,8 @@ fn drive(s: &Arc<Session>) {
     });
 
     let mut schema = s.ledger.schema(&s.plan.schema, "on_schema schema");
-    s.ledger.set_unreleased_rule(schema.root, "consumer.async.release");
+    s.ledger
+        .set_unreleased_rule(schema.root, "consumer.async.release");
     let schema_ptr = SchemaPtr(schema.get());
     let rc = s.call(move |h| {
         let schema_ptr = schema_ptr;
@@ -585,11 +592,7 @@ pub fn run_consumer(
         });
     }
     let wait = finish_timeout + stall + Duration::from_secs(2);
-    let result = consumer.consume_async_finish(
-        token,
-        finish_timeout.as_millis() as i64,
-        wait,
-    );
+    let result = consumer.consume_async_finish(token, finish_timeout.as_millis() as i64, wait);
     // The driver ends once the handler is released (or a callback hangs).
     let until = Instant::now() + Duration::from_secs(2);
     let report = {

@@ -613,7 +613,15 @@ impl Plugin {
         crate::run::breadcrumb::step(E);
         // SAFETY: `ipc` is valid for the call; `handler` as the caller
         // guarantees.
-        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, handler) };
+        let rc = unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                device_type,
+                device_id,
+                handler,
+            )
+        };
         self.check(E, rc)
     }
 

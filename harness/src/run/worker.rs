@@ -222,7 +222,12 @@ pub fn run(args: WorkerArgs) -> i32 {
                             &extra
                         }
                     };
-                    Some(certify::run_case(plugins, &scenarios[spec.scenario], spec, opts))
+                    Some(certify::run_case(
+                        plugins,
+                        &scenarios[spec.scenario],
+                        spec,
+                        opts,
+                    ))
                 }),
             )
         }
