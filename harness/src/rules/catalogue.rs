@@ -753,7 +753,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "ArrowAsyncProducer Lifetime",
         quote: "It MUST be populated before calling any methods other than release and MUST remain valid at least until just before calling release on the stream handler object.",
-        observation: "The harness poisons handler->producer before the call; inside on_schema it must point to a producer with non-NULL request and cancel and a defined device_type. The harness keeps calling request through it until release, and compares its device_type with each extracted array's.",
+        observation: "The harness leaves handler->producer as poison before the call; inside on_schema it must point to a producer with callable request and cancel and the device_type asked for. The harness copies the structure then, and at every later callback before release (on_next_task, on_next_task(NULL), on_error) the structure must read the same: a producer freed or overwritten before the handler's release fails.",
     },
     Rule {
         id: "async.request.reentrant",
@@ -809,7 +809,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "A producer MUST NOT call this concurrently from multiple threads.",
-        observation: "Every handler callback, release included, increments an in-flight counter on entry and decrements it on exit (each holding briefly to widen the window); entering while another callback runs, on any thread, fails.",
+        observation: "Every handler callback, release included, records the threads inside a callback on entry and holds for 200 microseconds; entering while another callback runs on a different thread fails (a callback nested on the same thread is judged by the re-entry rules instead). A callback that overlapped is not also judged by the outcome of the one it overlapped.",
     },
     Rule {
         id: "async.release.last",
@@ -820,7 +820,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "After calling this, the release callback will be called as the last call on this struct.",
-        observation: "In every scenario (normal end, on_error, refused schema or task, cancel) the harness waits, up to the case timeout, for the handler's release: it must come exactly once and no callback may follow it.",
+        observation: "In every schedule (normal end, on_error, refused schema or task, cancel) the harness waits up to 3 s for the handler's release and 3 ms more for anything after it: release must come exactly once, nothing may follow it, and after on_error only release may come. A release that never comes is reported with the state the stream was stuck in (tasks delivered and requested, cancelled or not).",
     },
     Rule {
         id: "async.schema-refused",
@@ -853,7 +853,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncProducer structure",
         quote: "It is invalid to call this function with a value of n that is <= 0. Producers should error (e.g. call on_error) if receiving such a value for n.",
-        observation: "From on_schema the harness calls request(0) (and, in another case, request(-1)) and nothing else; it expects on_error and then release within the timeout, and reports a stall or tasks delivered without a valid request.",
+        observation: "The harness calls request(0) (schedule r0) or request(-1) (r-1) from on_schema and nothing else; it expects on_error and then release. A release without on_error, or a stall until the deadline, fails.",
     },
     Rule {
         id: "async.cancel.idempotent",
@@ -864,7 +864,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncProducer structure",
         quote: "Calls to cancel must be idempotent and thread-safe. After calling it once, subsequent calls MUST be a NOP.",
-        observation: "The harness calls cancel from several threads released together by a barrier, and once more later; the stream must still end with exactly one release, with no crash and no double free seen by the allocation tracker.",
+        observation: "The harness cancels twice in a row (cancel@k:twice) or from three threads released together by a barrier (cancel@k:race). If that stream breaks any async rule, the same schedule is run with one cancel: if that one is clean, the repeated cancel is the cause and this rule fails (with the other findings as evidence, instead of them).",
     },
     Rule {
         id: "async.cancel.no-error",
@@ -897,7 +897,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "Result lifetimes",
         quote: "The ArrowAsyncTask object provided to on_next_task is owned by the producer and will be cleaned up during the invocation of calling extract_data on it.",
-        observation: "The harness calls extract_data(task, NULL) for some or all tasks; the allocation tracker and the device backend must show no growth that scales with the number of such tasks.",
+        observation: "For the schedule that extracts every task with NULL (rmax,extract-null) the whole stream is repeated: 2 unmeasured runs, then 3 measured with the allocation tracker's count of bytes held read before and after each (after the count stops moving); growth in every measured run, confirmed by a second round after 16 more, fails. Streams that broke other async rules are not measured (the harness leaks its handler for those on purpose).",
     },
     Rule {
         id: "async.metadata.encoding",
@@ -1092,7 +1092,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncProducer structure",
         quote: "It is invalid to call this function with a value of n that is <= 0.",
-        observation: "The harness's producer records every request(n): n <= 0 fails. It never delivers more tasks than requested, so a consumer that waits for tasks it did not ask for hits the timeout and fails.",
+        observation: "The harness's producer records every request(n): n <= 0 fails (and is otherwise ignored). It delivers only against credits, so a consumer that stops requesting while batches remain (the rows delivery sends one row per task, up to 24 tasks) stalls: after 2 s without a credit, not cancelled, the rule fails with the counts, and the harness ends the stream with on_error(ETIMEDOUT) and release so the consumer can finish.",
     },
     Rule {
         id: "consumer.async.extract-once",
@@ -1114,7 +1114,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This callback MUST NOT call any methods of an ArrowAsyncProducer object.",
-        observation: "The harness marks its thread while on_error runs; request or cancel arriving while the mark is set fails.",
+        observation: "The harness marks the time on_error runs; request or cancel called while the mark is set (from any thread) fails.",
     },
     Rule {
         id: "consumer.async.copies",
@@ -1125,7 +1125,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "A consumer who wants to maintain the additional metadata beyond the lifetime of this call MUST copy the value themselves.",
-        observation: "The harness overwrites the task metadata, error message and error metadata buffers as soon as each callback returns; a consumer that kept the pointers reports the overwritten text.",
+        observation: "The harness overwrites the task metadata as soon as on_next_task returns, and on_error's message and metadata as soon as on_error returns. The consume call must then report the original message (PLUGIN_ABI.md); a last error that is the harness's overwrite text fails. Task metadata is not part of what a consumer reports, so keeping it is only seen if it crashes the consumer.",
     },
     // Added: the task passed to on_next_task is valid only during the call.
     Rule {
@@ -1137,7 +1137,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "If the consumer wants to use the task beyond the scope of this method, it must copy or move its contents to a new ArrowAsyncTask object.",
-        observation: "The harness poisons the ArrowAsyncTask structure it passed as soon as on_next_task returns (its own record of the task lives elsewhere); a later extract_data through the original structure reaches the poison and fails.",
+        observation: "As soon as on_next_task returns, the ArrowAsyncTask structure the harness passed is re-pointed at a tombstone record (extract_data stays callable); an extract_data that arrives through it (the consumer kept the pointer instead of copying or moving the task) fails, returns EINVAL, and the task counts as not extracted only under this rule.",
     },
     // Added: the schema passed to on_schema must be moved, not kept.
     Rule {
@@ -1149,7 +1149,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "Result lifetimes",
         quote: "The ArrowSchema* passed as a parameter to the callback MUST NOT be stored and kept.",
-        observation: "The harness poisons the ArrowSchema structure it passed as soon as on_schema returns (a moved-out schema is not reachable from it any more); a consumer that kept the pointer reads poison, reports wrong types or crashes, and fails.",
+        observation: "When on_schema returns, the ArrowSchema the harness passed must have been moved out (or released): one still live fails, and the harness releases it. Either way the structure is then overwritten with poison and release NULL, so a consumer that kept the pointer finds a released schema.",
     },
     // Added: the handler's release has the same restriction as on_error.
     Rule {
@@ -1161,7 +1161,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This must not call any methods of an ArrowAsyncProducer object.",
-        observation: "The harness marks its thread while the handler's release runs; request or cancel arriving while the mark is set fails.",
+        observation: "The harness marks the time the handler's release runs; request or cancel called while the mark is set (from any thread) fails.",
     },
     Rule {
         id: "consumer.async.release",
@@ -1172,6 +1172,6 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "Mandatory. A pointer to a consumer-provided release callback for the handler.",
-        observation: "The allocation tracker counts the consumer's net live bytes over repeated async runs (each ending with the handler's release); growth that scales with the runs fails.",
+        observation: "Everything the harness handed over through the handler (the schema passed to on_schema, each array extract_data filled) is registered with an instrumented release; once finish returned, each must have been released exactly once. One never released (kept by the handler, or freed without its release) fails.",
     },
 ];
