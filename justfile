@@ -27,6 +27,11 @@ certify *ARGS: build
 certify-consumer CONSUMER="reference" *ARGS: build
     target/debug/arrowcert certify --consumer {{CONSUMER}} {{ARGS}}
 
+# The async device stream suite alone (both bundled plugins unless
+# --producer/--consumer say otherwise): 2,000+ drawn schedules per side.
+certify-async *ARGS: build
+    target/debug/arrowcert certify --cases 1000 {{ARGS}} async
+
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build
     target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}

@@ -547,3 +547,60 @@ fn the_schema_check_rejects_broken_reports() {
     assert!(e.iter().any(|e| e.starts_with("$.duration_ms")), "{e:?}");
     assert!(e.iter().any(|e| e.starts_with("$.shrunk[0]")), "{e:?}");
 }
+
+/// The async suite, both sides, with the reference plugins: every async
+/// rule passes over drawn schedules and deliveries, and three runs with
+/// one seed plan the same cases and give the same verdicts and rules
+/// checked, although callbacks come from several threads.
+#[test]
+fn the_async_suite_passes_and_repeats_exactly_for_a_seed() {
+    bundled();
+    let args = [
+        "--producer",
+        "reference",
+        "--consumer",
+        "reference",
+        "--cases",
+        "60",
+        "--seed",
+        "5",
+        "--jobs",
+        "2",
+        "async",
+    ];
+    let mut runs = Vec::new();
+    for i in 0..3 {
+        let (code, r, out) = certify(&args, &format!("async-repeat-{i}"));
+        assert_eq!(code, Some(0), "{out}");
+        assert_eq!(r.summary.passed, r.summary.total, "{out}");
+        for s in r
+            .rules
+            .iter()
+            .filter(|s| s.rule.starts_with("async.") || s.rule.starts_with("consumer.async."))
+        {
+            assert_eq!(s.verdict, Verdict::Pass, "{}: {out}", s.rule);
+        }
+        let producer = r
+            .cases
+            .iter()
+            .filter(|c| c.id.starts_with("producer/async/"))
+            .count();
+        let consumer = r
+            .cases
+            .iter()
+            .filter(|c| c.id.starts_with("consumer/async/"))
+            .count();
+        assert!(
+            producer >= 120 + 9 * 14 && consumer >= 120 + 9 * 5,
+            "{producer} {consumer}"
+        );
+        let verdicts: Vec<(String, Verdict, Vec<String>)> = r
+            .cases
+            .iter()
+            .map(|c| (c.id.clone(), c.verdict, c.checked.clone()))
+            .collect();
+        runs.push(verdicts);
+    }
+    assert_eq!(runs[0], runs[1]);
+    assert_eq!(runs[1], runs[2]);
+}
