@@ -81,7 +81,9 @@ where
 fn bare_case(p: &Plugin, s: &Scenario, spec: &CaseSpec, o: &certify::Options) -> usize {
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     match spec.path {
-        Path::Consumer(_) => unreachable!("the benchmark plans producer cases only"),
+        Path::Consumer(_) | Path::Async(_) | Path::AsyncConsumer(_) => {
+            unreachable!("the benchmark plans synchronous producer cases only")
+        }
         Path::Schema => {
             let mut schema = bare_schema(p, s);
             // SAFETY: a live schema the reference producer just exported;
@@ -149,7 +151,9 @@ fn expected_rows(s: &Scenario, spec: &CaseSpec) -> usize {
 fn plugin_calls(p: &Plugin, s: &Scenario, spec: &CaseSpec, o: &certify::Options, threaded: bool) {
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     match spec.path {
-        Path::Consumer(_) => unreachable!("the benchmark plans producer cases only"),
+        Path::Consumer(_) | Path::Async(_) | Path::AsyncConsumer(_) => {
+            unreachable!("the benchmark plans synchronous producer cases only")
+        }
         Path::Schema => drop(bare_schema(p, s)),
         Path::Array => {
             let _schema = bare_schema(p, s);
@@ -219,13 +223,19 @@ where
 
 fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     let opts = certify::Options::default();
-    let plan = certify::plan(
+    // Synchronous producer paths only: the async cases' time is mostly the
+    // handler's deliberate holds, not a per-case cost to compare.
+    let plan: Vec<CaseSpec> = certify::plan(
         scenarios,
         certify::Sides {
             producer: true,
             consumer: false,
         },
-    );
+        0,
+    )
+    .into_iter()
+    .filter(|s| !matches!(s.path, Path::Async(_)))
+    .collect();
     let plugins = certify::Plugins {
         producer: Some(producer),
         consumer: None,

@@ -35,7 +35,7 @@ impl Rng {
         Rng(h)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -45,7 +45,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 
     /// True with probability `num/den`.
@@ -307,24 +307,29 @@ impl Schedule {
 
     /// Draws one schedule.
     pub fn draw(rng: &mut Rng) -> Schedule {
-        let mut s = Schedule::default();
-        s.first = match rng.below(20) {
+        let first = match rng.below(20) {
             0 => First::Invalid(-(rng.below(2) as i64)),
             1 => First::Refuse,
             2 | 3 => First::Request(i64::MAX),
             _ => First::Request(1 + rng.below(5) as i64),
         };
-        s.refill = match rng.below(4) {
+        let refill = match rng.below(4) {
             0 => Refill::Burst(2 + rng.below(3) as u8),
             1 => Refill::Deferred,
             2 => Refill::Each(2),
             _ => Refill::Each(1),
         };
-        s.extract = match rng.below(5) {
+        let extract = match rng.below(5) {
             0 => Extract::Null,
             1 => Extract::Thread,
             2 => Extract::Mixed,
             _ => Extract::Array,
+        };
+        let mut s = Schedule {
+            first,
+            refill,
+            extract,
+            ..Schedule::default()
         };
         if rng.chance(1, 5) {
             s.slow_us = 200 + rng.below(1800) as u32;

@@ -199,7 +199,6 @@ impl Session {
         let h = HandlerPtr(self.handler as *mut Handler);
         if self.plan.delivery.thread_per_callback {
             std::thread::scope(|scope| {
-                let h = h;
                 scope
                     .spawn(move || {
                         let h = h;
