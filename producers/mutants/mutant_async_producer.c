@@ -56,8 +56,14 @@
  * second (a consumer that waits, inside a callback, for the thread calling
  * request/cancel), that call behaves correctly instead of deadlocking.
  *
+ * Memory that models "freed by the producer" (frees-producer-early) is
+ * cleared at that point and handed back to malloc only at the end, so that
+ * reading it afterwards shows the bug deterministically (zeros) without
+ * reading memory malloc may have reused.
+ *
  * The list of mutations, with the rule each one breaks and the bug it
- * models, is MUTANTS below.
+ * models, is MUTANTS below (harness/tests/async_mutants.rs tests each one
+ * and generates docs/ASYNC_MUTANTS.md).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -97,8 +103,8 @@
   X(ERROR_AFTER_CANCEL, "error-after-cancel")                                          \
   /* async.request.invalid: request(n <= 0) silently ignored */                       \
   X(ACCEPTS_REQUEST_ZERO, "accepts-request-zero")                                      \
-  /* async.producer.ready: the ArrowAsyncProducer cleared and freed after the */      \
-  /* last data task, before on_next_task(NULL) and release */                         \
+  /* async.producer.ready: the ArrowAsyncProducer given back (cleared) after */       \
+  /* the last data task, before on_next_task(NULL) and release */                     \
   X(FREES_PRODUCER_EARLY, "frees-producer-early")                                      \
   /* async.task.extract-null: extract_data(task, NULL) frees the task's state */      \
   /* but never releases the array */                                                  \
@@ -647,11 +653,17 @@ static void p_cancel(struct ArrowAsyncProducer* self) {
 
 /* ---- the driver ---- */
 
-static void free_producer(struct stream* s) {
-  if (!s->producer) return;
-  memset(s->producer, 0, sizeof *s->producer);
-  free(s->producer);
-  s->producer = NULL;
+/* The base stream and a batch fetched but not delivered: given back before
+ * the handler's release, so that nothing of the data is still held when the
+ * consumer sees the stream end. Under the callback lock. */
+static void drop_base(struct stream* s) {
+  if (s->have_pending) {
+    struct ArrowDeviceArray a = take_pending(s);
+    if (a.array.release) a.array.release(&a.array);
+  }
+  if (s->base.release) s->base.release(&s->base);
+  s->base.release = NULL;
+  s->eof = 1; /* nothing more to fetch */
 }
 
 static void* driver(void* arg) {
@@ -751,7 +763,14 @@ static void* driver(void* arg) {
     }
     if (eof) {
       /* "The producer signals the end of the stream by passing NULL" */
-      if (M == FREES_PRODUCER_EARLY) free_producer(s);
+      if (M == FREES_PRODUCER_EARLY) {
+        /* Given back early: cleared as freed memory is, while
+         * handler->producer still points at it. The memory itself goes back
+         * to malloc at the end, as in the correct order, so that a consumer
+         * reading or calling through the dangling pointer sees zeros (NULL
+         * request and cancel) instead of whatever malloc reused it for. */
+        memset(s->producer, 0, sizeof *s->producer);
+      }
       how = cb_enter(s, 0);
       if (M != RELEASE_BEFORE_EOS && alive(s)) h->on_next_task(h, NULL, NULL);
       cb_leave(s, how);
@@ -814,6 +833,7 @@ finish:
         break;
     }
   }
+  drop_base(s);
   pthread_mutex_lock(&s->mu);
   int release = !s->handler_released;
   s->handler_released = 1;
@@ -831,10 +851,9 @@ finish:
   s->phase = DONE;
   while (s->inflight > 0) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
-  free_producer(s);
+  memset(s->producer, 0, sizeof *s->producer);
+  free(s->producer);
   free(s->metadata);
-  if (s->have_pending && s->pending.array.release) s->pending.array.release(&s->pending.array);
-  if (s->base.release) s->base.release(&s->base);
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->cb);

@@ -437,12 +437,13 @@ pub struct Delivery {
     pub end: End,
     /// The `varied` encoding (offsets, NULL buffers, ...) for the arrays.
     pub varied: bool,
-    /// One row per task (up to [`MAX_ROW_CHUNKS`] tasks), whatever the
-    /// batches: many tasks, so a consumer must keep requesting.
+    /// One row per task (about [`MAX_ROW_CHUNKS`] tasks, then the rest of
+    /// each batch whole), whatever the batches: many tasks, so a consumer
+    /// must keep requesting.
     pub rows: bool,
 }
 
-/// At most this many one-row tasks; the rest of the data goes in the last.
+/// About this many one-row tasks; after them each batch's rest is one task.
 pub const MAX_ROW_CHUNKS: usize = 24;
 
 impl Default for Delivery {

@@ -33,6 +33,10 @@ use crate::scenario::Scenario;
 /// get the fixed ones).
 pub const DRAWN_PER_SCENARIO: usize = 2;
 
+/// The fixed schedule whose stream is repeated to measure
+/// `async.task.extract-null` (every task extracted with NULL).
+pub const LEAK_SCHEDULE: &str = "rmax,extract-null";
+
 /// How long a stream may take before it is a stuck verdict.
 pub const DEADLINE: Duration = Duration::from_secs(3);
 
@@ -212,13 +216,7 @@ pub fn run_producer(
     for (rule, at, message) in found {
         obs.check(rule, false, &at, || message);
     }
-    if sched
-        == *Schedule::fixed()
-            .iter()
-            .find(|s| s.extract == Extract::Null)
-            .unwrap_or(&sched)
-        && sched.extract == Extract::Null
-    {
+    if sched.to_string() == LEAK_SCHEDULE {
         extract_null_leaks(producer, scenario, run_opts, obs);
     }
     ended
@@ -634,7 +632,10 @@ pub fn run_consumer(
 }
 
 /// The batches as the harness's producer delivers them: as they are, or
-/// one row per task (the last task takes what is left).
+/// one row per task until [`MAX_ROW_CHUNKS`] tasks, then what is left of
+/// each batch as one task.
+///
+/// [`MAX_ROW_CHUNKS`]: crate::asynchronous::schedule::MAX_ROW_CHUNKS
 fn chunks(batches: &[arrow_array::RecordBatch], rows: bool) -> Vec<arrow_array::RecordBatch> {
     if !rows {
         return batches.to_vec();
@@ -654,4 +655,30 @@ fn chunks(batches: &[arrow_array::RecordBatch], rows: bool) -> Vec<arrow_array::
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leak_schedule_is_a_fixed_one() {
+        assert!(Schedule::fixed()
+            .iter()
+            .any(|s| s.to_string() == LEAK_SCHEDULE));
+    }
+
+    #[test]
+    fn row_chunks_cover_the_data_in_order() {
+        let s = crate::scenario::builtin()
+            .into_iter()
+            .find(|s| s.name == "primitive")
+            .unwrap();
+        let c = chunks(&s.batches, true);
+        assert!(c.len() <= crate::asynchronous::schedule::MAX_ROW_CHUNKS + s.batches.len());
+        assert!(c.len() >= crate::asynchronous::schedule::MAX_ROW_CHUNKS - 1);
+        let rows = |b: &[arrow_array::RecordBatch]| b.iter().map(|b| b.num_rows()).sum::<usize>();
+        assert_eq!(rows(&c), rows(&s.batches));
+        assert!(crate::compare::batches(&s.batches, &c).is_empty());
+    }
 }
