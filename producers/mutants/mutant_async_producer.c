@@ -280,7 +280,7 @@ enum ending { GO_ON = -1, FINISHED, CANCELLED, REFUSED, FAILED, BAD_REQUEST };
 struct stream {
   struct ArrowAsyncDeviceStreamHandler* h;
   struct ArrowDeviceArrayStream base;
-  struct ArrowAsyncProducer* producer; /* NULL once freed */
+  struct ArrowAsyncProducer* producer; /* freed at the end, after release */
   char* metadata;
 
   pthread_mutex_t mu; /* the flow state below; never held around a callback */
@@ -292,7 +292,6 @@ struct stream {
   int bad_request;
   char bad_request_msg[160];
   int refused;        /* the consumer refused a task */
-  int refused_task;
   int handler_released;
   int cancel_releasing; /* cancel-releases: a cancel call is about to release */
   int reentered;      /* reentrant-request: the synchronous delivery happened */
@@ -358,7 +357,6 @@ static void set_phase(struct stream* s, enum phase p) {
 static void mark_refused(struct stream* s) {
   pthread_mutex_lock(&s->mu);
   s->refused = 1;
-  s->refused_task = 1;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
 }
@@ -473,7 +471,10 @@ static void spin_us(long us) {
 static void* second_of_pair(void* arg) {
   struct pair* p = arg;
   while (!atomic_load(&p->entering)) sched_yield();
-  spin_us(30); /* so that A's task is seen first; A's call has not returned */
+  /* A head start, so that A's task is the first the consumer sees (and
+   * numbers); a consumer that holds each callback for a while (200 us) is
+   * still inside A's call. */
+  spin_us(100);
   p->rc = p->s->h->on_next_task(p->s->h, &p->task, p->meta);
   return NULL;
 }
@@ -675,7 +676,7 @@ static void* driver(void* arg) {
   char msg[512] = "";
 
   /* "MUST populate the ArrowAsyncProducer member before calling" on_schema */
-  if (M != NULL_PRODUCER) h->producer = s->producer;
+  h->producer = M == NULL_PRODUCER ? NULL : s->producer;
 
   enum entered how = cb_enter(s, 0);
   struct ArrowSchema schema;
@@ -794,10 +795,11 @@ finish:
   }
   how = cb_enter(s, 0);
   if (ending == REFUSED) {
+    /* a refused schema never reports; a refused task only in the mutation */
     pthread_mutex_lock(&s->mu);
-    int refused_task = s->refused_task;
+    int refused_task = s->refused;
     pthread_mutex_unlock(&s->mu);
-    if (refused_task) may_report = M == ERROR_AFTER_REFUSED_TASK;
+    may_report = refused_task && M == ERROR_AFTER_REFUSED_TASK;
   }
   if (alive(s) && may_report) {
     switch (ending) {
