@@ -17,6 +17,10 @@
  *      -o libarrowcert_mutant_async_producer.so \
  *      producers/mutants/mutant_async_producer.c -ldl
  *
+ * (it also builds with -Wall -Wextra -Werror). Run it as a producer with
+ * ARROWCERT_MUTANT=<mutation> and ARROWCERT_MUTANT_BASE=<path of
+ * libarrowcert_producer_reference.so>.
+ *
  * Exports: arrowcert_plugin_abi_version, arrowcert_plugin_name
  * ("mutant-async-producer:<mutation>"), arrowcert_last_error,
  * arrowcert_free and arrowcert_plugin_supports_device (both forwarded to the
@@ -45,7 +49,9 @@
  *     on_error); request after cancel is a NOP. request and cancel never
  *     call a handler callback: they record and wake the driver.
  *   - a base get_schema/get_next failure: on_error(code, base's message)
- *     then release.
+ *     then release. The next batch is fetched from the base ahead of its
+ *     credit; the base stream (and a batch fetched but not delivered) is
+ *     released before handler->release.
  *   - every handler callback comes from the driver thread, one at a time,
  *     under a callback lock.
  *
@@ -69,9 +75,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,7 +261,10 @@ struct task_state {
   struct ArrowDeviceArray array;
 };
 
+static void pair_hook(void);
+
 static int extract_data(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out) {
+  pair_hook();
   if (!self || !self->private_data) return EINVAL; /* exactly once */
   struct task_state* t = self->private_data;
   self->private_data = NULL;
@@ -451,31 +458,78 @@ static void deliver(struct stream* s, struct ArrowDeviceArray* a) {
   if (rc != 0) mark_refused(s);
 }
 
-/* ---- concurrent-callbacks: the second task of a pair, from thread B ---- */
+/* ---- concurrent-callbacks: a pair of tasks from two threads at once ----
+ *
+ * Thread A (the driver) calls on_next_task for the first task, thread B for
+ * the second while A's call has not returned. So that this does not depend
+ * on timing, the two meet in the consumer's own calls back into this
+ * library (extract_data, request, cancel), which come after the consumer
+ * took the callback in: A's first such call waits until B is inside its
+ * on_next_task too (B's first call back, or B's return), and B calls
+ * on_next_task once A is inside (A's first call back). A consumer that
+ * calls nothing back from A's callback gets B's task after A's call
+ * returned (and none if it refused A's task). */
 
 struct pair {
   struct stream* s;
-  struct ArrowAsyncTask task;
+  struct ArrowAsyncTask task; /* B's */
   char* meta;
-  atomic_int entering;
-  int rc;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int a_inside, a_returned, a_rc;
+  int b_inside, b_returned;
+  int rc; /* B's on_next_task result */
 };
 
-static void spin_us(long us) {
-  struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  do clock_gettime(CLOCK_MONOTONIC, &b);
-  while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
+/* The pair this thread is A or B of, during that on_next_task call. */
+static __thread struct pair* pair_a;
+static __thread struct pair* pair_b;
+
+/* At the top of every function a consumer calls back into. */
+static void pair_hook(void) {
+  struct pair* p;
+  if ((p = pair_b) != NULL) {
+    pthread_mutex_lock(&p->mu);
+    p->b_inside = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  } else if ((p = pair_a) != NULL) {
+    struct timespec until;
+    deadline(&until, CALLBACK_LOCK_MS);
+    pthread_mutex_lock(&p->mu);
+    if (!p->a_inside) {
+      p->a_inside = 1;
+      pthread_cond_broadcast(&p->cv);
+      while (!p->b_inside && !p->b_returned &&
+             pthread_cond_timedwait(&p->cv, &p->mu, &until) != ETIMEDOUT) {
+      }
+    }
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 static void* second_of_pair(void* arg) {
   struct pair* p = arg;
-  while (!atomic_load(&p->entering)) sched_yield();
-  /* A head start, so that A's task is the first the consumer sees (and
-   * numbers); a consumer that holds each callback for a while (200 us) is
-   * still inside A's call. */
-  spin_us(100);
-  p->rc = p->s->h->on_next_task(p->s->h, &p->task, p->meta);
+  struct timespec until;
+  deadline(&until, CALLBACK_LOCK_MS);
+  pthread_mutex_lock(&p->mu);
+  while (!p->a_inside && !p->a_returned &&
+         pthread_cond_timedwait(&p->cv, &p->mu, &until) != ETIMEDOUT) {
+  }
+  int skip = p->a_returned && p->a_rc != 0; /* after a refusal: nothing more */
+  pthread_mutex_unlock(&p->mu);
+  if (skip) {
+    extract_data(&p->task, NULL); /* never handed over */
+    p->rc = 0;
+  } else {
+    pair_b = p;
+    p->rc = p->s->h->on_next_task(p->s->h, &p->task, p->meta);
+    pair_b = NULL;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->b_returned = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -501,26 +555,33 @@ static void deliver_pair(struct stream* s, struct ArrowDeviceArray* a1,
     free(p);
     return;
   }
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
   if (pthread_create(&b, NULL, second_of_pair, p) != 0) {
     /* no second thread: one after the other */
     int rc = s->h->on_next_task(s->h, &t1, m1);
-    free(m1);
     if (rc != 0) {
       mark_refused(s);
       extract_data(&p->task, NULL); /* never handed over */
     } else if (s->h->on_next_task(s->h, &p->task, p->meta) != 0) {
       mark_refused(s);
     }
-    free(p->meta);
-    free(p);
-    return;
+  } else {
+    pair_a = p;
+    int rc = s->h->on_next_task(s->h, &t1, m1);
+    pair_a = NULL;
+    pthread_mutex_lock(&p->mu);
+    p->a_returned = 1;
+    p->a_rc = rc;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(b, NULL);
+    if (rc != 0 || p->rc != 0) mark_refused(s);
   }
-  atomic_store(&p->entering, 1);
-  int rc = s->h->on_next_task(s->h, &t1, m1);
-  pthread_join(b, NULL);
   free(m1);
   free(p->meta);
-  if (rc != 0 || p->rc != 0) mark_refused(s);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
   free(p);
 }
 
@@ -587,6 +648,7 @@ static void deliver_from_request(struct stream* s) {
 /* ---- ArrowAsyncProducer callbacks: record and wake, nothing more ---- */
 
 static void p_request(struct ArrowAsyncProducer* self, int64_t n) {
+  pair_hook();
   struct stream* s = self->private_data;
   pthread_mutex_lock(&s->mu);
   s->inflight++;
@@ -619,6 +681,7 @@ static void p_request(struct ArrowAsyncProducer* self, int64_t n) {
 }
 
 static void p_cancel(struct ArrowAsyncProducer* self) {
+  pair_hook();
   struct stream* s = self->private_data;
   pthread_mutex_lock(&s->mu);
   s->inflight++;

@@ -175,11 +175,28 @@ pub fn run_producer(
         Err(e) => return super::call_ended(e),
     };
     let mut found = Vec::new();
+    // Where the second cancel entered the trace: only what broke after it
+    // can be the repeated cancel's doing.
+    let second_cancel = run
+        .trace
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Event::Cancel))
+        .nth(1)
+        .map(|(i, _)| i);
     let ended = judge_run(run, scenario, &sched, opts, &mut found);
+    let after_second_cancel = second_cancel.is_some_and(|c| {
+        found.iter().all(|(_, at, _)| {
+            at.strip_prefix('#')
+                .and_then(|r| r.split(' ').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| i > c)
+        })
+    });
     // Several cancels broke something: if one cancel does not, the
     // difference is the repeated cancel ("After calling it once,
     // subsequent calls *MUST* be a NOP").
-    if !found.is_empty() {
+    if !found.is_empty() && after_second_cancel {
         if let Some(single) = sched.with_single_cancel() {
             let mut again = Vec::new();
             let rerun = handler::run(
