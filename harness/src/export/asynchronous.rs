@@ -337,15 +337,14 @@ unsafe fn overwrite(p: *mut u8, room: usize, text: &str) {
     unsafe { *p.add(room) = 0 };
 }
 
+/// The spec's metadata encoding of `pairs` (non-empty), as the exporter
+/// writes it for schemas.
 fn metadata(pairs: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = (pairs.len() as i32).to_ne_bytes().to_vec();
-    for (k, v) in pairs {
-        for s in [k, v] {
-            out.extend((s.len() as i32).to_ne_bytes());
-            out.extend(s.as_bytes());
-        }
-    }
-    out
+    let owned: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    super::format::metadata(owned.iter().map(|(k, v)| (k, v))).unwrap_or_default()
 }
 
 /// The producer thread: from on_schema to release.

@@ -712,22 +712,13 @@ impl Plugin {
         device_id: i64,
         timeout_ms: i64,
     ) -> Result<Vec<u8>, CallError> {
-        const START: &str = "arrowcert_consume_async_start";
         const FINISH: &str = "arrowcert_consume_async_finish";
-        const PRODUCE: &str = "arrowcert_produce_async";
-        let start = self
-            .entries
-            .consume_async_start
-            .ok_or(CallError::Missing(START))?;
-        let finish = self
-            .entries
-            .consume_async_finish
-            .ok_or(CallError::Missing(FINISH))?;
-        let produce = producer
-            .entries
-            .produce_async
-            .ok_or(CallError::Missing(PRODUCE))?;
-
+        if self.entries.consume_async_finish.is_none() {
+            return Err(CallError::Missing(FINISH));
+        }
+        if producer.entries.produce_async.is_none() {
+            return Err(CallError::Missing("arrowcert_produce_async"));
+        }
         // The handler must stay at one address until its release has been
         // called, possibly from a producer thread after we return: it is
         // freed only once finish() reports that release happened, and leaked
@@ -735,27 +726,20 @@ impl Plugin {
         let handler: *mut ArrowAsyncDeviceStreamHandler = Box::into_raw(Box::new(
             <ArrowAsyncDeviceStreamHandler as crate::abi::Plain>::zeroed(),
         ));
-        let mut token: *mut c_void = std::ptr::null_mut();
-        // SAFETY: handler points to a live, zeroed handler; token is writable.
-        let rc = unsafe { start(handler, &mut token) };
-        if let Err(e) = self.check(START, rc) {
-            // SAFETY: the consumer failed to start: nobody else holds the
-            // handler, so it is freed here (its release was never armed).
-            drop(unsafe { Box::from_raw(handler) });
-            return Err(e);
-        }
-        // SAFETY: ipc is valid for the call; handler stays allocated (see
-        // above) for as long as the producer may use it.
-        let rc = unsafe {
-            produce(
-                ipc.as_ptr(),
-                ipc.len() as i64,
-                device_type,
-                device_id,
-                handler,
-            )
+        // SAFETY: handler points to a live, zeroed handler kept as above.
+        let token = match unsafe { self.consume_async_start(handler) } {
+            Ok(t) => t,
+            Err(e) => {
+                // SAFETY: the consumer failed to start: nobody else holds
+                // the handler, so it is freed here (its release was never
+                // armed).
+                drop(unsafe { Box::from_raw(handler) });
+                return Err(e);
+            }
         };
-        let produced = producer.check(PRODUCE, rc);
+        // SAFETY: handler stays allocated (see above) for as long as the
+        // producer may use it.
+        let produced = unsafe { producer.produce_async(ipc, device_type, device_id, handler) };
         if produced.is_err() {
             // The producer refused synchronously and will not call the
             // handler; the harness, holding it, releases it as the spec's
@@ -767,25 +751,33 @@ impl Plugin {
                 unsafe { release(handler) };
             }
         }
-        let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
-        // SAFETY: token came from start(); out pointers are writable.
-        let rc = unsafe { finish(token, timeout_ms, &mut p, &mut n) };
-        let finished = self.check(FINISH, rc);
-        match (&finished, rc) {
-            (Err(_), libc::ETIMEDOUT) => {
-                // Release may still come later from a producer thread: the
-                // handler is deliberately leaked rather than freed under it.
-            }
-            _ => {
-                // SAFETY: finish() returned without timing out, so the
-                // handler's release has been called (contract) and the
-                // producer no longer touches it.
-                drop(unsafe { Box::from_raw(handler) });
-            }
+        let wait = std::time::Duration::from_millis(timeout_ms.max(0) as u64)
+            + std::time::Duration::from_secs(5);
+        let finished = self.consume_async_finish(token, timeout_ms, wait);
+        let released = match &finished {
+            Some(Ok(_)) => true,
+            Some(Err(e)) => e.code() != Some(libc::ETIMEDOUT),
+            None => false,
+        };
+        if released {
+            // SAFETY: finish() returned without timing out, so the
+            // handler's release has been called (contract) and the
+            // producer no longer touches it.
+            drop(unsafe { Box::from_raw(handler) });
         }
+        // Otherwise release may still come later from a producer thread:
+        // the handler is deliberately leaked rather than freed under it.
         produced?;
-        finished?;
-        Ok(self.take_output(p, n))
+        finished.unwrap_or_else(|| {
+            Err(CallError::Failed {
+                entry: FINISH,
+                code: libc::ETIMEDOUT,
+                message: Some(format!(
+                    "{FINISH} did not return within {} ms of its {timeout_ms} ms timeout",
+                    wait.as_millis()
+                )),
+            })
+        })
     }
 }
 
