@@ -10,6 +10,7 @@ pub mod asynchronous;
 pub mod certify;
 pub mod cli;
 pub mod compare;
+pub mod device;
 pub mod export;
 pub mod gen;
 pub mod inspect;
