@@ -193,6 +193,16 @@ enum Command {
         /// Address-space limit of each worker process, in MiB.
         #[arg(long, default_value_t = 8192)]
         max_memory_mb: u64,
+        /// Device types to cover: cpu, emulated, cuda, cuda-host,
+        /// cuda-managed (repeatable). Default: cpu and every other device
+        /// type this machine has. A selected device the machine lacks is
+        /// reported as skipped cases, with the reason.
+        #[arg(long = "device", value_name = "DEVICE")]
+        devices: Vec<String>,
+        /// Fail (exit 2) unless this machine has this device type
+        /// (repeatable); implies --device for it.
+        #[arg(long = "require-device", value_name = "DEVICE")]
+        require_devices: Vec<String>,
     },
     /// Rerun certification cases exactly (what a certify report's
     /// `replay` commands call): every violation printed in full. Runs in
@@ -269,6 +279,20 @@ fn main() -> ExitCode {
 }
 
 /// A plugin argument resolved to a library (`None` stays `None`).
+/// `--device` values, as device kinds.
+fn device_kinds(names: &[String], flag: &str) -> Result<Vec<arrowcert::device::Kind>, BadInput> {
+    names
+        .iter()
+        .map(|n| {
+            arrowcert::device::Kind::parse(n).ok_or_else(|| {
+                BadInput(format!(
+                    "{flag} {n}: not a device type (cpu, emulated, cuda, cuda-host, cuda-managed)"
+                ))
+            })
+        })
+        .collect()
+}
+
 fn lib(arg: Option<String>, role: &str) -> Result<Option<cli::certify::Lib>, BadInput> {
     arg.map(|arg| {
         Ok(cli::certify::Lib {
@@ -390,7 +414,15 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             in_process,
             case_timeout_ms,
             max_memory_mb,
+            devices,
+            require_devices,
         } => cli::certify::run(cli::certify::Args {
+            devices: if devices.is_empty() {
+                None
+            } else {
+                Some(device_kinds(&devices, "--device")?)
+            },
+            require_devices: device_kinds(&require_devices, "--require-device")?,
             producer: lib(
                 producer
                     .clone()
@@ -497,6 +529,9 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 },
                 replay: true,
                 resume: None,
+                // The case IDs say the device.
+                devices: Some(arrowcert::device::Kind::ALL.to_vec()),
+                require_devices: Vec::new(),
             })
         }
         Command::Rules { patterns, markdown } => {

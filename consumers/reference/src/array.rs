@@ -64,11 +64,13 @@ pub unsafe extern "C" fn arrowcert_consume_device_array(
         // SAFETY: forwarded from the caller.
         let array = unsafe { take_input(array, "device array") };
         let (schema, mut array) = (schema?, array?);
-        // Refused device arrays are released by their guard.
-        device::require_cpu(array.device_type, "the device array")?;
-        // CPU has no event type, so `sync_event` carries nothing to wait on
-        // (see device::require_cpu). The embedded array is moved out; the
-        // device array is then released (marked) and its guard does nothing.
+        // Refused device arrays are released by their guard. A CPU array
+        // has no event to wait on; an emulated one is waited on here,
+        // before anything reads its buffers. The embedded array is then
+        // moved out; the device array is released (marked) and its guard
+        // does nothing.
+        // SAFETY: a live device array (caller).
+        unsafe { device::ready(&array, "the device array") }?;
         let inner = Guard::new(take(&mut array.array));
         // SAFETY: forwarded from the caller.
         unsafe { consume(schema, inner, out_ipc, out_len) }

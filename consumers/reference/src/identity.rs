@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use arrowcert::abi::{device, ArrowDeviceType};
+use arrowcert::abi::ArrowDeviceType;
 use arrowcert::sdk;
 
 /// The contract version this plugin implements.
@@ -26,10 +26,10 @@ pub extern "C" fn arrowcert_plugin_name() -> *const c_char {
 /// `int32_t arrowcert_plugin_supports_device(int32_t device_type);`
 ///
 /// "1 if the plugin can produce/consume on this device type, else 0": this
-/// consumer reads CPU memory only.
+/// consumer reads CPU memory, and the emulated device once attached.
 #[no_mangle]
 pub extern "C" fn arrowcert_plugin_supports_device(device_type: ArrowDeviceType) -> i32 {
-    i32::from(device_type == device::CPU)
+    i32::from(crate::device::supports(device_type))
 }
 
 /// `const char* arrowcert_last_error(void);`

@@ -138,7 +138,7 @@ impl Source for ArrowDeviceArrayStream {
     const NAME: &'static str = "ArrowDeviceArrayStream";
 
     fn check_device(&self) -> PluginResult {
-        device::require_cpu(self.device_type, "the device stream")
+        device::require_readable(self.device_type, "the device stream")
     }
 
     stream_callbacks!();
@@ -149,8 +149,10 @@ impl Source for ArrowDeviceArrayStream {
             chunk.device_type,
             &format!("chunk {index}"),
         )?;
-        // The stream is CPU (check_device): no event to wait on. Moving the
-        // embedded array out marks the device array released.
+        // Wait on the chunk's event (emulated) before anything reads it;
+        // moving the embedded array out marks the device array released.
+        // SAFETY: a live chunk the stream just produced.
+        unsafe { device::ready(chunk, &format!("chunk {index}")) }?;
         Ok(take(&mut chunk.array))
     }
 }

@@ -65,6 +65,7 @@ pub fn producer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
                 batch: None,
                 slice: None,
                 id: format!("producer/async/{sched}/{}", s.name),
+                device: crate::device::Kind::Cpu,
             });
         }
     }
@@ -90,6 +91,7 @@ pub fn consumer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
                 batch: None,
                 slice: None,
                 id: format!("consumer/async/{d}/{}", s.name),
+                device: crate::device::Kind::Cpu,
             });
         }
     }
@@ -117,6 +119,7 @@ pub fn spec_from_id(scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
         batch: None,
         slice: None,
         id: id.to_string(),
+        device: crate::device::Kind::Cpu,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::abi::{
     Plain,
 };
 use crate::compare;
+use crate::device::Kind as DeviceKind;
 use crate::inspect::probe::{self, walk, Call, StreamCalls};
 use crate::inspect::validate::rule;
 use crate::plugin::Plugin;
@@ -113,15 +114,17 @@ fn release_walked<T: Owned>(
 /// Runs `body` (an export and its release) repeatedly and judges the bytes
 /// held across it ([`leaks`]): `rule` fails only when every measured
 /// repetition grew. Without a way to count bytes, `rule` is not exercised.
+#[allow(clippy::too_many_arguments)]
 fn frees(
     producer: &Plugin,
+    device: DeviceKind,
     rule: &'static str,
     at: &str,
     sequence: &str,
     obs: &mut Observations,
     body: impl FnMut() -> Result<(), String>,
 ) {
-    let counters = leaks::counters(producer);
+    let counters = leaks::counters_on(producer, device);
     if counters.is_empty() {
         obs.not_exercised(rule, leaks::NO_COUNTER);
         return;
@@ -274,6 +277,7 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     }
     frees(
         producer,
+        DeviceKind::Cpu,
         "schema.release.frees",
         "schema",
         "export and release of the schema",
@@ -345,6 +349,49 @@ pub(crate) fn device_members(
     }
 }
 
+/// A device array on a device other than the CPU (moved to `moved`
+/// already): the device rules ([`super::device::examine`]), then the
+/// release of the producer's structure (checked when `obs` is given), and
+/// the host copy to validate and read.
+fn on_device(
+    schema: &ArrowSchema,
+    moved: &mut Guard<ArrowDeviceArray>,
+    opts: &Options,
+    at: &str,
+    obs: Option<&mut Observations>,
+) -> Result<Guard<ArrowArray>, Ended> {
+    let dev = match crate::device::backend(opts.kind) {
+        Ok(d) => d,
+        Err(why) => {
+            release_quietly(moved);
+            return Err(Ended::Skip(why));
+        }
+    };
+    let mut scratch = Observations::default();
+    let record = obs.is_some();
+    let obs = obs.unwrap_or(&mut scratch);
+    let examined =
+        super::device::examine(&*dev, opts.kind, opts.device_id, schema, moved, at, obs);
+    if record {
+        release_walked(
+            moved,
+            |a| walk::watch_array(&mut a.array, at),
+            "array.release.marks-released",
+            "array.release.walks-children",
+            at,
+            obs,
+        );
+    } else {
+        release_quietly(moved);
+    }
+    match examined {
+        super::device::Examined::Copied(mut r) => {
+            Ok(Guard::new(super::device::take_array(&mut r)))
+        }
+        super::device::Examined::Unreadable(why) => Err(Ended::Error(why)),
+    }
+}
+
 /// Array and device array paths.
 fn array_case(
     producer: &Plugin,
@@ -385,6 +432,13 @@ fn array_case(
                 Some(obs) => not_self_referencing(refs, "array.release.relocatable", "array", obs),
                 None => refs.is_empty(),
             };
+            if opts.kind != DeviceKind::Cpu && still {
+                // Buffers the host may not read: judge the device rules,
+                // and go on with a host copy.
+                let mut moved = relocate_poisoning(&mut out);
+                let copied = on_device(&schema, &mut moved, opts, "device array", obs);
+                return copied.map(|a| (a, true));
+            }
             let array = crate::abi::ops::take(&mut out.array);
             Ok((Guard::new(array), still))
         } else {
@@ -436,6 +490,30 @@ fn array_case(
         Err(e) => obs.check("array.values.roundtrip", false, "array", || {
             format!("arrow-rs cannot import the validated array: {e}")
         }),
+    }
+
+    if opts.kind != DeviceKind::Cpu {
+        // What remains judges the host copy's tree, not the producer's:
+        // the take-apart steps are the CPU cases' (the same code exports
+        // both in every producer the harness knows of); the device
+        // memory the export held is counted below.
+        if spec.batch == Some(0) && spec.slice.is_none() {
+            frees(
+                producer,
+                opts.kind,
+                "array.release.frees",
+                "device array",
+                "export and release of the batch on the device",
+                obs,
+                || {
+                    let (mut a, _) = produce(None).map_err(ended_text)?;
+                    release_quietly(&mut a);
+                    Ok(())
+                },
+            );
+        }
+        release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+        return Ended::Ran;
     }
 
     // Take the second export apart: move child 0 out, release the parent
@@ -516,6 +594,7 @@ fn array_case(
     if spec.batch == Some(0) && spec.slice.is_none() {
         frees(
             producer,
+            opts.kind,
             "array.release.frees",
             "array",
             "export and release of the batch",
@@ -540,11 +619,30 @@ fn array_case(
     Ended::Ran
 }
 
+/// Replaces a device chunk by its host copy (see [`on_device`]).
+fn chunk_to_host<C: Chunk + Plain>(
+    schema: &ArrowSchema,
+    out: &mut Guard<C>,
+    opts: &Options,
+    at: &str,
+    obs: &mut Observations,
+) -> Result<(), Ended> {
+    let Some(device_array) = out.take_device() else {
+        return Ok(());
+    };
+    let mut moved = Guard::new(device_array);
+    let mut host = on_device(schema, &mut moved, opts, at, Some(obs))?;
+    *out.array() = crate::abi::ops::take(&mut *host);
+    Ok(())
+}
+
 /// What the stream paths need from a chunk: its plain array, and its
 /// device members when it has them.
 trait Chunk: Owned {
     fn array(&mut self) -> &mut ArrowArray;
     fn device(&self) -> Option<&ArrowDeviceArray>;
+    /// Moves a device array out (marking this one released).
+    fn take_device(&mut self) -> Option<ArrowDeviceArray>;
 }
 
 impl Chunk for ArrowArray {
@@ -552,6 +650,9 @@ impl Chunk for ArrowArray {
         self
     }
     fn device(&self) -> Option<&ArrowDeviceArray> {
+        None
+    }
+    fn take_device(&mut self) -> Option<ArrowDeviceArray> {
         None
     }
 }
@@ -562,6 +663,9 @@ impl Chunk for ArrowDeviceArray {
     }
     fn device(&self) -> Option<&ArrowDeviceArray> {
         Some(self)
+    }
+    fn take_device(&mut self) -> Option<ArrowDeviceArray> {
+        Some(crate::abi::ops::take(self))
     }
 }
 
@@ -830,6 +934,19 @@ where
                         format!("chunk device_type {cdt}, stream device_type {dt}")
                     });
                 }
+                if opts.kind != DeviceKind::Cpu {
+                    // Device buffers: judged and copied to the host now;
+                    // the producer's chunk is released here and the copy
+                    // takes its place.
+                    match chunk_to_host(&schema, &mut out, opts, &at, obs) {
+                        Ok(()) => {}
+                        Err(e) => {
+                            ended = e;
+                            chunks_ok = false;
+                            break;
+                        }
+                    }
+                }
                 // A record batch with another number of columns than the
                 // schema has is a chunk of another schema; its layout
                 // cannot be judged against this one.
@@ -927,7 +1044,7 @@ where
         }
     }
     release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
-    if eos || chunks.len() == expect {
+    if (eos || chunks.len() == expect) && opts.kind == DeviceKind::Cpu {
         let after: Vec<RecordBatch> = imported.iter().map(|(_, _, b)| b.clone()).collect();
         let before: Vec<RecordBatch> = imported.iter().map(|(_, c, _)| c.clone()).collect();
         let changed = compare::batches(&before, &after);
@@ -961,6 +1078,7 @@ where
         ] {
             frees(
                 producer,
+                opts.kind,
                 "stream.release.frees",
                 "stream",
                 sequence,
@@ -1003,7 +1121,9 @@ where
         match stream.get_next(&mut out) {
             Call::Returned(0) if out.is_released() => break,
             Call::Returned(0) => {
-                if !probe::check_array(&schema, out.array()).is_empty() {
+                // Device buffers are not read here (the case itself judged
+                // them); releasing them is what counts.
+                if opts.kind == DeviceKind::Cpu && !probe::check_array(&schema, out.array()).is_empty() {
                     out.mark_released();
                     schema.mark_released();
                     release_quietly(&mut stream);

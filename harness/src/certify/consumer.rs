@@ -152,6 +152,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                         batch: Some(bi),
                         slice: None,
                         id: format!("{base}/batch:{bi}"),
+                        device: crate::device::Kind::Cpu,
                     });
                 }
             } else {
@@ -161,6 +162,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                     batch: None,
                     slice: None,
                     id: base,
+                    device: crate::device::Kind::Cpu,
                 });
             }
         }
@@ -176,7 +178,41 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                 batch: None,
                 slice: None,
                 id: format!("consumer/{}/{}", kind.words(), s.name),
+                device: crate::device::Kind::Cpu,
             });
+        }
+    }
+    out
+}
+
+/// The device-array and device-stream consumer cases on `device` (not the
+/// CPU): `consumer/device:<kind>/<kind words>/<scenario>[/batch:<i>]`.
+pub fn device_plan(scenarios: &[Scenario], device: crate::device::Kind) -> Vec<CaseSpec> {
+    let prefix = super::id_prefix("consumer", device);
+    let mut out = Vec::new();
+    for (si, s) in scenarios.iter().enumerate() {
+        for e in [Enc::Plain, Enc::Varied] {
+            for kind in [Kind::DeviceArray(e), Kind::DeviceStream(e)] {
+                let base = format!("{prefix}{}/{}", kind.words(), s.name);
+                let batches: Vec<Option<usize>> = if kind.per_batch() {
+                    (0..s.batches.len()).map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for batch in batches {
+                    out.push(CaseSpec {
+                        path: Path::Consumer(kind),
+                        scenario: si,
+                        batch,
+                        slice: None,
+                        id: match batch {
+                            Some(bi) => format!("{base}/batch:{bi}"),
+                            None => base.clone(),
+                        },
+                        device,
+                    });
+                }
+            }
         }
     }
     out
@@ -265,7 +301,7 @@ fn attempt(
     poison: bool,
     fail: Option<Failure>,
 ) -> Result<Attempt, String> {
-    let ledger = Ledger::new(poison);
+    let ledger = Ledger::on_device(poison, spec.device)?;
     let mut live = Vec::new();
     let result = match kind {
         Kind::Array(_) | Kind::DeviceArray(_) => {
@@ -349,6 +385,25 @@ fn judge_handover(a: &Attempt, stream: bool, obs: &mut Observations) {
     }
 }
 
+/// consumer.sync.waits: a consumer that says it read a device array must
+/// have waited on its sync_event first. The harness's writes land only
+/// when the event completes (on the emulated device, only when someone
+/// waits for it; on CUDA, after a slow kernel), so an array the consumer
+/// let go while its event had not completed was read, if at all, before
+/// the data was there.
+fn judge_sync(a: &Attempt, obs: &mut Observations) {
+    for r in &a.findings.roots {
+        if let Some(done) = r.synced {
+            obs.check("consumer.sync.waits", done, &r.what, || {
+                format!(
+                    "the consumer returned what it read, but when it released the {} its sync_event had not completed: it read the buffers without waiting on the event (\"it MUST be used to call the appropriate sync method for the device ... before attempting to access the memory in the buffers\")",
+                    r.what
+                )
+            });
+        }
+    }
+}
+
 /// The data the consumer should have read, and what it wrote back.
 pub(super) fn differences(
     expected: (&Schema, &[RecordBatch]),
@@ -409,11 +464,15 @@ fn data_case(
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
     judge_handover(&first, stream, obs);
-    if matches!(kind, Kind::DeviceArray(_) | Kind::DeviceStream(_)) {
-        obs.not_exercised(
-            "consumer.sync.waits",
-            "the harness exports CPU device arrays, which carry no sync event; a device with its own memory (the emulated device or CUDA) is needed to exercise this rule",
-        );
+    if spec.device == crate::device::Kind::Cpu {
+        if matches!(kind, Kind::DeviceArray(_) | Kind::DeviceStream(_)) {
+            obs.not_exercised(
+                "consumer.sync.waits",
+                "CPU device arrays carry no sync event; the cases on a device with its own memory (the emulated device or CUDA) exercise this rule",
+            );
+        }
+    } else if first.result.is_ok() {
+        judge_sync(&first, obs);
     }
     let expected = expected_of(scenario, spec);
     let wrong = match &first.result {

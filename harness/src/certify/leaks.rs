@@ -67,6 +67,23 @@ pub fn counters(producer: &Plugin) -> Vec<Counter<'_>> {
     out
 }
 
+/// The device backend's count of bytes allocated on the device.
+pub const DEVICE: &str = "the device backend's count of device bytes allocated";
+
+/// [`counters`], plus the device's own count when the case runs on a
+/// device other than the CPU.
+pub fn counters_on(producer: &Plugin, kind: crate::device::Kind) -> Vec<Counter<'_>> {
+    let mut out = counters(producer);
+    if kind != crate::device::Kind::Cpu {
+        if let Ok(dev) = crate::device::backend(kind) {
+            if dev.live_bytes().is_some() {
+                out.push(Counter::new(DEVICE, move || dev.live_bytes()));
+            }
+        }
+    }
+    out
+}
+
 /// At most this many counters are read per repetition.
 const MAX_COUNTERS: usize = 4;
 

@@ -15,12 +15,14 @@
 pub mod asynchronous;
 pub mod checks;
 pub mod consumer;
+pub mod device;
 pub mod leaks;
 pub mod summary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+use crate::device::Kind as DeviceKind;
 use crate::inspect::Violation;
 use crate::plugin::{CallError, Plugin};
 use crate::report::{Case, RuleViolation, Verdict};
@@ -85,6 +87,9 @@ pub struct CaseSpec {
     pub batch: Option<usize>,
     pub slice: Option<(usize, usize)>,
     pub id: String,
+    /// The device the case runs on (CPU for every path but the device
+    /// paths on other devices).
+    pub device: DeviceKind,
 }
 
 /// Which sides of the interface a run certifies.
@@ -103,7 +108,7 @@ pub struct Sides {
 /// `seed` for generated scenarios.
 pub fn plan(scenarios: &[Scenario], sides: Sides, seed: u64) -> Vec<CaseSpec> {
     let mut out = if sides.producer {
-        producer_plan(scenarios)
+        producer_plan(scenarios, &Path::ALL, DeviceKind::Cpu)
     } else {
         Vec::new()
     };
@@ -114,7 +119,31 @@ pub fn plan(scenarios: &[Scenario], sides: Sides, seed: u64) -> Vec<CaseSpec> {
         out.extend(consumer::plan(scenarios));
         out.extend(asynchronous::consumer_plan(scenarios, seed));
     }
+    // The device paths again on every other device type, whether or not
+    // this machine or the plugin has it: a run selects the devices it
+    // covers (`--device`), and a case on a device that is missing is
+    // skipped with the reason.
+    for kind in DeviceKind::ALL.into_iter().filter(|&k| k != DeviceKind::Cpu) {
+        if sides.producer {
+            out.extend(producer_plan(
+                scenarios,
+                &[Path::DeviceArray, Path::DeviceStream],
+                kind,
+            ));
+        }
+        if sides.consumer {
+            out.extend(consumer::device_plan(scenarios, kind));
+        }
+    }
     out
+}
+
+/// `producer/` or `consumer/`, then `device:<kind>/` off the CPU.
+pub(crate) fn id_prefix(side: &str, device: DeviceKind) -> String {
+    match device {
+        DeviceKind::Cpu => format!("{side}/"),
+        k => format!("{side}/device:{k}/"),
+    }
 }
 
 /// The case `id` names: from `plan` when it is there, else an async case
@@ -126,11 +155,11 @@ pub fn spec_for(plan: &[CaseSpec], scenarios: &[Scenario], id: &str) -> Option<C
         .or_else(|| asynchronous::spec_from_id(scenarios, id))
 }
 
-fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
+fn producer_plan(scenarios: &[Scenario], paths: &[Path], device: DeviceKind) -> Vec<CaseSpec> {
     let mut out = Vec::new();
     for (si, s) in scenarios.iter().enumerate() {
-        for path in Path::ALL {
-            let base = format!("producer/{}/{}", path.name(), s.name);
+        for &path in paths {
+            let base = format!("{}{}/{}", id_prefix("producer", device), path.name(), s.name);
             if path.per_batch() {
                 out.extend(
                     crate::roundtrip::batch_cases(&base, s).map(|(bi, slice, id)| CaseSpec {
@@ -139,6 +168,7 @@ fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                         batch: Some(bi),
                         slice,
                         id,
+                        device,
                     }),
                 );
             } else {
@@ -148,6 +178,7 @@ fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                     batch: None,
                     slice: None,
                     id: base,
+                    device,
                 });
             }
         }
@@ -160,6 +191,8 @@ fn producer_plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
 pub struct Options {
     pub device_type: crate::abi::ArrowDeviceType,
     pub device_id: i64,
+    /// The device the case runs on (`device_type` and `device_id` are its).
+    pub kind: DeviceKind,
     /// The command line that reruns one case when the case ID is appended.
     pub replay_prefix: String,
 }
@@ -169,7 +202,20 @@ impl Default for Options {
         Options {
             device_type: crate::abi::device::CPU,
             device_id: -1,
+            kind: DeviceKind::Cpu,
             replay_prefix: "arrowcert certify --exact".into(),
+        }
+    }
+}
+
+impl Options {
+    /// These options for a case on `kind`.
+    pub fn on(&self, kind: DeviceKind) -> Options {
+        Options {
+            device_type: kind.device_type(),
+            device_id: kind.device_id(),
+            kind,
+            replay_prefix: self.replay_prefix.clone(),
         }
     }
 }
@@ -287,22 +333,72 @@ pub struct Plugins<'a> {
 pub fn run_case(plugins: Plugins, scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
     let start = Instant::now();
     let mut obs = Observations::default();
-    let ended = match (spec.path, plugins.producer, plugins.consumer) {
+    let opts = &opts.on(spec.device);
+    let ended = match device_missing(plugins, spec) {
+        Some(why) => Ended::Skip(why),
+        None => run_path(plugins, scenario, spec, opts, &mut obs),
+    };
+    judged(scenario, spec, opts, obs, ended, start)
+}
+
+/// Why a case on a device other than the CPU cannot run here: the machine
+/// has no such device, or the plugin does not claim it.
+fn device_missing(plugins: Plugins, spec: &CaseSpec) -> Option<String> {
+    let kind = spec.device;
+    if kind == DeviceKind::Cpu {
+        return None;
+    }
+    if let Err(why) = crate::device::available(kind) {
+        return Some(format!("no {kind} device on this machine: {why}"));
+    }
+    let (role, plugin) = match spec.path {
+        Path::Consumer(_) | Path::AsyncConsumer(_) => ("consumer", plugins.consumer),
+        _ => ("producer", plugins.producer),
+    };
+    let dt = kind.device_type();
+    match plugin {
+        Some(p) if !p.supports_device(dt) => Some(format!(
+            "the {role} does not support {} ({dt}): arrowcert_plugin_supports_device({dt}) is not 1",
+            crate::abi::device::name(dt).unwrap_or("?")
+        )),
+        _ => None,
+    }
+}
+
+fn run_path(
+    plugins: Plugins,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended {
+    match (spec.path, plugins.producer, plugins.consumer) {
         (Path::Consumer(kind), _, Some(consumer)) => {
-            consumer::run(consumer, scenario, spec, kind, &mut obs)
+            consumer::run(consumer, scenario, spec, kind, obs)
         }
         (Path::AsyncConsumer(d), _, Some(consumer)) => {
-            asynchronous::run_consumer(consumer, scenario, spec, d, &mut obs)
+            asynchronous::run_consumer(consumer, scenario, spec, d, obs)
         }
         (Path::Consumer(_) | Path::AsyncConsumer(_), _, None) => {
             Ended::Error("no consumer to run a consumer case".into())
         }
         (Path::Async(sched), Some(producer), _) => {
-            asynchronous::run_producer(producer, scenario, spec, sched, opts, &mut obs)
+            asynchronous::run_producer(producer, scenario, spec, sched, opts, obs)
         }
-        (_, Some(producer), _) => checks::run(producer, scenario, spec, opts, &mut obs),
+        (_, Some(producer), _) => checks::run(producer, scenario, spec, opts, obs),
         (_, None, _) => Ended::Error("no producer to run a producer case".into()),
-    };
+    }
+}
+
+/// The report entry of a case that ran (or was skipped).
+fn judged(
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    opts: &Options,
+    obs: Observations,
+    ended: Ended,
+    start: Instant,
+) -> Case {
     let violations: Vec<RuleViolation> = obs
         .violations
         .iter()

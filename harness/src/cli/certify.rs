@@ -17,6 +17,7 @@ use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
+use crate::device::Kind as DeviceKind;
 use crate::run::{self, worker::identity};
 use crate::scenario::{Scenario, Sources};
 
@@ -56,6 +57,44 @@ pub struct Args {
     /// Continue the interrupted run of this report (same producer file,
     /// same data and seed): its cases are kept, the rest run.
     pub resume: Option<PathBuf>,
+    /// The device types the run covers (`--device`); `None`: the CPU and
+    /// every other device type this machine has.
+    pub devices: Option<Vec<DeviceKind>>,
+    /// Device types that must be present (`--require-device`): a missing
+    /// one is an error, not skipped cases.
+    pub require_devices: Vec<DeviceKind>,
+}
+
+/// The device types a run covers, and a line on the ones left out.
+fn devices_of(args: &Args) -> Result<(Vec<DeviceKind>, Vec<String>), BadInput> {
+    let mut devices: Vec<DeviceKind> = match &args.devices {
+        Some(d) => d.clone(),
+        None => DeviceKind::ALL
+            .into_iter()
+            .filter(|&k| k == DeviceKind::Cpu || crate::device::available(k).is_ok())
+            .collect(),
+    };
+    for &r in &args.require_devices {
+        if let Err(why) = crate::device::available(r) {
+            return Err(BadInput(format!(
+                "--require-device {r}: this machine has no {r} device: {why}"
+            )));
+        }
+        if !devices.contains(&r) {
+            devices.push(r);
+        }
+    }
+    devices.sort();
+    devices.dedup();
+    let left_out = DeviceKind::ALL
+        .into_iter()
+        .filter(|k| !devices.contains(k))
+        .map(|k| match crate::device::available(k) {
+            Ok(()) => format!("{k}: not selected"),
+            Err(why) => format!("{k}: {why}"),
+        })
+        .collect();
+    Ok((devices, left_out))
 }
 
 /// The command that reruns one case of this run (the case ID follows).
@@ -174,6 +213,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         ..Default::default()
     };
     let sides = args.sides();
+    let (devices, left_out) = devices_of(&args)?;
     let mut plan = certify::plan(&scenarios, sides, sources.seed);
     let planned = plan.len();
     // An async case ID that is not planned (a shrunk schedule) spells out
@@ -186,13 +226,16 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
     }
     if args.list {
-        for spec in plan.iter().filter(|s| args.filter.selects(&s.id)) {
+        for spec in plan
+            .iter()
+            .filter(|s| devices.contains(&s.device) && args.filter.selects(&s.id))
+        {
             println!("{}: case", spec.id);
         }
         return Ok(0);
     }
     let selected: Vec<usize> = (0..plan.len())
-        .filter(|&i| args.filter.selects(&plan[i].id))
+        .filter(|&i| devices.contains(&plan[i].device) && args.filter.selects(&plan[i].id))
         .collect();
     let previous = match &args.resume {
         Some(path) => {
@@ -240,7 +283,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             interrupted: None,
             plugins: Vec::new(),
             data: data.clone(),
-            devices: vec!["cpu".into()],
+            devices: devices.iter().map(|d| d.name().to_string()).collect(),
             // Kept cases stay; the start and invocation become this run's.
             cases: previous.map(|r| r.cases).unwrap_or_default(),
             summary: Summary::default(),
@@ -304,6 +347,21 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             selected.len(),
             scenarios.len()
         );
+        if !args.replay {
+            println!(
+                "devices: {}{}",
+                devices
+                    .iter()
+                    .map(|d| d.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if left_out.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (not covered: {})", left_out.join("; "))
+                }
+            );
+        }
         checkpoint.borrow_mut().report.plugins = plugins.to_vec();
     };
     let mut on_case = |c: &Case| {
@@ -744,6 +802,16 @@ impl Args {
 /// (`producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]]` or
 /// `consumer/<kind>/<variant>/<scenario>[/batch:<i>]`).
 pub fn scenario_of(case_id: &str) -> Option<String> {
+    // producer/device:<kind>/..., consumer/device:<kind>/...: the device
+    // segment is not part of the path.
+    let without_device;
+    let case_id = match case_id.split_once("/device:") {
+        Some((side, rest)) if !side.contains('/') => {
+            without_device = format!("{side}/{}", rest.split_once('/')?.1);
+            without_device.as_str()
+        }
+        _ => case_id,
+    };
     let rest = match case_id.strip_prefix("producer/") {
         // producer/async/<schedule>/<scenario>: skip the schedule.
         Some(rest) if rest.starts_with("async/") => rest.split_once('/')?.1,

@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use super::encode::{Node, SchemaNode};
 use crate::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema, Plain};
+use crate::device::{Device, Event, Kind, Stream};
 use crate::inspect::Violation;
 
 /// The rule an unreleased array or schema breaks.
@@ -48,6 +49,10 @@ pub struct Root {
     /// The rule an unreleased structure breaks (`None`: none, for the
     /// already released structures the harness hands over on purpose).
     pub unreleased_rule: Option<&'static str>,
+    /// For a device array with a sync_event: whether the event had
+    /// completed when the consumer released the array (or, never released,
+    /// when the case ended).
+    pub synced: Option<bool>,
 }
 
 #[derive(Default)]
@@ -60,6 +65,8 @@ struct Book {
     keep: Vec<Keep>,
     /// Records of the nodes, to check buffers at the end.
     nodes: Vec<SendPtr<NodeRec>>,
+    /// The sync_event of each device-array root: (root, event).
+    sync_events: Vec<(usize, Event)>,
 }
 
 /// An allocation the ledger owns.
@@ -67,6 +74,8 @@ struct Keep {
     ptr: *mut u8,
     layout: std::alloc::Layout,
     drop: Option<unsafe fn(*mut u8)>,
+    /// Device memory, freed through its backend.
+    device: Option<Arc<dyn Device>>,
 }
 
 // SAFETY: a Keep is only an owned allocation; it is freed once, by the
@@ -76,6 +85,10 @@ unsafe impl Send for Keep {}
 
 impl Drop for Keep {
     fn drop(&mut self) {
+        if let Some(dev) = &self.device {
+            let _ = dev.free(self.ptr as usize);
+            return;
+        }
         // SAFETY: `ptr` was allocated with `layout` (or is a Box whose drop
         // function is `drop`) and is freed exactly once, here.
         unsafe {
@@ -106,6 +119,8 @@ struct NodeRec {
     /// (pointer, length) of each non-NULL buffer or string, with its copy.
     buffers: Vec<(usize, usize, Vec<u8>)>,
     poison: bool,
+    /// The device the buffers are on (`None`: host memory).
+    device: Option<Arc<dyn Device>>,
 }
 
 thread_local! {
@@ -117,6 +132,28 @@ thread_local! {
 pub struct Ledger {
     book: Arc<Mutex<Book>>,
     poison: bool,
+    device: Option<OnDevice>,
+}
+
+/// Where a device ledger puts buffers: a device other than the CPU, and
+/// the harness's stream on it.
+#[derive(Clone)]
+struct OnDevice {
+    kind: Kind,
+    dev: Arc<dyn Device>,
+    stream: Stream,
+}
+
+/// The harness's stream on each device (one per process and device kind).
+fn harness_stream(kind: Kind, dev: &dyn Device) -> Result<Stream, String> {
+    static STREAMS: Mutex<Vec<(Kind, Stream)>> = Mutex::new(Vec::new());
+    let mut streams = STREAMS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, s)) = streams.iter().find(|(k, _)| *k == kind) {
+        return Ok(*s);
+    }
+    let s = dev.stream_create()?;
+    streams.push((kind, s));
+    Ok(s)
 }
 
 /// A structure the harness hands over, at a fixed address owned by the
@@ -159,7 +196,28 @@ impl Ledger {
         Ledger {
             book: Arc::new(Mutex::new(Book::default())),
             poison,
+            device: None,
         }
+    }
+
+    /// A ledger whose device arrays (and device stream chunks) are on
+    /// `kind`: every buffer in that device's memory, written late on the
+    /// harness's stream, with a sync_event recorded after the writes, so
+    /// that a consumer that does not wait on it reads memory the data has
+    /// not reached. The CPU gives a plain ledger.
+    pub fn on_device(poison: bool, kind: Kind) -> Result<Ledger, String> {
+        let mut ledger = Ledger::new(poison);
+        if kind != Kind::Cpu {
+            let dev = crate::device::backend(kind)?;
+            let stream = harness_stream(kind, &*dev)?;
+            ledger.device = Some(OnDevice { kind, dev, stream });
+        }
+        Ok(ledger)
+    }
+
+    /// The device type and id of this ledger's device arrays.
+    pub fn device_kind(&self) -> Kind {
+        self.device.as_ref().map_or(Kind::Cpu, |d| d.kind)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
@@ -179,6 +237,7 @@ impl Ledger {
             addr,
             releases: Vec::new(),
             unreleased_rule,
+            synced: None,
         });
         b.roots.len() - 1
     }
@@ -192,6 +251,7 @@ impl Ledger {
         Ledger {
             book: self.book.clone(),
             poison: self.poison,
+            device: self.device.clone(),
         }
     }
 
@@ -233,6 +293,7 @@ impl Ledger {
             ptr: p as *mut u8,
             layout: std::alloc::Layout::new::<u8>(),
             drop: Some(drop_box::<T>),
+            device: None,
         });
         p
     }
@@ -255,8 +316,29 @@ impl Ledger {
             ptr: p,
             layout,
             drop: None,
+            device: None,
         });
         p
+    }
+
+    /// Copies `bytes` into fresh memory of the ledger's device, late (see
+    /// [`Ledger::on_device`]).
+    fn keep_device_bytes(&self, d: &OnDevice, bytes: &[u8]) -> *mut u8 {
+        let len = bytes.len().max(1).next_multiple_of(ALIGN);
+        let p = match d.dev.alloc(d.kind, len) {
+            Ok(p) => p,
+            Err(why) => panic!("cannot allocate {len} bytes on the {} device: {why}", d.kind),
+        };
+        self.lock().keep.push(Keep {
+            ptr: p as *mut u8,
+            layout: std::alloc::Layout::new::<u8>(),
+            drop: None,
+            device: Some(d.dev.clone()),
+        });
+        if let Err(why) = d.dev.write_late(d.stream, p, bytes) {
+            panic!("cannot write to the {} device: {why}", d.kind);
+        }
+        p as *mut u8
     }
 
     /// Exports an array tree; the root is registered as `what`.
@@ -328,9 +410,26 @@ impl Ledger {
         // its first member.
         unsafe {
             std::ptr::write(out, ArrowDeviceArray::zeroed());
-            (*out).device_type = crate::abi::device::CPU;
-            (*out).device_id = -1;
+            let kind = self.device_kind();
+            (*out).device_type = kind.device_type();
+            (*out).device_id = kind.device_id();
             self.fill_array(std::ptr::addr_of_mut!((*out).array), node, root, what, true);
+        }
+        if let Some(d) = &self.device {
+            // The event that covers the late writes: recorded after them,
+            // handed over as a pointer to it ("sync_event ... a pointer").
+            let recorded = d.dev.event_create().and_then(|e| {
+                d.dev.event_record(e, d.stream)?;
+                Ok(e)
+            });
+            let e = match recorded {
+                Ok(e) => e,
+                Err(why) => panic!("cannot record an event on the {} device: {why}", d.kind),
+            };
+            let slot = self.keep_box(e.0);
+            self.lock().sync_events.push((root, e));
+            // SAFETY: out is valid for writes (caller).
+            unsafe { (*out).sync_event = slot.cast() };
         }
     }
 
@@ -426,6 +525,7 @@ impl Ledger {
         children: Vec<usize>,
         dictionary: usize,
         buffers: Vec<(usize, usize, Vec<u8>)>,
+        on_device: bool,
     ) -> *mut NodeRec {
         let rec = self.keep_box(NodeRec {
             book: self.book(),
@@ -438,6 +538,11 @@ impl Ledger {
             dictionary,
             buffers,
             poison: self.poison,
+            device: if on_device {
+                self.device.as_ref().map(|d| d.dev.clone())
+            } else {
+                None
+            },
         });
         self.lock().nodes.push(SendPtr(rec));
         rec
@@ -462,7 +567,10 @@ impl Ledger {
             .map(|b| match b {
                 None => std::ptr::null(),
                 Some(bytes) => {
-                    let p = self.keep_bytes(bytes, false);
+                    let p = match &self.device {
+                        Some(d) => self.keep_device_bytes(d, bytes),
+                        None => self.keep_bytes(bytes, false),
+                    };
                     buffers.push((p as usize, bytes.len(), bytes.clone()));
                     p as *const c_void
                 }
@@ -495,6 +603,7 @@ impl Ledger {
             children,
             dictionary as usize,
             buffers,
+            true,
         );
         let a = ArrowArray {
             length: node.length,
@@ -554,6 +663,7 @@ impl Ledger {
             children,
             dictionary as usize,
             strings,
+            false,
         );
         let s = ArrowSchema {
             format,
@@ -575,6 +685,19 @@ impl Ledger {
     /// case's memory, or leaks it when the consumer may still hold
     /// pointers into it.
     pub fn finish(self) -> Findings {
+        if let Some(d) = &self.device {
+            // Events of roots never released: judged as of now, then the
+            // device settles so that the buffers hold their final bytes.
+            let mut b = self.lock();
+            let pending: Vec<(usize, Event)> = b.sync_events.clone();
+            for (root, e) in pending {
+                if b.roots[root].synced.is_none() {
+                    b.roots[root].synced = d.dev.event_query(e).ok();
+                }
+            }
+            drop(b);
+            let _ = d.dev.synchronize();
+        }
         let (roots, mut violations) = {
             let b = self.lock();
             let mut violations = b.events.clone();
@@ -601,6 +724,12 @@ impl Ledger {
                 .iter()
                 .all(|r| r.unreleased_rule.is_none() || r.releases.len() == 1);
         let keep = std::mem::take(&mut self.lock().keep);
+        let events = std::mem::take(&mut self.lock().sync_events);
+        if let Some(d) = &self.device {
+            for (_, e) in events {
+                let _ = d.dev.event_destroy(e);
+            }
+        }
         if clean {
             drop(keep);
         } else {
@@ -615,9 +744,17 @@ impl Ledger {
 /// A write into a node's buffers since export, if any.
 fn written(rec: &NodeRec) -> Option<Violation> {
     for (i, (p, len, copy)) in rec.buffers.iter().enumerate() {
-        // SAFETY: the buffer is owned by the ledger, `len` bytes long, and
-        // not yet poisoned (checked before poisoning, or never released).
-        let now = unsafe { std::slice::from_raw_parts(*p as *const u8, *len) };
+        let on_device;
+        let now = match &rec.device {
+            Some(dev) => {
+                on_device = dev.copy_to_host(*p, *len).ok()?;
+                &on_device[..]
+            }
+            // SAFETY: the buffer is owned by the ledger, `len` bytes long,
+            // and not yet poisoned (checked before poisoning, or never
+            // released).
+            None => unsafe { std::slice::from_raw_parts(*p as *const u8, *len) },
+        };
         if let Some(at) = now.iter().zip(copy).position(|(a, b)| a != b) {
             return Some(Violation {
                 rule: "consumer.data.immutable",
@@ -644,6 +781,23 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
         }
         b.node_releases[rec.id]
     };
+    if let Some(dev) = &rec.device {
+        if rec.is_root && count == 1 {
+            // consumer.sync.waits: had the event completed by the time the
+            // consumer let the array go? Asked before anything here makes
+            // the device progress.
+            let mut b = rec.book.lock().unwrap_or_else(|e| e.into_inner());
+            let event = b.sync_events.iter().find(|(r, _)| *r == rec.root).map(|(_, e)| *e);
+            if let Some(e) = event {
+                let done = dev.event_query(e).ok();
+                if let Some(r) = b.roots.get_mut(rec.root) {
+                    r.synced = done;
+                }
+            }
+        }
+        // The buffers' final bytes, for the immutability check and poison.
+        let _ = dev.synchronize();
+    }
     if count > 1 {
         Ledger::event(
             &rec.book,
@@ -674,8 +828,13 @@ fn poison(rec: &NodeRec) {
         return;
     }
     for (p, len, _) in &rec.buffers {
-        // SAFETY: the buffer is owned by the ledger and `len` bytes long.
-        unsafe { std::ptr::write_bytes(*p as *mut u8, RELEASED_BYTE, *len) };
+        match &rec.device {
+            Some(dev) => {
+                let _ = dev.copy_from_host(*p, &vec![RELEASED_BYTE; *len]);
+            }
+            // SAFETY: the buffer is owned by the ledger and `len` bytes long.
+            None => unsafe { std::ptr::write_bytes(*p as *mut u8, RELEASED_BYTE, *len) },
+        }
     }
 }
 

@@ -332,7 +332,7 @@ impl Ledger {
         Handed::new(ptr, root)
     }
 
-    /// Exports a CPU device stream.
+    /// Exports a device stream on the ledger's device.
     pub fn device_stream(&self, plan: StreamPlan) -> Handed<ArrowDeviceArrayStream> {
         let ptr = self.keep_box(ArrowDeviceArrayStream::poisoned());
         let root = self.add_root(
@@ -342,7 +342,7 @@ impl Ledger {
         );
         let rec = self.stream_rec(plan, root);
         let s = ArrowDeviceArrayStream {
-            device_type: crate::abi::device::CPU,
+            device_type: self.device_kind().device_type(),
             get_schema: Some(get_schema::<ArrowDeviceArrayStream>),
             get_next: Some(get_next::<ArrowDeviceArrayStream>),
             get_last_error: Some(get_last_error::<ArrowDeviceArrayStream>),

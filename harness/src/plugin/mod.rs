@@ -151,6 +151,8 @@ type ConsumeArrayFn =
 type ConsumeStreamFn = unsafe extern "C" fn(*mut ArrowArrayStream, *mut *mut u8, *mut i64) -> c_int;
 type ConsumeAsyncStartFn =
     unsafe extern "C" fn(*mut ArrowAsyncDeviceStreamHandler, *mut *mut c_void) -> c_int;
+type AttachEmulatedFn =
+    unsafe extern "C" fn(*const crate::device::emulated_ffi::ArrowcertEmulatedDevice) -> c_int;
 type ConsumeAsyncFinishFn = unsafe extern "C" fn(*mut c_void, i64, *mut *mut u8, *mut i64) -> c_int;
 
 /// Every symbol of the contract, in the order `inspect` lists them, with the
@@ -159,6 +161,7 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_plugin_abi_version", Role::Identity),
     ("arrowcert_plugin_name", Role::Identity),
     ("arrowcert_plugin_supports_device", Role::Optional),
+    ("arrowcert_plugin_attach_emulated_device", Role::Optional),
     ("arrowcert_bytes_allocated", Role::Optional),
     ("arrowcert_last_error", Role::Optional),
     ("arrowcert_free", Role::Optional),
@@ -363,6 +366,22 @@ impl Plugin {
                 consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
             }
         };
+        // The emulated device (harness/include/arrowcert_emulated_device.h):
+        // a plugin that exports the entry point gets the process's device.
+        // SAFETY: the symbol's declared type.
+        let attach: Option<AttachEmulatedFn> =
+            unsafe { lookup(&lib, "arrowcert_plugin_attach_emulated_device") };
+        if let Some(attach) = attach {
+            // SAFETY: the table is a static that outlives the plugin; the
+            // call takes nothing else.
+            let rc = unsafe { attach(&crate::device::emulated_ffi::TABLE) };
+            if rc != 0 {
+                return Err(LoadError::Dlopen(
+                    path.to_path_buf(),
+                    format!("arrowcert_plugin_attach_emulated_device returned {rc}"),
+                ));
+            }
+        }
         // Never unloaded: see the type's documentation.
         std::mem::forget(lib);
         Ok(Plugin {

@@ -8,6 +8,7 @@
 //! encodes what a consumer read; [`out`] hands bytes to the harness in memory
 //! that `arrowcert_free` releases.
 
+pub mod emulated;
 pub mod ipc;
 pub mod out;
 

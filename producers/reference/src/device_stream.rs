@@ -18,13 +18,14 @@ use arrowcert::abi::arrow_rs::{export_batch, export_schema};
 use arrowcert::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
 use arrowcert::sdk::{self, ipc::Decoded, PluginError, PluginResult};
 
-use crate::device::{require_cpu, write_cpu, write_end_of_stream};
+use crate::device::{target, write_end_of_stream, write_on, Target};
 use crate::guard::panic_message;
 use crate::input;
 
 /// What `private_data` owns: the batches, the position in them and the
 /// message of the last failed call.
 pub struct StreamState {
+    target: Target,
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
     cursor: usize,
@@ -32,8 +33,9 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    pub fn new(decoded: Decoded) -> Self {
+    pub fn new(decoded: Decoded, target: Target) -> Self {
         StreamState {
+            target,
             schema: decoded.schema,
             batches: decoded.batches,
             cursor: 0,
@@ -70,12 +72,12 @@ pub unsafe extern "C" fn arrowcert_produce_device_stream(
 ) -> c_int {
     sdk::entry(|| {
         let out = sdk::non_null(out, "out")?;
-        require_cpu(device_type, device_id)?;
+        let target = target(device_type, device_id)?;
         // SAFETY: forwarded from the caller.
         let decoded = unsafe { input::decode(ipc, ipc_len) }?;
         input::check_exportable(&decoded.schema)?;
         // SAFETY: `out` is non-NULL and valid for writes (caller).
-        unsafe { write_stream(out, StreamState::new(decoded)) };
+        unsafe { write_stream(out, StreamState::new(decoded, target)) };
         Ok(())
     })
 }
@@ -86,6 +88,10 @@ pub unsafe extern "C" fn arrowcert_produce_device_stream(
 /// # Safety
 /// `out` must be valid for writes of one `ArrowDeviceArrayStream` and aligned.
 pub unsafe fn write_stream(out: *mut ArrowDeviceArrayStream, state: StreamState) {
+    let device_type = match state.target {
+        Target::Cpu => device::CPU,
+        Target::Emulated => device::EXT_DEV,
+    };
     let private_data = Box::into_raw(Box::new(state)).cast();
     // SAFETY: `out` is valid for writes (caller); each write targets a member
     // through a raw place, so the poisoned contents are never read or dropped.
@@ -93,7 +99,7 @@ pub unsafe fn write_stream(out: *mut ArrowDeviceArrayStream, state: StreamState)
         std::ptr::write_bytes(out, 0, 1);
         // "All ArrowDeviceArrays that are produced by this stream should have
         // the same device type as is set here."
-        (&raw mut (*out).device_type).write(device::CPU);
+        (&raw mut (*out).device_type).write(device_type);
         (&raw mut (*out).get_schema).write(Some(get_schema));
         (&raw mut (*out).get_next).write(Some(get_next));
         (&raw mut (*out).get_last_error).write(Some(get_last_error));
@@ -186,9 +192,10 @@ unsafe extern "C" fn get_next(
 ) -> c_int {
     let body = |state: &mut StreamState| {
         let out = sdk::non_null(out, "get_next out")?;
+        let (target, schema) = (state.target, state.schema.clone());
         match state.next_batch() {
             // SAFETY: `out` is non-NULL and valid for writes (consumer).
-            Some(batch) => unsafe { write_cpu(out, export_batch(batch)) },
+            Some(batch) => unsafe { write_on(target, &schema, out, export_batch(batch))? },
             // SAFETY: as above.
             None => unsafe { write_end_of_stream(out) },
         }

@@ -17,7 +17,7 @@ use arrowcert::abi::arrow_rs::{export_batch_slice, export_schema, stream_from_ar
 use arrowcert::abi::{ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
 use arrowcert::sdk::{self, ipc::Decoded};
 
-use crate::device::{require_cpu, write_cpu};
+use crate::device::{target, write_on};
 use crate::input;
 
 /// Exports the stream's schema (a struct; schema-level metadata on the root).
@@ -89,13 +89,19 @@ pub unsafe extern "C" fn arrowcert_produce_device_array(
 ) -> c_int {
     sdk::entry(|| {
         let out = sdk::non_null(out, "out")?;
-        require_cpu(device_type, device_id)?;
+        let target = target(device_type, device_id)?;
         // SAFETY: forwarded from the caller.
         let decoded = unsafe { input::decode(ipc, ipc_len) }?;
         let (batch, offset, length) = decoded.range(batch_index, slice_offset, slice_length)?;
         // SAFETY: `out` is non-NULL and valid for writes (caller).
-        unsafe { write_cpu(out, export_batch_slice(batch, offset, length)) };
-        Ok(())
+        unsafe {
+            write_on(
+                target,
+                &decoded.schema,
+                out,
+                export_batch_slice(batch, offset, length),
+            )
+        }
     })
 }
 

@@ -1,0 +1,233 @@
+//! The device rules on a device array whose buffers are not host memory:
+//! `device.event.type`, `device.event.covers-data`,
+//! `device.buffers.memory-kind`, `device.buffers.in-allocation` and
+//! `device.struct.host`.
+//!
+//! Written against [`crate::device::Device`] only: the same code judges the
+//! emulated device and CUDA. The harness plays a careful consumer: it
+//! checks the `sync_event` pointer, waits on the event ("If this is non-null
+//! then it MUST be used to call the appropriate sync method for the device
+//! ... before attempting to access the memory in the buffers"), then copies
+//! every buffer to the host, checking each one's memory kind and allocation
+//! before it is touched. Then it lets the whole device finish and copies
+//! again: data that changed in between was written by work the event did
+//! not cover (or, with no event, work that had not finished when the
+//! producer handed the array over).
+
+#![forbid(unsafe_code)]
+
+use crate::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema};
+use crate::device::mirror::{self, BufferRef, Rebuilt};
+use crate::device::{Device, Kind, MemoryKind};
+
+use super::Observations;
+
+/// What [`examine`] leaves: a host copy of the array to validate and read,
+/// or why there is none.
+pub enum Examined {
+    Copied(Rebuilt),
+    /// The array could not be copied; the reason is recorded as a
+    /// violation when a rule covers it, and given here.
+    Unreadable(String),
+}
+
+/// Checks the device array `a` (the `kind` the run asked for, with
+/// `device_id`) and copies it to the host. `at` names it in evidence.
+pub fn examine(
+    dev: &dyn Device,
+    kind: Kind,
+    device_id: i64,
+    schema: &ArrowSchema,
+    a: &ArrowDeviceArray,
+    at: &str,
+    obs: &mut Observations,
+) -> Examined {
+    // device.event.type: a non-NULL sync_event points to a live event.
+    let sync = a.sync_event as usize;
+    let event = if sync == 0 {
+        None
+    } else {
+        match dev.event_behind(sync) {
+            Ok(e) => {
+                obs.check("device.event.type", true, at, String::new);
+                Some(e)
+            }
+            Err(why) => {
+                obs.check("device.event.type", false, at, || why.clone());
+                None
+            }
+        }
+    };
+    if let Some(e) = event {
+        if let Err(why) = dev.event_wait(e) {
+            return Examined::Unreadable(format!("waiting on sync_event failed: {why}"));
+        }
+    }
+
+    // First copy: right after the wait, each buffer checked before it is
+    // read.
+    let mut first: Vec<(BufferRef, Vec<u8>)> = Vec::new();
+    let copied = {
+        let mut read = |b: &BufferRef| -> Result<Vec<u8>, String> {
+            let bytes = checked_read(dev, kind, device_id, b, obs)?;
+            first.push((b.clone(), bytes.clone()));
+            Ok(bytes)
+        };
+        mirror::rebuild(schema, &a.array, &mut read, &mut mirror::host_place, None)
+    };
+    let structures_ok = match &copied {
+        Ok(r) => structures_on_host(dev, r, at, obs),
+        Err(_) => true,
+    };
+
+    // Second copy, after everything on the device finished.
+    let settled = dev.synchronize();
+    let mut second: Vec<(BufferRef, Vec<u8>)> = Vec::new();
+    let again = {
+        let mut read = |b: &BufferRef| -> Result<Vec<u8>, String> {
+            let bytes = dev.copy_to_host(b.addr, b.len)?;
+            second.push((b.clone(), bytes.clone()));
+            Ok(bytes)
+        };
+        mirror::rebuild(schema, &a.array, &mut read, &mut mirror::host_place, None)
+    };
+    let covered = match (&copied, &again, settled) {
+        (_, _, Err(why)) => Err(format!("synchronizing the device failed: {why}")),
+        (Ok(_), Ok(_), Ok(())) => Ok(first_difference(&first, &second)),
+        (Err(stopped), Ok(_), Ok(())) if stopped.buffer.is_none() => {
+            Ok(Some(format!("read right after waiting, the array could not be walked ({stopped}); once the device finished it could")))
+        }
+        _ => Ok(None),
+    };
+    match covered {
+        Ok(difference) => {
+            let waited = if event.is_some() {
+                "after waiting on sync_event"
+            } else if sync == 0 {
+                "with sync_event NULL (the data must be ready)"
+            } else {
+                "with an unusable sync_event"
+            };
+            obs.check("device.event.covers-data", difference.is_none(), at, || {
+                format!(
+                    "{waited}, {}: the data was still being written by device work the event does not cover",
+                    difference.unwrap_or_default()
+                )
+            });
+        }
+        Err(why) => return Examined::Unreadable(why),
+    }
+    if !structures_ok {
+        return Examined::Unreadable("a structure is not host memory".into());
+    }
+    match (copied, again) {
+        (_, Ok(r)) => Examined::Copied(r),
+        (Err(stopped), Err(_)) => Examined::Unreadable(format!("cannot copy the array to the host: {stopped}")),
+        (Ok(_), Err(stopped)) => Examined::Unreadable(format!(
+            "the array could be copied right after waiting but not once the device finished: {stopped}"
+        )),
+    }
+}
+
+/// Reads buffer `b` after checking that it is memory of the declared kind
+/// and that its extent lies inside one allocation.
+fn checked_read(
+    dev: &dyn Device,
+    kind: Kind,
+    device_id: i64,
+    b: &BufferRef,
+    obs: &mut Observations,
+) -> Result<Vec<u8>, String> {
+    let memory = dev.memory_kind(b.addr);
+    let fits = matches!(&memory, Ok(m) if m.fits(kind, device_id));
+    obs.check("device.buffers.memory-kind", fits, &b.at, || {
+        format!(
+            "the buffer at {:#x} is {}; an array on {} needs {}",
+            b.addr,
+            match &memory {
+                Ok(m) => m.to_string(),
+                Err(why) => why.clone(),
+            },
+            kind,
+            MemoryKind::wanted(kind, device_id)
+        )
+    });
+    if !fits {
+        return Err("not memory of the declared device".into());
+    }
+    // The host has no allocation table (and CPU buffers never get here).
+    if kind != Kind::Cpu {
+        let inside = match dev.allocation_of(b.addr) {
+            Some((base, len)) => b.addr.checked_add(b.len).is_some_and(|e| e <= base + len),
+            None => false,
+        };
+        obs.check("device.buffers.in-allocation", inside, &b.at, || {
+            match dev.allocation_of(b.addr) {
+                Some((base, len)) => format!(
+                    "the array implies {} bytes at {:#x}, but the allocation holding it ({base:#x}, {len} bytes) ends {} bytes earlier",
+                    b.len,
+                    b.addr,
+                    b.addr + b.len - (base + len)
+                ),
+                None => format!("{:#x} is in no allocation of the device", b.addr),
+            }
+        });
+        if !inside {
+            return Err("the buffer's extent is outside its allocation".into());
+        }
+    }
+    dev.copy_to_host(b.addr, b.len)
+}
+
+/// device.struct.host: every structure the walk followed is host memory.
+fn structures_on_host(dev: &dyn Device, r: &Rebuilt, at: &str, obs: &mut Observations) -> bool {
+    let wrong: Vec<String> = r
+        .structures
+        .iter()
+        .filter_map(|s| match dev.memory_kind(s.addr) {
+            Ok(m) if m.is_host() => None,
+            Ok(m) => Some(format!("{} ({:#x}) is {m}", s.at, s.addr)),
+            Err(why) => Some(format!("{}: {why}", s.at)),
+        })
+        .collect();
+    obs.check("device.struct.host", wrong.is_empty(), at, || {
+        format!(
+            "only the data buffers may be device memory; {}",
+            wrong.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+        )
+    });
+    wrong.is_empty()
+}
+
+/// The first buffer whose bytes differ between two copies, described.
+fn first_difference(
+    first: &[(BufferRef, Vec<u8>)],
+    second: &[(BufferRef, Vec<u8>)],
+) -> Option<String> {
+    for ((b1, x), (b2, y)) in first.iter().zip(second) {
+        if b1 != b2 {
+            return Some(format!(
+                "{} was {} bytes when read first and {} bytes ({}) later",
+                b1.at, b1.len, b2.len, b2.at
+            ));
+        }
+        if let Some(i) = x.iter().zip(y).position(|(p, q)| p != q) {
+            return Some(format!(
+                "{} read {:#04x} at byte {i} first and {:#04x} once the device had finished",
+                b1.at, x[i], y[i]
+            ));
+        }
+    }
+    (first.len() != second.len()).then(|| {
+        format!(
+            "{} buffers were read first and {} once the device had finished",
+            first.len(),
+            second.len()
+        )
+    })
+}
+
+/// Moves the host copy's root out of `r`, leaving `r` released.
+pub fn take_array(r: &mut Rebuilt) -> ArrowArray {
+    crate::abi::ops::take(&mut r.array)
+}
