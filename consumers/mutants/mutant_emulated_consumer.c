@@ -1,0 +1,98 @@
+/*
+ * Mutant consumers on the emulated device (ARROW_DEVICE_EXT_DEV): the
+ * reference consumer (loaded from ARROWCERT_MUTANT_BASE) with one device
+ * rule broken, chosen by ARROWCERT_MUTANT. The mutation is made by the
+ * base itself, through a doctored emulated-device table: its calls to wait
+ * on an event return at once without waiting. With ARROWCERT_MUTANT=none
+ * everything passes through untouched.
+ *
+ *   cc -shared -fPIC -I harness/include -o libarrowcert_mutant_emulated_consumer.so \
+ *      consumers/mutants/mutant_emulated_consumer.c -ldl
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrowcert_emulated_device.h"
+#include "arrowcert_plugin.h"
+
+/* name, rule it breaks: the bug it models */
+#define MUTANTS(X)                                                                     \
+  X(NONE, "none")                                                                      \
+  /* consumer.sync.waits: reads the buffers without waiting on sync_event */          \
+  X(READ_BEFORE_WAIT, "read-before-wait")
+
+#define AS_ENUM(e, s) e,
+#define AS_NAME(e, s) s,
+enum mutant { MUTANTS(AS_ENUM) N_MUTANTS };
+static const char* const NAMES[] = {MUTANTS(AS_NAME)};
+static enum mutant M = NONE;
+static void* base;
+
+#define BASE(name) ((__typeof__(&name))dlsym(base, #name))
+
+__attribute__((constructor)) static void choose(void) {
+  const char* want = getenv("ARROWCERT_MUTANT");
+  const char* path = getenv("ARROWCERT_MUTANT_BASE");
+  if (!want) want = "none";
+  size_t i = 0;
+  while (i < N_MUTANTS && strcmp(NAMES[i], want) != 0) i++;
+  if (i == N_MUTANTS) {
+    fprintf(stderr, "mutant emulated consumer: unknown ARROWCERT_MUTANT=%s\n", want);
+    abort();
+  }
+  M = (enum mutant)i;
+  if (!path || !(base = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+    fprintf(stderr, "mutant emulated consumer: cannot load ARROWCERT_MUTANT_BASE=%s: %s\n",
+            path ? path : "(unset)", dlerror());
+    abort();
+  }
+}
+
+int32_t arrowcert_plugin_abi_version(void) { return 1; }
+const char* arrowcert_plugin_name(void) {
+  static char name[128];
+  snprintf(name, sizeof name, "arrowcert mutant emulated consumer (%s)", NAMES[M]);
+  return name;
+}
+const char* arrowcert_last_error(void) { return BASE(arrowcert_last_error)(); }
+int32_t arrowcert_plugin_supports_device(int32_t t) {
+  return BASE(arrowcert_plugin_supports_device)(t);
+}
+void arrowcert_free(void* p) { BASE(arrowcert_free)(p); }
+
+static struct ArrowcertEmulatedDevice doctored;
+
+static int no_wait(ArrowcertEmuEvent e) {
+  (void)e;
+  return 0;
+}
+static int no_stream_wait(ArrowcertEmuStream s, ArrowcertEmuEvent e) {
+  (void)s;
+  (void)e;
+  return 0;
+}
+
+int arrowcert_plugin_attach_emulated_device(const struct ArrowcertEmulatedDevice* table) {
+  if (!table) return EINVAL;
+  doctored = *table;
+  if (M == READ_BEFORE_WAIT) {
+    doctored.event_synchronize = no_wait;
+    doctored.event_query = no_wait;
+    doctored.stream_wait_event = no_stream_wait;
+  }
+  return BASE(arrowcert_plugin_attach_emulated_device)(&doctored);
+}
+
+int arrowcert_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
+                                   uint8_t** out_ipc, int64_t* out_len) {
+  return BASE(arrowcert_consume_device_array)(schema, array, out_ipc, out_len);
+}
+int arrowcert_consume_device_stream(struct ArrowDeviceArrayStream* stream, uint8_t** out_ipc,
+                                    int64_t* out_len) {
+  return BASE(arrowcert_consume_device_stream)(stream, out_ipc, out_len);
+}
