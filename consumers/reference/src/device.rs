@@ -40,7 +40,8 @@ pub fn supports(device_type: ArrowDeviceType) -> bool {
 pub unsafe fn ready(a: &ArrowDeviceArray, what: &str) -> PluginResult {
     require_readable(a.device_type, what)?;
     if a.device_type == device::EXT_DEV {
-        let dev = emulated::attached().ok_or_else(|| PluginError::unsupported("no emulated device"))?;
+        let dev =
+            emulated::attached().ok_or_else(|| PluginError::unsupported("no emulated device"))?;
         // SAFETY: forwarded from the caller.
         unsafe { dev.wait_on(a.sync_event) }
             .map_err(|e| PluginError::invalid(format!("{what}: waiting on sync_event: {e}")))?;

@@ -370,8 +370,7 @@ fn on_device(
     let mut scratch = Observations::default();
     let record = obs.is_some();
     let obs = obs.unwrap_or(&mut scratch);
-    let examined =
-        super::device::examine(&*dev, opts.kind, opts.device_id, schema, moved, at, obs);
+    let examined = super::device::examine(&*dev, opts.kind, opts.device_id, schema, moved, at, obs);
     if record {
         release_walked(
             moved,
@@ -385,9 +384,7 @@ fn on_device(
         release_quietly(moved);
     }
     match examined {
-        super::device::Examined::Copied(mut r) => {
-            Ok(Guard::new(super::device::take_array(&mut r)))
-        }
+        super::device::Examined::Copied(mut r) => Ok(Guard::new(super::device::take_array(&mut r))),
         super::device::Examined::Unreadable(why) => Err(Ended::Error(why)),
     }
 }
@@ -1123,7 +1120,9 @@ where
             Call::Returned(0) => {
                 // Device buffers are not read here (the case itself judged
                 // them); releasing them is what counts.
-                if opts.kind == DeviceKind::Cpu && !probe::check_array(&schema, out.array()).is_empty() {
+                if opts.kind == DeviceKind::Cpu
+                    && !probe::check_array(&schema, out.array()).is_empty()
+                {
                     out.mark_released();
                     schema.mark_released();
                     release_quietly(&mut stream);

@@ -123,7 +123,10 @@ pub fn plan(scenarios: &[Scenario], sides: Sides, seed: u64) -> Vec<CaseSpec> {
     // this machine or the plugin has it: a run selects the devices it
     // covers (`--device`), and a case on a device that is missing is
     // skipped with the reason.
-    for kind in DeviceKind::ALL.into_iter().filter(|&k| k != DeviceKind::Cpu) {
+    for kind in DeviceKind::ALL
+        .into_iter()
+        .filter(|&k| k != DeviceKind::Cpu)
+    {
         if sides.producer {
             out.extend(producer_plan(
                 scenarios,
@@ -159,7 +162,12 @@ fn producer_plan(scenarios: &[Scenario], paths: &[Path], device: DeviceKind) -> 
     let mut out = Vec::new();
     for (si, s) in scenarios.iter().enumerate() {
         for &path in paths {
-            let base = format!("{}{}/{}", id_prefix("producer", device), path.name(), s.name);
+            let base = format!(
+                "{}{}/{}",
+                id_prefix("producer", device),
+                path.name(),
+                s.name
+            );
             if path.per_batch() {
                 out.extend(
                     crate::roundtrip::batch_cases(&base, s).map(|(bi, slice, id)| CaseSpec {

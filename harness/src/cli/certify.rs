@@ -13,11 +13,11 @@ use super::roundtrip::{
 };
 use super::{BadInput, EXIT_FAILURES};
 use crate::certify::{self, summary, CaseSpec};
+use crate::device::Kind as DeviceKind;
 use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
-use crate::device::Kind as DeviceKind;
 use crate::run::{self, worker::identity};
 use crate::scenario::{Scenario, Sources};
 

@@ -219,11 +219,7 @@ impl Emulated {
         (addr < base + a.layout.size()).then_some((base, a.layout.size()))
     }
 
-    fn check_range(
-        allocs: &BTreeMap<usize, Alloc>,
-        addr: usize,
-        len: usize,
-    ) -> Result<(), String> {
+    fn check_range(allocs: &BTreeMap<usize, Alloc>, addr: usize, len: usize) -> Result<(), String> {
         let Some((&base, a)) = allocs.range(..=addr).next_back() else {
             return Err(format!(
                 "{addr:#x} is not in an allocation of the emulated device"
@@ -394,8 +390,10 @@ impl Emulated {
 
     /// Runs every stream's work to its end.
     pub fn synchronize(&self) {
-        let streams: Vec<Arc<StreamInner>> =
-            lock(&self.streams).values().map(|e| e.inner.clone()).collect();
+        let streams: Vec<Arc<StreamInner>> = lock(&self.streams)
+            .values()
+            .map(|e| e.inner.clone())
+            .collect();
         for s in streams {
             let end = lock(&s.state).enqueued;
             s.run_to(end);
@@ -495,7 +493,9 @@ impl Device for Backend {
         } else if hostmem::readable(addr, 1) {
             Ok(MemoryKind::Host)
         } else {
-            Err(format!("{addr:#x} is neither emulated device memory nor readable host memory"))
+            Err(format!(
+                "{addr:#x} is neither emulated device memory nor readable host memory"
+            ))
         }
     }
     fn allocation_of(&self, addr: usize) -> Option<(usize, usize)> {

@@ -503,9 +503,9 @@ impl Node {
             .into_iter()
             .map(|c| Box::into_raw(Box::new(c.export(None))))
             .collect();
-        let dictionary = self
-            .dictionary
-            .map_or(std::ptr::null_mut(), |d| Box::into_raw(Box::new(d.export(None))));
+        let dictionary = self.dictionary.map_or(std::ptr::null_mut(), |d| {
+            Box::into_raw(Box::new(d.export(None)))
+        });
         let n_buffers = ptrs.len() as i64;
         let n_children = children.len() as i64;
         let buffers_ptr = if ptrs.is_empty() {
@@ -563,7 +563,10 @@ unsafe extern "C" fn release_node(a: *mut ArrowArray) {
         frees,
         ..
     } = *private;
-    for c in children.into_iter().chain((!dictionary.is_null()).then_some(dictionary)) {
+    for c in children
+        .into_iter()
+        .chain((!dictionary.is_null()).then_some(dictionary))
+    {
         // SAFETY: each child is a Box this node made; a child moved out by
         // the consumer has release NULL here and is only freed.
         unsafe {

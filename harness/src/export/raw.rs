@@ -327,7 +327,10 @@ impl Ledger {
         let len = bytes.len().max(1).next_multiple_of(ALIGN);
         let p = match d.dev.alloc(d.kind, len) {
             Ok(p) => p,
-            Err(why) => panic!("cannot allocate {len} bytes on the {} device: {why}", d.kind),
+            Err(why) => panic!(
+                "cannot allocate {len} bytes on the {} device: {why}",
+                d.kind
+            ),
         };
         self.lock().keep.push(Keep {
             ptr: p as *mut u8,
@@ -787,7 +790,11 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
             // consumer let the array go? Asked before anything here makes
             // the device progress.
             let mut b = rec.book.lock().unwrap_or_else(|e| e.into_inner());
-            let event = b.sync_events.iter().find(|(r, _)| *r == rec.root).map(|(_, e)| *e);
+            let event = b
+                .sync_events
+                .iter()
+                .find(|(r, _)| *r == rec.root)
+                .map(|(_, e)| *e);
             if let Some(e) = event {
                 let done = dev.event_query(e).ok();
                 if let Some(r) = b.roots.get_mut(rec.root) {

@@ -117,7 +117,10 @@ impl Emulated {
 
     pub fn event_destroy(self, e: Handle) -> Result<(), String> {
         // SAFETY: the device checks the handle.
-        ok(unsafe { (self.0.event_destroy)(e.0 as *mut c_void) }, "event_destroy")
+        ok(
+            unsafe { (self.0.event_destroy)(e.0 as *mut c_void) },
+            "event_destroy",
+        )
     }
 
     pub fn event_record(self, e: Handle, stream: Handle) -> Result<(), String> {
@@ -198,7 +201,9 @@ impl Emulated {
             dev: self,
             slot: Box::new(event.0 as *mut c_void),
         };
-        let sync_event = (&*slot.slot as *const *mut c_void).cast_mut().cast::<c_void>();
+        let sync_event = (&*slot.slot as *const *mut c_void)
+            .cast_mut()
+            .cast::<c_void>();
         let rebuilt = mirror::rebuild(schema, &host, &mut read, &mut place, Some(Box::new(slot)));
         if let Some(release) = host.release {
             // SAFETY: `host` is live (caller) and released once, here.

@@ -65,7 +65,8 @@ pub unsafe fn write_on(
         // SAFETY: forwarded.
         Target::Cpu => unsafe { write_cpu(out, array) },
         Target::Emulated => {
-            let dev = emulated::attached().ok_or_else(|| PluginError::unsupported("no emulated device"))?;
+            let dev = emulated::attached()
+                .ok_or_else(|| PluginError::unsupported("no emulated device"))?;
             let mut c_schema: ArrowSchema = arrowcert::abi::arrow_rs::export_schema(schema)?;
             // SAFETY: `out` is valid for writes and `array` a live export of
             // this schema (caller).
