@@ -282,8 +282,8 @@ fn every_async_mutant_breaks_exactly_its_rule() {
          `consumers/mutants/mutant_async_consumer.c`, over the reference plugins) with one mistake, certified\n\
          over every fixed schedule (producer side) or delivery (consumer side) of the built-in `primitive`\n\
          scenario. The rule it breaks must fail, and no other rule may.\n\n\
-         | side | mutant | rule | level | verdict | cases judged | models |\n\
-         |---|---|---|---|---|---|---|\n",
+         | side | mutant | rule | level | verdict | models |\n\
+         |---|---|---|---|---|---|\n",
     );
     let mut problems = Vec::new();
     for (role, list) in [
@@ -318,8 +318,10 @@ fn every_async_mutant_breaks_exactly_its_rule() {
                 ));
             }
             table.push_str(&format!(
-                "| {role} | `{name}` | `{rule}` | {} | fail | {} | {models} |\n",
-                target.level, target.checked,
+                // How many cases judged the rule depends on timing for
+                // some schedules (a race with a cancel): not in the table.
+                "| {role} | `{name}` | `{rule}` | {} | fail | {models} |\n",
+                target.level,
             ));
         }
     }

@@ -46,7 +46,8 @@ fn bundled_plugins_are_described_as_json() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(v["abi_version"], 1);
         assert_eq!(v["roles"], serde_json::json!([role]));
-        assert_eq!(v["devices"], serde_json::json!(["cpu"]));
+        // The emulated device is attached at load, so both claim it.
+        assert_eq!(v["devices"], serde_json::json!(["cpu", "ext-dev"]));
         assert!(v["name"].as_str().unwrap().contains("reference"));
         assert_eq!(v["sha256"].as_str().unwrap().len(), 64);
         let present = |sym: &str| {
