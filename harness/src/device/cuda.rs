@@ -46,6 +46,9 @@ const STILL_LATE: Duration = Duration::from_millis(100);
 /// parameters may take 4096 bytes in all; the pointer and length come too).
 pub const CHUNK: usize = 3968;
 
+// The put kernel's parameters fit the 4096 bytes every architecture takes.
+const _: () = assert!(8 + 4 + CHUNK <= 4096);
+
 /// Threads of one `arrowcert_put` block.
 const PUT_THREADS: u32 = 128;
 
@@ -194,9 +197,11 @@ impl Cuda {
         // SAFETY: only tries to dlopen cudarc's candidate names.
         let present = guarded("is_culib_present", || unsafe { sys::is_culib_present() })?;
         if !present {
-            return Err("no CUDA driver: libcuda.so.1 loads, but under none of the names \
+            return Err(
+                "no CUDA driver: libcuda.so.1 loads, but under none of the names \
                         cudarc looks for"
-                .into());
+                    .into(),
+            );
         }
         // SAFETY: cuInit takes flags (must be 0) and nothing else.
         match raw("cuInit", || unsafe { sys::cuInit(0) })? {
@@ -206,7 +211,12 @@ impl Cuda {
                             CUDA_ERROR_NO_DEVICE"
                     .into())
             }
-            r => return Err(format!("CUDA driver present but cuInit failed: {}", describe(r))),
+            r => {
+                return Err(format!(
+                    "CUDA driver present but cuInit failed: {}",
+                    describe(r)
+                ))
+            }
         }
         let mut count = 0;
         // SAFETY: writes one int to a live local.
@@ -303,20 +313,21 @@ impl Cuda {
             cudarc::nvrtc::sys::is_culib_present()
         })?;
         if !present {
-            return Err("no NVRTC: libnvrtc.so not found; write_late compiles its kernels \
+            return Err(
+                "no NVRTC: libnvrtc.so not found; write_late compiles its kernels \
                         with NVRTC (install the CUDA toolkit's NVRTC, or put the lib folder \
                         of the nvidia-cuda-nvrtc-cu12 wheel on LD_LIBRARY_PATH)"
-                .into());
+                    .into(),
+            );
         }
-        let ptx = guarded("NVRTC", || cudarc::nvrtc::compile_ptx(KERNELS))?.map_err(|e| {
-            match e {
+        let ptx =
+            guarded("NVRTC", || cudarc::nvrtc::compile_ptx(KERNELS))?.map_err(|e| match e {
                 cudarc::nvrtc::CompileError::CompileError { log, .. } => format!(
                     "NVRTC could not compile the late-write kernels: {}",
                     log.to_string_lossy()
                 ),
                 other => format!("NVRTC could not compile the late-write kernels: {other:?}"),
-            }
-        })?;
+            })?;
         let text = guarded("NVRTC", || ptx.to_src())?;
         let text = CString::new(text).map_err(|e| format!("NVRTC gave PTX with a NUL: {e}"))?;
         self.bind()?;
@@ -411,7 +422,9 @@ impl Cuda {
         let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
             | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
         // SAFETY: writes one event handle to a live local.
-        cu("cuEventCreate", || unsafe { sys::cuEventCreate(&mut e, flags) })?;
+        cu("cuEventCreate", || unsafe {
+            sys::cuEventCreate(&mut e, flags)
+        })?;
         Ok(e as u64)
     }
 
@@ -532,7 +545,11 @@ impl Device for Cuda {
         // above); the destination is `out`, `len` bytes we own. With unified
         // addressing cuMemcpy infers both directions from the pointers.
         cu("cuMemcpy", || unsafe {
-            sys::cuMemcpy(out.as_mut_ptr() as sys::CUdeviceptr, addr as sys::CUdeviceptr, len)
+            sys::cuMemcpy(
+                out.as_mut_ptr() as sys::CUdeviceptr,
+                addr as sys::CUdeviceptr,
+                len,
+            )
         })?;
         Ok(out)
     }
@@ -562,7 +579,9 @@ impl Device for Cuda {
         let mut s: sys::CUstream = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
         // SAFETY: writes one stream handle to a live local.
-        cu("cuStreamCreate", || unsafe { sys::cuStreamCreate(&mut s, flags) })?;
+        cu("cuStreamCreate", || unsafe {
+            sys::cuStreamCreate(&mut s, flags)
+        })?;
         Ok(Stream(s as u64))
     }
 
@@ -751,7 +770,9 @@ impl Device for Cuda {
             t if t == sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => {
                 Ok(MemoryKind::Managed { ordinal })
             }
-            t => Err(format!("{addr:#x} has CUDA memory type {t}, which is no buffer memory")),
+            t => Err(format!(
+                "{addr:#x} has CUDA memory type {t}, which is no buffer memory"
+            )),
         }
     }
 
@@ -826,7 +847,10 @@ mod tests {
         });
         if !lib_here {
             let why = backend().err().expect("no driver library, so no backend");
-            assert!(why.starts_with("no CUDA driver: libcuda.so.1 not found"), "{why}");
+            assert!(
+                why.starts_with("no CUDA driver: libcuda.so.1 not found"),
+                "{why}"
+            );
         }
     }
 
@@ -834,7 +858,9 @@ mod tests {
     fn kernels_compile_with_nvrtc_when_present() {
         // NVRTC needs no GPU: this runs wherever libnvrtc can be loaded.
         // SAFETY: only tries to dlopen cudarc's candidate names for NVRTC.
-        let present = guarded("probe", || unsafe { cudarc::nvrtc::sys::is_culib_present() });
+        let present = guarded("probe", || unsafe {
+            cudarc::nvrtc::sys::is_culib_present()
+        });
         if present != Ok(true) {
             println!("skipped: no libnvrtc");
             return;
@@ -852,14 +878,15 @@ mod tests {
     #[test]
     fn ptx_version_rewrite() {
         let ptx = "//\n.version 8.5\n.target sm_52\n";
-        assert_eq!(with_ptx_version(ptx, "7.0"), "//\n.version 7.0\n.target sm_52");
+        assert_eq!(
+            with_ptx_version(ptx, "7.0"),
+            "//\n.version 7.0\n.target sm_52"
+        );
     }
 
     #[test]
     fn chunk_constant_matches_the_kernel() {
         assert!(KERNELS.contains(&format!("#define ARROWCERT_CHUNK {CHUNK}")));
-        // The kernel parameters fit the 4096 bytes every architecture takes.
-        assert!(8 + 4 + CHUNK <= 4096);
     }
 
     #[test]
@@ -871,9 +898,20 @@ mod tests {
             let addr = dev.alloc(kind, bytes.len()).unwrap();
             assert_eq!(dev.live_bytes().unwrap(), before + 1000, "{kind}");
             dev.copy_from_host(addr, &bytes).unwrap();
-            assert_eq!(dev.copy_to_host(addr, bytes.len()).unwrap(), bytes, "{kind}");
-            assert_eq!(dev.copy_to_host(addr + 10, 5).unwrap(), bytes[10..15], "{kind}");
-            assert!(dev.copy_to_host(addr, 2000).is_err(), "{kind}: past the end");
+            assert_eq!(
+                dev.copy_to_host(addr, bytes.len()).unwrap(),
+                bytes,
+                "{kind}"
+            );
+            assert_eq!(
+                dev.copy_to_host(addr + 10, 5).unwrap(),
+                bytes[10..15],
+                "{kind}"
+            );
+            assert!(
+                dev.copy_to_host(addr, 2000).is_err(),
+                "{kind}: past the end"
+            );
             dev.free(addr).unwrap();
             assert_eq!(dev.live_bytes().unwrap(), before, "{kind}");
             assert!(dev.free(addr).is_err(), "{kind}: double free refused");
@@ -886,14 +924,23 @@ mod tests {
         let d = dev.alloc(Kind::Cuda, 64).unwrap();
         let h = dev.alloc(Kind::CudaHost, 64).unwrap();
         let m = dev.alloc(Kind::CudaManaged, 64).unwrap();
-        assert_eq!(dev.memory_kind(d).unwrap(), MemoryKind::Device { ordinal: 0 });
+        assert_eq!(
+            dev.memory_kind(d).unwrap(),
+            MemoryKind::Device { ordinal: 0 }
+        );
         assert_eq!(dev.memory_kind(h).unwrap(), MemoryKind::PinnedHost);
-        assert_eq!(dev.memory_kind(m).unwrap(), MemoryKind::Managed { ordinal: 0 });
+        assert_eq!(
+            dev.memory_kind(m).unwrap(),
+            MemoryKind::Managed { ordinal: 0 }
+        );
         assert!(dev.memory_kind(d).unwrap().fits(Kind::Cuda, 0));
         assert!(dev.memory_kind(h).unwrap().fits(Kind::CudaHost, 0));
         assert!(dev.memory_kind(m).unwrap().fits(Kind::CudaManaged, 0));
-        let v = vec![1u8; 64];
-        assert_eq!(dev.memory_kind(v.as_ptr() as usize).unwrap(), MemoryKind::Host);
+        let v: Vec<u8> = (0..64).collect();
+        assert_eq!(
+            dev.memory_kind(v.as_ptr() as usize).unwrap(),
+            MemoryKind::Host
+        );
         assert!(dev.memory_kind(0).is_err());
         for a in [d, h, m] {
             dev.free(a).unwrap();
@@ -910,7 +957,7 @@ mod tests {
             assert!(len >= 1000, "{kind}: {len}");
             dev.free(a).unwrap();
         }
-        let v = vec![0u8; 16];
+        let v: Vec<u8> = (0..16).collect();
         assert_eq!(dev.allocation_of(v.as_ptr() as usize), None);
     }
 
@@ -931,7 +978,10 @@ mod tests {
             let event = dev.event_create().unwrap();
             dev.write_late(stream, addr, &new).unwrap();
             dev.event_record(event, stream).unwrap();
-            assert!(!dev.event_query(event).unwrap(), "{kind}: complete right away");
+            assert!(
+                !dev.event_query(event).unwrap(),
+                "{kind}: complete right away"
+            );
             let early = dev.copy_to_host(addr, len).unwrap();
             assert_ne!(early, new, "{kind}: the data landed before the event");
             dev.event_wait(event).unwrap();
