@@ -534,12 +534,21 @@ impl Device for Cuda {
         if len == 0 {
             return Ok(Vec::new());
         }
-        if self.memory_kind(addr)? == MemoryKind::Host {
+        let kind = self.memory_kind(addr)?;
+        if kind == MemoryKind::Host {
             return hostmem::read(addr, len).ok_or_else(|| {
                 format!("{len} bytes at {addr:#x} are neither CUDA memory nor readable host memory")
             });
         }
-        self.check_range(addr, len)?;
+        if let Err(e) = self.check_range(addr, len) {
+            // Pinned host memory whose bounds the driver does not report
+            // (another library's allocation) is still host memory: read what
+            // is mapped, refusing anything that is not.
+            if kind == MemoryKind::PinnedHost && self.allocation_of(addr).is_none() {
+                return hostmem::read(addr, len).ok_or(e);
+            }
+            return Err(e);
+        }
         let mut out = vec![0u8; len];
         // SAFETY: the source range lies inside one CUDA allocation (checked
         // above); the destination is `out`, `len` bytes we own. With unified
@@ -699,6 +708,16 @@ impl Device for Cuda {
         }
         if self.state().events.contains(&handle) {
             return Ok(Event(handle));
+        }
+        // A CUevent is a pointer to the driver's host memory: a value that
+        // points to nothing readable is no event, and is not handed to the
+        // driver (which might follow it).
+        if !hostmem::readable(handle as usize, 8) {
+            return Err(format!(
+                "sync_event does not point to a live CUevent: the 8 bytes it points to \
+                 ({handle:#x}) are not even a pointer to host memory. A producer that \
+                 passes the event itself instead of a pointer to it looks like this."
+            ));
         }
         self.bind()?;
         match self.query(handle)? {
