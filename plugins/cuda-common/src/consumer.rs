@@ -35,7 +35,7 @@ pub type Mutation = fn() -> PluginResult<Consumer>;
 
 /// The arrow-rs schema of a C schema, which is only borrowed (the C schema
 /// stays live: the mirror walks each chunk with it).
-fn schema_of(schema: &ArrowSchema) -> PluginResult<SchemaRef> {
+pub(crate) fn schema_of(schema: &ArrowSchema) -> PluginResult<SchemaRef> {
     if schema.is_released() {
         return Err(PluginError::invalid("the schema is released"));
     }
@@ -62,7 +62,7 @@ fn wait(dev: &dyn Device, sync_event: usize, what: &str) -> PluginResult {
 
 /// Reads one device array: waits on its event, copies its buffers to the
 /// host, releases it, imports and validates the copy.
-fn read_chunk(
+pub(crate) fn read_chunk(
     dev: &dyn Device,
     c_schema: &ArrowSchema,
     schema: &SchemaRef,

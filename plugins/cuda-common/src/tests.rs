@@ -461,3 +461,256 @@ fn gpu_read_before_wait_reads_the_poison() {
     let got = consume_array(schema_for(&bytes), array, early);
     assert_ne!(got, Ok(vec![batch]));
 }
+
+/// A host-memory stand-in for a device with real late writes: `write_late`
+/// queues on its stream and lands only when an event recorded after it is
+/// waited on (or on `synchronize`), so the producer's and consumer's
+/// ordering of writes, events and waits is tested without a GPU.
+mod fake {
+    use std::collections::{BTreeMap, HashMap};
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+    use std::sync::Mutex;
+
+    use arrowcert::device::{hostmem, Device, Event, Kind, MemoryKind, Stream};
+
+    #[derive(Default)]
+    struct State {
+        /// base -> the allocation (its heap buffer never moves).
+        allocs: BTreeMap<usize, Vec<u8>>,
+        /// stream -> writes queued and not landed.
+        queued: HashMap<u64, Vec<(usize, Vec<u8>)>>,
+        /// event -> (stream, how many of its queued writes it covers).
+        events: HashMap<u64, Option<(u64, usize)>>,
+    }
+
+    #[derive(Default)]
+    pub struct Fake {
+        state: Mutex<State>,
+        next: AtomicU64,
+        live: AtomicI64,
+    }
+
+    impl Fake {
+        fn id(&self) -> u64 {
+            // Ids that are no plausible address: 1, 2, 3, ...
+            self.next.fetch_add(1, Ordering::Relaxed) + 1
+        }
+
+        fn land(st: &mut State, stream: u64, n: usize) {
+            let writes: Vec<_> = {
+                let q = st.queued.entry(stream).or_default();
+                q.drain(..n.min(q.len())).collect()
+            };
+            for (addr, bytes) in writes {
+                let (base, buf) = st.allocs.range_mut(..=addr).next_back().expect("allocated");
+                let at = addr - base;
+                buf[at..at + bytes.len()].copy_from_slice(&bytes);
+            }
+            // What was landed is no longer counted by the events behind it.
+            for e in st.events.values_mut().flatten() {
+                if e.0 == stream {
+                    e.1 = e.1.saturating_sub(n);
+                }
+            }
+        }
+
+        fn find(st: &State, addr: usize, len: usize) -> Option<(usize, usize)> {
+            let (base, buf) = st.allocs.range(..=addr).next_back()?;
+            (addr + len <= base + buf.len()).then_some((*base, buf.len()))
+        }
+    }
+
+    impl Device for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn alloc(&self, _: Kind, len: usize) -> Result<usize, String> {
+            let buf = vec![0u8; len.max(1)];
+            let addr = buf.as_ptr() as usize;
+            self.live.fetch_add(buf.len() as i64, Ordering::Relaxed);
+            self.state.lock().unwrap().allocs.insert(addr, buf);
+            Ok(addr)
+        }
+        fn free(&self, addr: usize) -> Result<(), String> {
+            // As the CUDA backend does, late writes land before a free.
+            self.synchronize()?;
+            let buf = self
+                .state
+                .lock()
+                .unwrap()
+                .allocs
+                .remove(&addr)
+                .ok_or("not ours")?;
+            self.live.fetch_sub(buf.len() as i64, Ordering::Relaxed);
+            Ok(())
+        }
+        fn copy_to_host(&self, addr: usize, len: usize) -> Result<Vec<u8>, String> {
+            let st = self.state.lock().unwrap();
+            match Fake::find(&st, addr, len) {
+                Some((base, _)) => Ok(st.allocs[&base][addr - base..addr - base + len].to_vec()),
+                None => hostmem::read(addr, len).ok_or_else(|| "unreadable".into()),
+            }
+        }
+        fn copy_from_host(&self, addr: usize, bytes: &[u8]) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            let (base, _) = Fake::find(&st, addr, bytes.len()).ok_or("not ours")?;
+            let buf = st.allocs.get_mut(&base).unwrap();
+            buf[addr - base..addr - base + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        }
+        fn stream_create(&self) -> Result<Stream, String> {
+            Ok(Stream(self.id()))
+        }
+        fn stream_destroy(&self, _: Stream) -> Result<(), String> {
+            Ok(())
+        }
+        fn write_late(&self, stream: Stream, addr: usize, bytes: &[u8]) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            Fake::find(&st, addr, bytes.len()).ok_or("not ours")?;
+            st.queued
+                .entry(stream.0)
+                .or_default()
+                .push((addr, bytes.to_vec()));
+            Ok(())
+        }
+        fn event_create(&self) -> Result<Event, String> {
+            let e = self.id();
+            self.state.lock().unwrap().events.insert(e, None);
+            Ok(Event(e))
+        }
+        fn event_destroy(&self, event: Event) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            st.events
+                .remove(&event.0)
+                .map(|_| ())
+                .ok_or_else(|| "no such event".into())
+        }
+        fn event_record(&self, event: Event, stream: Stream) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            let n = st.queued.get(&stream.0).map_or(0, Vec::len);
+            let e = st.events.get_mut(&event.0).ok_or("no such event")?;
+            *e = Some((stream.0, n));
+            Ok(())
+        }
+        fn event_wait(&self, event: Event) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            if let Some((stream, n)) = *st.events.get(&event.0).ok_or("no such event")? {
+                Fake::land(&mut st, stream, n);
+            }
+            Ok(())
+        }
+        fn event_query(&self, event: Event) -> Result<bool, String> {
+            let st = self.state.lock().unwrap();
+            Ok(matches!(
+                st.events.get(&event.0).ok_or("no such event")?,
+                None | Some((_, 0))
+            ))
+        }
+        fn event_behind(&self, sync_event: usize) -> Result<Event, String> {
+            let v = hostmem::read_u64(sync_event).ok_or("sync_event is not readable")?;
+            if self.state.lock().unwrap().events.contains_key(&v) {
+                Ok(Event(v))
+            } else {
+                Err(format!(
+                    "sync_event does not point to a live event ({v:#x})"
+                ))
+            }
+        }
+        fn synchronize(&self) -> Result<(), String> {
+            let mut st = self.state.lock().unwrap();
+            let streams: Vec<u64> = st.queued.keys().copied().collect();
+            for s in streams {
+                Fake::land(&mut st, s, usize::MAX);
+            }
+            Ok(())
+        }
+        fn memory_kind(&self, addr: usize) -> Result<MemoryKind, String> {
+            let st = self.state.lock().unwrap();
+            Ok(match Fake::find(&st, addr, 1) {
+                Some(_) => MemoryKind::Device { ordinal: 0 },
+                None => MemoryKind::Host,
+            })
+        }
+        fn allocation_of(&self, addr: usize) -> Option<(usize, usize)> {
+            Fake::find(&self.state.lock().unwrap(), addr, 1)
+        }
+        fn live_bytes(&self) -> Option<i64> {
+            Some(self.live.load(Ordering::Relaxed))
+        }
+    }
+}
+
+/// Exports with the fake device and reads back as the consumer does.
+fn fake_round_trip(
+    dev: &Arc<dyn arrowcert::device::Device>,
+    batch: &RecordBatch,
+    offset: usize,
+    length: usize,
+    pm: Producer,
+    cm: Consumer,
+) -> Result<RecordBatch, arrowcert::sdk::PluginError> {
+    let exported = producer::export_batch(dev, Kind::Cuda, batch, offset, length, pm)?;
+    let mut array = Guard::<ArrowDeviceArray>::poisoned();
+    // SAFETY: a live local, valid for writes.
+    unsafe { exported.write(array.as_mut_ptr()) };
+    assert_eq!(array.device_type, dt::CUDA);
+    assert_eq!(array.reserved, [0; 3]);
+    let c_schema = Guard::new(export_schema(batch.schema().as_ref()).unwrap());
+    let schema = consumer::schema_of(&c_schema)?;
+    consumer::read_chunk(&**dev, &c_schema, &schema, array, cm, "the array")
+}
+
+#[test]
+fn fake_device_round_trip_and_release() {
+    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let batch = sample();
+    for (offset, length) in [(0, batch.num_rows()), (3, 5), (12, 0)] {
+        let got = fake_round_trip(&dev, &batch, offset, length, Producer::None, Consumer::None);
+        assert_eq!(got.unwrap(), batch.slice(offset, length));
+        assert_eq!(dev.live_bytes(), Some(0), "release freed every buffer");
+    }
+}
+
+#[test]
+fn fake_device_mutants_show() {
+    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let batch = sample();
+    let n = batch.num_rows();
+    let run = |pm, cm| fake_round_trip(&dev, &batch, 0, n, pm, cm);
+    // Writes not covered by the event, or read before the wait: the
+    // consumer sees the poison (the complement of every byte).
+    for (pm, cm) in [
+        (Producer::NoEvent, Consumer::None),
+        (Producer::EventBeforeWrite, Consumer::None),
+        (Producer::None, Consumer::ReadBeforeWait),
+    ] {
+        assert_ne!(run(pm, cm).ok(), Some(batch.clone()), "{pm:?} {cm:?}");
+        dev.synchronize().unwrap();
+    }
+    let e = run(Producer::EventByValue, Consumer::None).unwrap_err();
+    assert_eq!(e.code, libc::EINVAL);
+    assert!(e.message.contains("sync_event"), "{}", e.message);
+    dev.synchronize().unwrap();
+    // Host buffers hold the data at once, but are no device memory.
+    assert_eq!(run(Producer::HostBuffers, Consumer::None).unwrap(), batch);
+    let before = dev.live_bytes().unwrap();
+    run(Producer::LeakDeviceMemory, Consumer::None).unwrap();
+    assert!(dev.live_bytes().unwrap() > before, "the leak shows");
+}
+
+#[test]
+fn fake_device_short_allocation_is_one_byte_short() {
+    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let batch = sample();
+    let exported =
+        producer::export_batch(&dev, Kind::Cuda, &batch, 0, 4, Producer::ShortAllocation).unwrap();
+    let mut array = Guard::<ArrowDeviceArray>::poisoned();
+    // SAFETY: a live local, valid for writes.
+    unsafe { exported.write(array.as_mut_ptr()) };
+    let c_schema = Guard::new(export_schema(batch.schema().as_ref()).unwrap());
+    // The mirror's extents run one byte past the allocations.
+    let r = mirror::to_host(&*dev, &c_schema, &array.array);
+    assert!(r.is_err(), "an extent past its allocation is refused");
+    drop(array);
+    assert_eq!(dev.live_bytes(), Some(0));
+}
