@@ -981,6 +981,19 @@ mod tests {
     }
 
     #[test]
+    fn gpu_allocation_sizes_are_exact() {
+        // device.buffers.in-allocation (the short-allocation mutant) relies
+        // on the driver reporting the size asked for, not a rounded one.
+        let Some(dev) = gpu() else { return };
+        for kind in KINDS {
+            let a = dev.alloc(kind, 1001).unwrap();
+            let got = dev.allocation_of(a);
+            dev.free(a).unwrap();
+            assert_eq!(got, Some((a, 1001)), "{kind}");
+        }
+    }
+
+    #[test]
     fn gpu_late_write_is_late_until_the_event() {
         let Some(dev) = gpu() else { return };
         if let Err(why) = backend_kernels(&*dev) {
