@@ -1,0 +1,456 @@
+//! Exporting on CUDA: record batches as device arrays whose data buffers are
+//! written late on a producer stream, with an event recorded after the
+//! writes and `sync_event` pointing to it.
+//!
+//! Each export: arrow-rs exports the batch to a host `ArrowArray`; the tree
+//! is rebuilt with every buffer in a fresh allocation of the kind asked for
+//! (the mirror's `place`), filled with the complement of its bytes; only
+//! then are the bytes written, with the
+//! backend's `write_late` on a stream of the export's own, and the event
+//! recorded on that stream. Allocating first matters: an allocation may
+//! make the driver wait for running kernels, which would let the writes
+//! land before the producer returns. The event is a heap slot owned by the
+//! root's private data (the mirror's `extra`), destroyed by the root's
+//! release; each node's release frees its buffers (the backend first waits
+//! for late writes still pending there).
+//!
+//! CDeviceDataInterface.rst: "If an event is provided, then the producer
+//! MUST ensure that the exported data is available on the device before the
+//! event is triggered."
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use arrowcert::abi::arrow_rs::{export_batch_slice, export_schema};
+use arrowcert::abi::ops::{take, Guard};
+use arrowcert::abi::{ArrowArray, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
+use arrowcert::device::{hostmem, Device, Event, Kind, Stream};
+use arrowcert::sdk::{self, ipc::Decoded, PluginError, PluginResult};
+
+use crate::device::{require_producible, DEVICE_ID};
+// TODO-merge: `use arrowcert::device::mirror;`
+use crate::mirror_standin as mirror;
+use crate::mutation::Producer;
+use crate::producer_input as input;
+
+/// Picks the fault of a producer plugin (the reference's never fails).
+pub type Mutation = fn() -> PluginResult<Producer>;
+
+/// What the root of an exported array keeps alive until its release: the
+/// event and the heap slot `sync_event` points to.
+struct EventSlot {
+    dev: Arc<dyn Device>,
+    event: Event,
+    slot: Box<u64>,
+}
+
+impl Drop for EventSlot {
+    fn drop(&mut self) {
+        // "In case hEvent has been recorded but has not yet been completed
+        // when cuEventDestroy() is called, the function will return
+        // immediately and the resources associated with hEvent will be
+        // released automatically once the device has completed hEvent."
+        let _ = self.dev.event_destroy(self.event);
+    }
+}
+
+/// A device array ready to be written into an out structure.
+pub struct Exported {
+    pub array: ArrowArray,
+    pub kind: Kind,
+    pub sync_event: *mut c_void,
+}
+
+impl Exported {
+    /// Writes the device array into `out`, overwriting the whole structure
+    /// (padding included) without reading what was there.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of one `ArrowDeviceArray` and aligned.
+    pub unsafe fn write(self, out: *mut ArrowDeviceArray) {
+        // SAFETY: `out` is valid for writes (caller); every write targets a
+        // member through a raw place, so nothing is read or dropped.
+        unsafe {
+            std::ptr::write_bytes(out, 0, 1);
+            (&raw mut (*out).array).write(self.array);
+            (&raw mut (*out).device_id).write(DEVICE_ID);
+            (&raw mut (*out).device_type).write(self.kind.device_type());
+            (&raw mut (*out).sync_event).write(self.sync_event);
+            (&raw mut (*out).reserved).write([0; 3]);
+        }
+    }
+}
+
+fn io(e: String) -> PluginError {
+    PluginError::io(e)
+}
+
+/// Exports rows `offset..offset + length` of `batch` on `kind`, with the
+/// fault `m` (`Producer::None`: correct by the spec).
+pub fn export_batch(
+    dev: &Arc<dyn Device>,
+    kind: Kind,
+    batch: &RecordBatch,
+    offset: usize,
+    length: usize,
+    m: Producer,
+) -> PluginResult<Exported> {
+    let stream = dev.stream_create().map_err(io)?;
+    let result = export_on(dev, kind, batch, offset, length, m, stream);
+    // Work still queued on the stream completes after this (the event
+    // recorded there stays valid).
+    let _ = dev.stream_destroy(stream);
+    result
+}
+
+fn export_on(
+    dev: &Arc<dyn Device>,
+    kind: Kind,
+    batch: &RecordBatch,
+    offset: usize,
+    length: usize,
+    m: Producer,
+    stream: Stream,
+) -> PluginResult<Exported> {
+    let schema = Guard::new(export_schema(batch.schema().as_ref())?);
+    let host = Guard::new(export_batch_slice(batch, offset, length));
+    let event = dev.event_create().map_err(io)?;
+    let holder = EventSlot {
+        dev: dev.clone(),
+        event,
+        slot: Box::new(event.0),
+    };
+    let slot_addr = &*holder.slot as *const u64 as usize;
+
+    let mut pending: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut rebuilt = {
+        let mut read = |b: &mirror::BufferRef| {
+            hostmem::read(b.addr, b.len).ok_or_else(|| {
+                format!(
+                    "{} bytes at {:#x} are not readable host memory",
+                    b.len, b.addr
+                )
+            })
+        };
+        let mut place =
+            |b: &mirror::BufferRef, bytes: Vec<u8>| place_one(dev, kind, m, b, bytes, &mut pending);
+        mirror::rebuild(
+            &schema,
+            &host,
+            &mut read,
+            &mut place,
+            Some(Box::new(holder)),
+        )
+        .map_err(|s| PluginError::io(format!("placing the buffers in {kind} memory: {s}")))?
+    };
+    // The bytes were copied out: the host export is released here.
+    drop(host);
+    drop(schema);
+
+    if m == Producer::EventBeforeWrite {
+        dev.event_record(event, stream).map_err(io)?;
+    }
+    for (addr, bytes) in &pending {
+        dev.write_late(stream, *addr, bytes).map_err(io)?;
+    }
+    if m != Producer::EventBeforeWrite {
+        dev.event_record(event, stream).map_err(io)?;
+    }
+    let sync_event = match m {
+        Producer::NoEvent => std::ptr::null_mut(),
+        Producer::EventByValue => event.0 as usize as *mut c_void,
+        _ => slot_addr as *mut c_void,
+    };
+    Ok(Exported {
+        array: take(&mut rebuilt.array),
+        kind,
+        sync_event,
+    })
+}
+
+/// The mirror's `place`: a fresh allocation of `kind` whose bytes are
+/// written later (`pending`), freed by the node's release.
+fn place_one(
+    dev: &Arc<dyn Device>,
+    kind: Kind,
+    m: Producer,
+    b: &mirror::BufferRef,
+    mut bytes: Vec<u8>,
+    pending: &mut Vec<(usize, Vec<u8>)>,
+) -> Result<mirror::Placed, String> {
+    if m == Producer::HostBuffers {
+        return mirror::host_place(b, bytes);
+    }
+    if m == Producer::ShortAllocation && bytes.len() >= 2 {
+        bytes.truncate(bytes.len() - 1);
+    }
+    let addr = dev.alloc(kind, bytes.len())?;
+    // Until the late write lands, the buffer holds the complement of the
+    // data, so a consumer that reads without waiting gets a wrong value in
+    // every byte, not whatever a fresh allocation happened to hold (a
+    // previous export of the same data, say).
+    let poison: Vec<u8> = bytes.iter().map(|b| !b).collect();
+    if let Err(e) = dev.copy_from_host(addr, &poison) {
+        let _ = dev.free(addr);
+        return Err(e);
+    }
+    pending.push((addr, bytes));
+    let free: Option<Box<dyn FnOnce() + Send>> = if m == Producer::LeakDeviceMemory {
+        None
+    } else {
+        let dev = dev.clone();
+        Some(Box::new(move || {
+            let _ = dev.free(addr);
+        }))
+    };
+    Ok(mirror::Placed { addr, free })
+}
+
+/// `arrowcert_produce_schema`: the stream's schema (host memory, as every
+/// schema is).
+///
+/// # Safety
+/// `ipc` must point to `ipc_len` readable bytes (or `ipc_len` be 0); `out`
+/// must be NULL or valid for writes of one `ArrowSchema`.
+pub unsafe fn produce_schema(ipc: *const u8, ipc_len: i64, out: *mut ArrowSchema) -> c_int {
+    sdk::entry(|| {
+        let out = sdk::non_null(out, "out")?;
+        // SAFETY: forwarded from the caller.
+        let decoded = unsafe { input::decode(ipc, ipc_len) }?;
+        let schema = export_schema(&decoded.schema)?;
+        // SAFETY: `out` is non-NULL and valid for writes (caller).
+        unsafe { out.write(schema) };
+        Ok(())
+    })
+}
+
+/// `arrowcert_produce_device_array` on a CUDA kind.
+///
+/// # Safety
+/// `ipc` must point to `ipc_len` readable bytes (or `ipc_len` be 0); `out`
+/// must be NULL or valid for writes of one `ArrowDeviceArray`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn produce_device_array(
+    ipc: *const u8,
+    ipc_len: i64,
+    batch_index: i64,
+    slice_offset: i64,
+    slice_length: i64,
+    device_type: i32,
+    device_id: i64,
+    out: *mut ArrowDeviceArray,
+    mutation: Mutation,
+) -> c_int {
+    sdk::entry(|| {
+        let out = sdk::non_null(out, "out")?;
+        let m = mutation()?;
+        let (kind, dev) = require_producible(device_type, device_id)?;
+        // SAFETY: forwarded from the caller.
+        let decoded = unsafe { input::decode(ipc, ipc_len) }?;
+        let (batch, offset, length) = decoded.range(batch_index, slice_offset, slice_length)?;
+        let exported = export_batch(&dev, kind, batch, offset, length, m)?;
+        // SAFETY: `out` is non-NULL and valid for writes (caller).
+        unsafe { exported.write(out) };
+        Ok(())
+    })
+}
+
+/// `arrowcert_produce_device_stream` on a CUDA kind.
+///
+/// # Safety
+/// `ipc` must point to `ipc_len` readable bytes (or `ipc_len` be 0); `out`
+/// must be NULL or valid for writes of one `ArrowDeviceArrayStream`.
+pub unsafe fn produce_device_stream(
+    ipc: *const u8,
+    ipc_len: i64,
+    device_type: i32,
+    device_id: i64,
+    out: *mut ArrowDeviceArrayStream,
+    mutation: Mutation,
+) -> c_int {
+    sdk::entry(|| {
+        let out = sdk::non_null(out, "out")?;
+        let m = mutation()?;
+        let (kind, dev) = require_producible(device_type, device_id)?;
+        // SAFETY: forwarded from the caller.
+        let decoded = unsafe { input::decode(ipc, ipc_len) }?;
+        input::check_exportable(&decoded.schema)?;
+        let state = StreamState::new(dev, kind, m, decoded);
+        // SAFETY: `out` is non-NULL and valid for writes (caller).
+        unsafe { write_stream(out, state) };
+        Ok(())
+    })
+}
+
+/// What a device stream's `private_data` owns.
+pub struct StreamState {
+    dev: Arc<dyn Device>,
+    kind: Kind,
+    mutation: Producer,
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    cursor: usize,
+    last_error: Option<CString>,
+}
+
+impl StreamState {
+    pub fn new(dev: Arc<dyn Device>, kind: Kind, mutation: Producer, decoded: Decoded) -> Self {
+        StreamState {
+            dev,
+            kind,
+            mutation,
+            schema: decoded.schema,
+            batches: decoded.batches,
+            cursor: 0,
+            last_error: None,
+        }
+    }
+}
+
+/// Initialises `out` as a live stream owning `state`. Every pointer it holds
+/// points to the heap, so the consumer may move it bitwise.
+///
+/// # Safety
+/// `out` must be valid for writes of one `ArrowDeviceArrayStream` and aligned.
+pub unsafe fn write_stream(out: *mut ArrowDeviceArrayStream, state: StreamState) {
+    let device_type = state.kind.device_type();
+    let private_data = Box::into_raw(Box::new(state)).cast();
+    // SAFETY: `out` is valid for writes (caller); each write targets a member
+    // through a raw place, so the poisoned contents are never read or dropped.
+    unsafe {
+        std::ptr::write_bytes(out, 0, 1);
+        // "All ArrowDeviceArrays that are produced by this stream should have
+        // the same device type as is set here."
+        (&raw mut (*out).device_type).write(device_type);
+        (&raw mut (*out).get_schema).write(Some(get_schema));
+        (&raw mut (*out).get_next).write(Some(get_next));
+        (&raw mut (*out).get_last_error).write(Some(get_last_error));
+        (&raw mut (*out).release).write(Some(release));
+        (&raw mut (*out).private_data).write(private_data);
+    }
+}
+
+/// The state of a live stream, `None` if `stream` is NULL or released.
+///
+/// # Safety
+/// `stream` must be NULL or point to a stream written by [`write_stream`]
+/// (possibly moved), not accessed concurrently.
+unsafe fn state_of<'a>(stream: *mut ArrowDeviceArrayStream) -> Option<&'a mut StreamState> {
+    if stream.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL and valid for reads (caller).
+    let private = unsafe { (*stream).private_data }.cast::<StreamState>();
+    // SAFETY: a live stream's private_data is the Box written by
+    // write_stream; the caller guarantees exclusive access.
+    (!private.is_null()).then(|| unsafe { &mut *private })
+}
+
+/// Runs one callback body against the stream's state, recording its error
+/// (or clearing it) and turning panics into `EIO`.
+///
+/// # Safety
+/// As [`state_of`].
+unsafe fn call(
+    stream: *mut ArrowDeviceArrayStream,
+    body: impl FnOnce(&mut StreamState) -> PluginResult,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    let Some(state) = (unsafe { state_of(stream) }) else {
+        return libc::EINVAL;
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| body(&mut *state)))
+        .unwrap_or_else(|_| Err(PluginError::io("the CUDA producer panicked")));
+    match result {
+        Ok(()) => {
+            state.last_error = None;
+            0
+        }
+        Err(e) => {
+            state.last_error = CString::new(e.message.replace('\0', "\\0")).ok();
+            if e.code == 0 {
+                libc::EIO
+            } else {
+                e.code
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn get_schema(
+    stream: *mut ArrowDeviceArrayStream,
+    out: *mut ArrowSchema,
+) -> c_int {
+    let body = |state: &mut StreamState| {
+        let out = sdk::non_null(out, "get_schema out")?;
+        let schema = export_schema(&state.schema)?;
+        // SAFETY: `out` is non-NULL; the consumer passes a structure it owns,
+        // valid for writes; nothing is read or dropped there.
+        unsafe { out.write(schema) };
+        Ok(())
+    };
+    // SAFETY: the consumer calls this on the stream it was handed.
+    unsafe { call(stream, body) }
+}
+
+/// `get_next`: the next batch as a device array on the stream's kind; at the
+/// end a released (all-zero) device array, again on every later call.
+unsafe extern "C" fn get_next(
+    stream: *mut ArrowDeviceArrayStream,
+    out: *mut ArrowDeviceArray,
+) -> c_int {
+    let body = |state: &mut StreamState| {
+        let out = sdk::non_null(out, "get_next out")?;
+        match state.batches.get(state.cursor) {
+            Some(batch) => {
+                let exported = export_batch(
+                    &state.dev,
+                    state.kind,
+                    batch,
+                    0,
+                    batch.num_rows(),
+                    state.mutation,
+                )?;
+                state.cursor += 1;
+                // SAFETY: `out` is non-NULL and valid for writes (consumer).
+                unsafe { exported.write(out) };
+            }
+            // SAFETY: as above; all-zero bytes are a released device array.
+            None => unsafe { std::ptr::write_bytes(out, 0, 1) },
+        }
+        Ok(())
+    };
+    // SAFETY: the consumer calls this on the stream it was handed.
+    unsafe { call(stream, body) }
+}
+
+unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *const c_char {
+    // SAFETY: the consumer calls this on the stream it was handed.
+    match unsafe { state_of(stream) } {
+        Some(state) => state
+            .last_error
+            .as_ref()
+            .map_or(std::ptr::null(), |m| m.as_ptr()),
+        None => std::ptr::null(),
+    }
+}
+
+/// `release`: frees the private data and marks the stream released. Arrays
+/// handed out earlier stay valid: they own their device memory and event.
+unsafe extern "C" fn release(stream: *mut ArrowDeviceArrayStream) {
+    if stream.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL; the consumer owns the stream and calls release once.
+    unsafe {
+        let private = (*stream).private_data.cast::<StreamState>();
+        if !private.is_null() {
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(private))));
+        }
+        (*stream).private_data = std::ptr::null_mut();
+        (*stream).release = None;
+    }
+}
