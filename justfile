@@ -32,6 +32,21 @@ certify-consumer CONSUMER="reference" *ARGS: build
 certify-async *ARGS: build
     target/debug/arrowcert certify --cases 1000 {{ARGS}} async
 
+# The GPU run procedure (needs an NVIDIA driver; no CUDA toolkit): builds
+# everything, runs the CUDA backend's GPU tests (they skip without a
+# driver), certifies the CUDA reference plugins on the three CUDA device
+# types (--require-device: a missing GPU is an error, not skips), then the
+# CUDA mutants, each of which must fail its rule. Reports go to reports/gpu/.
+gpu CASES="20":
+    cargo build --release --workspace
+    cargo test --release -p arrowcert --lib device::cuda -- --nocapture
+    cargo test --release -p arrowcert-cuda-common -- --nocapture
+    mkdir -p reports/gpu
+    target/release/arrowcert certify --producer cuda-reference --consumer cuda-reference \
+        --require-device cuda --device cuda --device cuda-host --device cuda-managed \
+        --cases {{CASES}} --seed 1 --report reports/gpu/cuda-reference.json
+    bash scripts/gpu-mutants.sh target/release
+
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build
     target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}

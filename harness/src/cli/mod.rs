@@ -40,6 +40,17 @@ pub const BUNDLED: &[(&str, &str, &str)] = &[
         "consumer",
         "libarrowcert_consumer_reference.so",
     ),
+    // CUDA only (CUDA, CUDA_HOST, CUDA_MANAGED): `just gpu`.
+    (
+        "cuda-reference",
+        "producer",
+        "libarrowcert_producer_cuda_reference.so",
+    ),
+    (
+        "cuda-reference",
+        "consumer",
+        "libarrowcert_consumer_cuda_reference.so",
+    ),
 ];
 
 /// Resolves a plugin argument: a path, or the short name of a bundled

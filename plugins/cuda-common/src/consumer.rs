@@ -25,10 +25,10 @@ use arrowcert::sdk::{entry, PluginError, PluginResult};
 use crate::consumer_input::take_input;
 use crate::device::{backend, describe, require_kind};
 // TODO-merge: `use arrowcert::device::mirror;`
-use crate::mirror_standin as mirror;
 use crate::mutation::Consumer;
 use crate::strings::copy_c_str;
 use crate::{output, read};
+use arrowcert::device::mirror;
 
 /// Picks the fault of a consumer plugin (the reference's never fails).
 pub type Mutation = fn() -> PluginResult<Consumer>;

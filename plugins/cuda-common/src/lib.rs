@@ -17,8 +17,6 @@
 //! - [`consumer`]: moves what it is given, waits on `sync_event`, copies to
 //!   the host and reads with arrow-rs.
 //! - [`exports`]: the `producer_plugin!` / `consumer_plugin!` macros.
-//! - [`mirror_standin`]: TODO-merge, stands in for
-//!   `arrowcert::device::mirror` until that lands.
 //!
 //! The reference plugins' own helpers are compiled in here from their
 //! sources (`#[path]`), not copied: the IPC input of the reference
@@ -32,7 +30,6 @@ pub use arrowcert;
 pub mod consumer;
 pub mod device;
 pub mod exports;
-pub mod mirror_standin;
 pub mod mutation;
 pub mod producer;
 

@@ -32,9 +32,9 @@ use arrowcert::sdk::{self, ipc::Decoded, PluginError, PluginResult};
 
 use crate::device::{require_producible, DEVICE_ID};
 // TODO-merge: `use arrowcert::device::mirror;`
-use crate::mirror_standin as mirror;
 use crate::mutation::Producer;
 use crate::producer_input as input;
+use arrowcert::device::mirror;
 
 /// Picks the fault of a producer plugin (the reference's never fails).
 pub type Mutation = fn() -> PluginResult<Producer>;

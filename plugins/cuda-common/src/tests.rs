@@ -19,9 +19,9 @@ use arrowcert::abi::{device as dt, ArrowDeviceArray, ArrowDeviceArrayStream, Arr
 use arrowcert::device::{self, cpu, Kind};
 use arrowcert::sdk::{ipc, last_error_ptr};
 
-use crate::mirror_standin as mirror;
 use crate::mutation::{self, Consumer, Producer};
 use crate::{consumer, producer};
+use arrowcert::device::mirror;
 
 /// A batch with one column of most layouts (validity, offsets of both
 /// widths, views with variadic buffers, nesting, a dictionary).
