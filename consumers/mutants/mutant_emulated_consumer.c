@@ -24,7 +24,9 @@
 #define MUTANTS(X)                                                                     \
   X(NONE, "none")                                                                      \
   /* consumer.sync.waits: reads the buffers without waiting on sync_event */          \
-  X(READ_BEFORE_WAIT, "read-before-wait")
+  X(READ_BEFORE_WAIT, "read-before-wait")                                              \
+  /* device.move: the device array moved by a plain copy, the source left live */     \
+  X(MOVE_WITHOUT_MARKING, "move-without-marking")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -90,6 +92,11 @@ int arrowcert_plugin_attach_emulated_device(const struct ArrowcertEmulatedDevice
 
 int arrowcert_consume_device_array(struct ArrowSchema* schema, struct ArrowDeviceArray* array,
                                    uint8_t** out_ipc, int64_t* out_len) {
+  if (M == MOVE_WITHOUT_MARKING && array && array->array.release) {
+    /* "moved" into our own copy; the source is never marked released */
+    struct ArrowDeviceArray copy = *array;
+    return BASE(arrowcert_consume_device_array)(schema, &copy, out_ipc, out_len);
+  }
   return BASE(arrowcert_consume_device_array)(schema, array, out_ipc, out_len);
 }
 int arrowcert_consume_device_stream(struct ArrowDeviceArrayStream* stream, uint8_t** out_ipc,

@@ -97,12 +97,21 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
     },
 ];
 
-const CONSUMER_MUTANTS: &[Mutant] = &[Mutant {
-    name: "read-before-wait",
-    rule: "consumer.sync.waits",
-    follows: &["consumer.read.values"],
-    models: "reads the buffers without waiting on sync_event",
-}];
+const CONSUMER_MUTANTS: &[Mutant] = &[
+    Mutant {
+        name: "read-before-wait",
+        rule: "consumer.sync.waits",
+        follows: &["consumer.read.values"],
+        models: "reads the buffers without waiting on sync_event",
+    },
+    Mutant {
+        name: "move-without-marking",
+        rule: "device.move",
+        follows: &["consumer.move.marks-source"],
+        models:
+            "moves the ArrowDeviceArray by a plain copy and leaves the source's array.release set",
+    },
+];
 
 fn certify(role: &str, mutant: &str) -> (Option<i32>, Report, String) {
     let (producer, consumer) = bundled();
@@ -152,6 +161,7 @@ fn every_device_mutation_is_tested_and_every_device_rule_has_a_mutant() {
         "device.buffers.memory-kind",
         "device.buffers.in-allocation",
         "device.struct.host",
+        "device.move",
         "consumer.sync.waits",
     ] {
         assert!(

@@ -385,6 +385,31 @@ fn judge_handover(a: &Attempt, stream: bool, obs: &mut Observations) {
     }
 }
 
+/// device.move, consumer side: a consumer that moved the ArrowDeviceArray
+/// it was handed (its release ran on a copy elsewhere) must have marked the
+/// source released: "Then it MUST mark the source structure released by
+/// setting the release member of the embedded ArrowArray structure to
+/// NULL, but without calling that release callback."
+fn judge_device_move(a: &Attempt, obs: &mut Observations) {
+    let unmarked: Vec<String> = a
+        .live
+        .iter()
+        .filter(|(what, _)| what == "device array")
+        .filter_map(|(_, root)| {
+            let r = &a.findings.roots[*root];
+            r.releases.first().map(|(addr, _)| {
+                format!(
+                    "the ArrowDeviceArray was moved (its release ran on a copy at {addr:#x}) but the source at {:#x} still has array.release set",
+                    r.addr
+                )
+            })
+        })
+        .collect();
+    obs.check("device.move", unmarked.is_empty(), "device array", || {
+        unmarked.join("; ")
+    });
+}
+
 /// consumer.sync.waits: a consumer that says it read a device array must
 /// have waited on its sync_event first. The harness's writes land only
 /// when the event completes (on the emulated device, only when someone
@@ -464,6 +489,9 @@ fn data_case(
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
     judge_handover(&first, stream, obs);
+    if matches!(kind, Kind::DeviceArray(_)) {
+        judge_device_move(&first, obs);
+    }
     if spec.device == crate::device::Kind::Cpu {
         if matches!(kind, Kind::DeviceArray(_) | Kind::DeviceStream(_)) {
             obs.not_exercised(

@@ -10,12 +10,15 @@ use crate::rules::{self, Level, Side};
 pub const PRODUCER_AREAS: &[&str] = &["schema", "array", "device", "stream", "async"];
 
 /// True when certification of `sides` judges `rule`: producer-side (and
-/// both-sides) rules of [`PRODUCER_AREAS`], and the consumer rules.
+/// both-sides) rules of [`PRODUCER_AREAS`], the consumer rules, and the
+/// both-sides device rule (`device.move`, which consumer device-array
+/// cases judge too).
 pub fn judged(rule: &rules::Rule, sides: crate::certify::Sides) -> bool {
     (sides.producer
         && matches!(rule.side, Side::Producer | Side::Both)
         && PRODUCER_AREAS.contains(&rule.area))
         || (sides.consumer && rule.area == "consumer")
+        || (sides.consumer && rule.side == Side::Both && rule.area == "device")
 }
 
 /// One verdict per rule of the catalogue that certification of `sides`

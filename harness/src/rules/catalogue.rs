@@ -569,7 +569,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "Moving an array",
         quote: "Then it MUST mark the source structure released by setting the release member of the embedded ArrowArray structure to NULL, but without calling that release callback.",
-        observation: "Producer side: the harness moves the exported ArrowDeviceArray to a fresh address, poisons the source, and reads and releases the copy; it must work as the original would. Consumer side: after the consume call each ArrowDeviceArray the harness handed over has array.release NULL, and the instrumented release ran exactly once, never for the source's address after a move.",
+        observation: "Consumer side (judged on every consumer device-array case): when the instrumented release of the ArrowDeviceArray the harness handed over ran on a copy at another address, the source must have array.release NULL. Producer side: the harness moves every exported device array to a fresh address and poisons the source before it reads or releases it, so an export that depends on its address fails there, under the rule its failure breaks (array.release.relocatable, device.event.type, ...).",
     },
     // Added: the device stream's own device_type member is mandatory.
     Rule {
