@@ -11,30 +11,32 @@ use std::path::PathBuf;
 
 use arrowcert::asynchronous::schedule::{Delivery, Schedule};
 use arrowcert::report::{Report, Verdict};
-use support::mutants::{certify_mutant, failing, mutations_in};
+use support::mutants::{build, certify_mutant, failing, mutations_in};
 use support::*;
 
 const PRODUCER_SRC: &str = "producers/mutants/mutant_async_producer.c";
 const CONSUMER_SRC: &str = "consumers/mutants/mutant_async_consumer.c";
 
-fn lib(src: &str, name: &str) -> PathBuf {
-    let lib = scratch("async-mutants").join(format!("lib{name}.so"));
-    cc(
-        &["-shared", "-fPIC", "-pthread", "-ldl"],
-        &workspace_dir().join(src),
-        &lib,
-    );
-    lib
-}
-
 fn producer_lib() -> &'static PathBuf {
     static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| lib(PRODUCER_SRC, "arrowcert_mutant_async_producer"))
+    LIB.get_or_init(|| {
+        build(
+            "async-mutants",
+            PRODUCER_SRC,
+            "arrowcert_mutant_async_producer",
+        )
+    })
 }
 
 fn consumer_lib() -> &'static PathBuf {
     static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| lib(CONSUMER_SRC, "arrowcert_mutant_async_consumer"))
+    LIB.get_or_init(|| {
+        build(
+            "async-mutants",
+            CONSUMER_SRC,
+            "arrowcert_mutant_async_consumer",
+        )
+    })
 }
 
 /// The scenario every mutant runs on: three batches (37, 1 and 0 rows).

@@ -11,30 +11,32 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use arrowcert::report::{Report, Verdict};
-use support::mutants::{certify_mutant, failing, mutations_in};
+use support::mutants::{build, certify_mutant, failing, mutations_in};
 use support::*;
 
 const PRODUCER_SRC: &str = "producers/mutants/mutant_emulated_producer.c";
 const CONSUMER_SRC: &str = "consumers/mutants/mutant_emulated_consumer.c";
 
-fn lib(src: &str, name: &str) -> PathBuf {
-    let lib = scratch("device-mutants").join(format!("lib{name}.so"));
-    cc(
-        &["-shared", "-fPIC", "-pthread", "-ldl"],
-        &workspace_dir().join(src),
-        &lib,
-    );
-    lib
-}
-
 fn producer_lib() -> &'static PathBuf {
     static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| lib(PRODUCER_SRC, "arrowcert_mutant_emulated_producer"))
+    LIB.get_or_init(|| {
+        build(
+            "device-mutants",
+            PRODUCER_SRC,
+            "arrowcert_mutant_emulated_producer",
+        )
+    })
 }
 
 fn consumer_lib() -> &'static PathBuf {
     static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| lib(CONSUMER_SRC, "arrowcert_mutant_emulated_consumer"))
+    LIB.get_or_init(|| {
+        build(
+            "device-mutants",
+            CONSUMER_SRC,
+            "arrowcert_mutant_emulated_consumer",
+        )
+    })
 }
 
 struct Mutant {

@@ -151,8 +151,6 @@ pub struct Emulated {
     streams: Mutex<HashMap<u64, StreamEntry>>,
     events: Mutex<HashMap<u64, EventState>>,
     next_stream: AtomicI64,
-    /// The harness's own stream, for `write_late` exports.
-    own_stream: OnceLock<Stream>,
 }
 
 /// The process's emulated device.
@@ -164,7 +162,6 @@ pub fn emulated() -> &'static Emulated {
         streams: Mutex::new(HashMap::new()),
         events: Mutex::new(HashMap::new()),
         next_stream: AtomicI64::new(1),
-        own_stream: OnceLock::new(),
     })
 }
 
@@ -403,10 +400,6 @@ impl Emulated {
     pub fn live_bytes(&self) -> i64 {
         self.live.load(Ordering::Relaxed)
     }
-
-    fn own_stream(&self) -> Stream {
-        *self.own_stream.get_or_init(|| self.stream_create())
-    }
 }
 
 /// [`Device`] over the process's emulated device.
@@ -438,12 +431,7 @@ impl Device for Backend {
         emulated().stream_destroy(stream)
     }
     fn write_late(&self, stream: Stream, addr: usize, bytes: &[u8]) -> Result<(), String> {
-        let s = if stream.0 == 0 {
-            emulated().own_stream()
-        } else {
-            stream
-        };
-        emulated().write_async(s, addr, bytes.to_vec())
+        emulated().write_async(stream, addr, bytes.to_vec())
     }
     fn event_create(&self) -> Result<Event, String> {
         Ok(emulated().event_create())
@@ -452,12 +440,7 @@ impl Device for Backend {
         emulated().event_destroy(event)
     }
     fn event_record(&self, event: Event, stream: Stream) -> Result<(), String> {
-        let s = if stream.0 == 0 {
-            emulated().own_stream()
-        } else {
-            stream
-        };
-        emulated().event_record(event, s)
+        emulated().event_record(event, stream)
     }
     fn event_wait(&self, event: Event) -> Result<(), String> {
         emulated().event_synchronize(event)

@@ -67,6 +67,18 @@ struct Book {
     nodes: Vec<SendPtr<NodeRec>>,
     /// The sync_event of each device-array root: (root, event).
     sync_events: Vec<(usize, Event)>,
+    /// Late writes were enqueued since the device last settled.
+    unsettled: bool,
+}
+
+/// Lets the device finish the ledger's late writes, if any are pending, so
+/// that its buffers hold their final bytes (for the immutability check and
+/// poisoning). Once per batch of writes, not once per released node.
+fn settle(book: &Mutex<Book>, dev: &dyn Device) {
+    let pending = std::mem::take(&mut book.lock().unwrap_or_else(|e| e.into_inner()).unsettled);
+    if pending {
+        let _ = dev.synchronize();
+    }
 }
 
 /// An allocation the ledger owns.
@@ -341,6 +353,9 @@ impl Ledger {
         if let Err(why) = d.dev.write_late(d.stream, p, bytes) {
             panic!("cannot write to the {} device: {why}", d.kind);
         }
+        // After the enqueue: a settle that clears the flag first still runs
+        // this write.
+        self.lock().unsettled = true;
         p as *mut u8
     }
 
@@ -699,7 +714,7 @@ impl Ledger {
                 }
             }
             drop(b);
-            let _ = d.dev.synchronize();
+            settle(&self.book, &*d.dev);
         }
         let (roots, mut violations) = {
             let b = self.lock();
@@ -802,8 +817,7 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
                 }
             }
         }
-        // The buffers' final bytes, for the immutability check and poison.
-        let _ = dev.synchronize();
+        settle(&rec.book, &**dev);
     }
     if count > 1 {
         Ledger::event(

@@ -45,6 +45,18 @@ pub fn certify_mutant(
     (out.status.code(), r, stdout)
 }
 
+/// Compiles the mutant wrapper `src` (relative to the workspace) into
+/// `lib<name>.so` in the scratch directory `dir`.
+pub fn build(dir: &str, src: &str, name: &str) -> std::path::PathBuf {
+    let lib = super::scratch(dir).join(format!("lib{name}.so"));
+    super::cc(
+        &["-shared", "-fPIC", "-pthread", "-ldl"],
+        &super::workspace_dir().join(src),
+        &lib,
+    );
+    lib
+}
+
 /// The rules a report says failed.
 pub fn failing(r: &Report) -> Vec<String> {
     r.rules
