@@ -311,7 +311,8 @@ fn attempt(
             let mut s = ledger.schema(&snode, "schema");
             let r = if matches!(kind, Kind::Array(_)) {
                 let mut a = ledger.array(&anode, "array");
-                let r = consumer.consume_array(s.get(), a.get());
+                let r = consumer.consume_array(s.get(), a.get(), batch);
+                take_back(&r, a.get());
                 if !a.get().is_released() {
                     live.push(("array".to_string(), a.root));
                 }
@@ -319,11 +320,13 @@ fn attempt(
             } else {
                 let mut a = ledger.device_array(&anode, "device array");
                 let r = consumer.consume_device_array(s.get(), a.get());
+                take_back(&r, a.get());
                 if !a.get().is_released() {
                     live.push(("device array".to_string(), a.root));
                 }
                 r
             };
+            take_back(&r, s.get());
             if !s.get().is_released() {
                 live.push(("schema".to_string(), s.root));
             }
@@ -337,6 +340,7 @@ fn attempt(
             ) {
                 let mut st = ledger.device_stream(plan);
                 let r = consumer.consume_device_stream(st.get());
+                take_back(&r, st.get());
                 if !st.get().is_released() {
                     live.push(("device stream".to_string(), st.root));
                 }
@@ -344,6 +348,7 @@ fn attempt(
             } else {
                 let mut st = ledger.stream(plan);
                 let r = consumer.consume_stream(st.get());
+                take_back(&r, st.get());
                 if !st.get().is_released() {
                     live.push(("stream".to_string(), st.root));
                 }
@@ -356,6 +361,15 @@ fn attempt(
         findings: ledger.finish(),
         live,
     })
+}
+
+/// A consumer that does not export the entry point never took what was
+/// meant for it: the harness releases it itself (not the consumer's doing,
+/// and the case is skipped before anything is judged).
+fn take_back<T: Owned, R>(r: &Result<R, CallError>, handed: &mut T) {
+    if matches!(r, Err(CallError::Missing(_))) && !handed.is_released() {
+        handed.release();
+    }
 }
 
 /// Records what the ledger and the handed-over structures show.
@@ -488,6 +502,9 @@ fn data_case(
         Ok(a) => a,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
+    if matches!(first.result, Err(CallError::Missing(_))) {
+        return call_ended(first.result.unwrap_err());
+    }
     judge_handover(&first, stream, obs);
     if matches!(kind, Kind::DeviceArray(_)) {
         judge_device_move(&first, obs);
@@ -588,6 +605,9 @@ fn stream_error(
         Ok(a) => a,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
+    if matches!(a.result, Err(CallError::Missing(_))) {
+        return call_ended(a.result.unwrap_err());
+    }
     judge_handover(&a, true, obs);
     match &a.result {
         Ok(_) => obs.check("consumer.stream.error", false, "result", || {
@@ -634,6 +654,12 @@ fn released(
         Ok(s) => s,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
+    // What an integration library compares with (a plugin never sees it).
+    let sent = scenario
+        .batches
+        .first()
+        .cloned()
+        .unwrap_or_else(|| RecordBatch::new_empty(scenario.schema.clone()));
     let result = if schema_released {
         let node = match scenario
             .batches
@@ -645,11 +671,15 @@ fn released(
         };
         let mut s = ledger.released_schema("released schema");
         let mut a = ledger.array(&node, "array");
-        consumer.consume_array(s.get(), a.get())
+        let r = consumer.consume_array(s.get(), a.get(), &sent);
+        take_back(&r, a.get());
+        r
     } else {
         let mut s = ledger.schema(&snode, "schema");
         let mut a = ledger.released_array("released array");
-        consumer.consume_array(s.get(), a.get())
+        let r = consumer.consume_array(s.get(), a.get(), &sent);
+        take_back(&r, s.get());
+        r
     };
     let what = if schema_released { "schema" } else { "array" };
     // What it does with the live half is judged by the release rules.

@@ -7,6 +7,7 @@
 //! the process running it (see ARCHITECTURE.md).
 
 pub mod elf;
+pub mod integration;
 pub mod tracker;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -33,6 +34,8 @@ pub enum LoadError {
     AbiVersion(PathBuf, i32),
     NameNull(PathBuf),
     NameNotUtf8(PathBuf),
+    /// An Arrow C data integration library with half a direction.
+    IntegrationIncomplete(PathBuf, integration::Incomplete),
 }
 
 impl fmt::Display for LoadError {
@@ -61,6 +64,7 @@ impl fmt::Display for LoadError {
                 "{}: arrowcert_plugin_name() is not valid UTF-8",
                 p.display()
             ),
+            LoadError::IntegrationIncomplete(p, why) => write!(f, "{}: {why}", p.display()),
         }
     }
 }
@@ -252,6 +256,9 @@ pub struct Plugin {
     abi_version: i32,
     symbols: Vec<&'static str>,
     entries: Entries,
+    /// Set when the library is an Arrow C data integration library behind
+    /// the built-in adapter (`entries` is then empty).
+    integration: Option<integration::Library>,
 }
 
 impl fmt::Debug for Plugin {
@@ -261,6 +268,7 @@ impl fmt::Debug for Plugin {
             .field("name", &self.name)
             .field("abi_version", &self.abi_version)
             .field("symbols", &self.symbols)
+            .field("integration", &self.integration)
             .finish()
     }
 }
@@ -322,9 +330,23 @@ impl Plugin {
         }
         // SAFETY (all lookups below): each F is the type PLUGIN_ABI.md
         // declares for that symbol (mirrored in arrowcert_plugin.h).
-        let abi_fn: AbiVersionFn = unsafe { lookup(&lib, "arrowcert_plugin_abi_version") }.ok_or(
-            LoadError::MissingIdentity(path.to_path_buf(), "arrowcert_plugin_abi_version"),
-        )?;
+        let abi_fn: Option<AbiVersionFn> = unsafe { lookup(&lib, "arrowcert_plugin_abi_version") };
+        let Some(abi_fn) = abi_fn else {
+            // Not a plugin: perhaps one of Arrow's C data integration
+            // libraries, which the built-in adapter presents as one.
+            return match integration::detect(&lib) {
+                Ok(Some(library)) => {
+                    // Never unloaded: see the type's documentation.
+                    std::mem::forget(lib);
+                    Ok(Plugin::adapted(path, library))
+                }
+                Ok(None) => Err(LoadError::MissingIdentity(
+                    path.to_path_buf(),
+                    "arrowcert_plugin_abi_version",
+                )),
+                Err(why) => Err(LoadError::IntegrationIncomplete(path.to_path_buf(), why)),
+            };
+        };
         let name_fn: NameFn = unsafe { lookup(&lib, "arrowcert_plugin_name") }.ok_or(
             LoadError::MissingIdentity(path.to_path_buf(), "arrowcert_plugin_name"),
         )?;
@@ -390,7 +412,39 @@ impl Plugin {
             abi_version,
             symbols,
             entries,
+            integration: None,
         })
+    }
+
+    /// An integration library behind the built-in adapter. It presents the
+    /// contract's symbols the adapter implements on its behalf: identity,
+    /// `arrowcert_bytes_allocated` when the library counts its bytes,
+    /// `arrowcert_produce_schema` and `arrowcert_produce_array` when it
+    /// exports, `arrowcert_consume_array` when it imports.
+    fn adapted(path: &Path, library: integration::Library) -> Plugin {
+        let mut symbols = vec!["arrowcert_plugin_abi_version", "arrowcert_plugin_name"];
+        if library.has_bytes_allocated() {
+            symbols.push("arrowcert_bytes_allocated");
+        }
+        if library.exports() {
+            symbols.extend(["arrowcert_produce_schema", "arrowcert_produce_array"]);
+        }
+        if library.imports() {
+            symbols.push("arrowcert_consume_array");
+        }
+        Plugin {
+            path: path.to_path_buf(),
+            name: library.name(),
+            abi_version: ABI_VERSION,
+            symbols,
+            entries: Entries::default(),
+            integration: Some(library),
+        }
+    }
+
+    /// The integration library behind the built-in adapter, if this is one.
+    pub fn integration(&self) -> Option<&integration::Library> {
+        self.integration.as_ref()
     }
 
     pub fn path(&self) -> &Path {
@@ -431,6 +485,9 @@ impl Plugin {
 
     /// The plugin's own count of bytes it holds, if it exports one.
     pub fn bytes_allocated(&self) -> Option<i64> {
+        if let Some(l) = &self.integration {
+            return l.bytes_allocated();
+        }
         // SAFETY: declared type, no arguments.
         self.entries.bytes_allocated.map(|f| unsafe { f() })
     }
@@ -458,6 +515,9 @@ impl Plugin {
     }
 
     pub fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
+        if let Some(l) = &self.integration {
+            return l.produce_schema(ipc, out);
+        }
         const E: &str = "arrowcert_produce_schema";
         let f = self.entries.produce_schema.ok_or(CallError::Missing(E))?;
         crate::run::breadcrumb::step(E);
@@ -525,6 +585,9 @@ impl Plugin {
         slice_length: i64,
         out: &mut ArrowArray,
     ) -> Result<(), CallError> {
+        if let Some(l) = &self.integration {
+            return l.produce_array(ipc, batch_index, slice_offset, slice_length, out);
+        }
         const E: &str = "arrowcert_produce_array";
         let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
         crate::run::breadcrumb::step(E);
@@ -587,11 +650,19 @@ impl Plugin {
         Ok(self.take_output(p, n))
     }
 
+    /// `arrowcert_consume_array`. `sent` is what the harness handed over,
+    /// logically: a plugin never sees it; the integration adapter has the
+    /// library compare what it imports with it (the libraries' import entry
+    /// points judge against a JSON file instead of reporting what they read).
     pub fn consume_array(
         &self,
         schema: &mut ArrowSchema,
         array: &mut ArrowArray,
+        sent: &arrow_array::RecordBatch,
     ) -> Result<Vec<u8>, CallError> {
+        if let Some(l) = &self.integration {
+            return l.consume_array(schema, array, sent);
+        }
         const E: &str = "arrowcert_consume_array";
         let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
         crate::run::breadcrumb::step(E);

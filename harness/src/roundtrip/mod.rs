@@ -392,7 +392,8 @@ fn transfer(
                     return call_outcome(e);
                 }
                 let mut array = array.relocate();
-                let r = consumer.consume_array(&mut schema, &mut array);
+                let sent = requested(scenario, spec.batch, spec.slice).remove(0);
+                let r = consumer.consume_array(&mut schema, &mut array, &sent);
                 check_released("schema", &schema, differences);
                 check_released("array", &array, differences);
                 r
