@@ -217,6 +217,16 @@ fn the_library_is_loaded_behind_the_adapter_with_its_capabilities() {
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["roles"], serde_json::json!(["producer", "consumer"]));
+    assert_eq!(
+        v["integration_entry_points"][0],
+        "external_CDataIntegration_ExportSchemaFromJson"
+    );
+    let out = run_arrowcert(&["inspect", correct().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("adapts:       external_CDataIntegration_ExportSchemaFromJson, "),
+        "{text}"
+    );
 }
 
 #[test]

@@ -15,6 +15,10 @@ struct Inspection<'a> {
     entry_points: Vec<EntryPoint>,
     devices: Vec<&'static str>,
     devices_declared: bool,
+    /// An Arrow C data integration library behind the built-in adapter:
+    /// its own entry points, which the ones above stand for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    integration_entry_points: Option<Vec<&'static str>>,
 }
 
 #[derive(Serialize)]
@@ -52,6 +56,7 @@ pub fn run(plugin: &Plugin, json: bool) -> i32 {
             .collect(),
         devices,
         devices_declared: plugin.has("arrowcert_plugin_supports_device"),
+        integration_entry_points: plugin.integration().map(|l| l.entry_points()),
     };
     if json {
         println!(
@@ -64,6 +69,9 @@ pub fn run(plugin: &Plugin, json: bool) -> i32 {
     println!("path:         {}", info.path);
     println!("sha256:       {}", info.sha256);
     println!("abi version:  {}", info.abi_version);
+    if let Some(e) = &info.integration_entry_points {
+        println!("adapts:       {}", e.join(", "));
+    }
     println!(
         "roles:        {}",
         if info.roles.is_empty() {
