@@ -22,7 +22,9 @@ fn markup_producer() -> PathBuf {
 fn matrix_run(extra: &[&str], out: &Path) -> Output {
     support::bundled();
     let out = Command::new(support::arrowcert_exe())
-        .args(["matrix", "--cases", "2", "--seed", "11", "--jobs", "1", "--out"])
+        .args([
+            "matrix", "--cases", "2", "--seed", "11", "--jobs", "1", "--out",
+        ])
         .arg(out)
         .args(extra)
         .output()
@@ -68,14 +70,24 @@ fn plugin_names_and_errors_render_as_text() {
     assert_eq!(status("libmarkup_producer.so"), Status::Partial);
 
     let html = std::fs::read_to_string(out_dir.join("matrix.html")).unwrap();
-    for raw in ["<script", "<img", "<b>bold", "</table><h1>", "onerror=alert(1)>"] {
+    for raw in [
+        "<script",
+        "<img",
+        "<b>bold",
+        "</table><h1>",
+        "onerror=alert(1)>",
+    ] {
         assert!(!html.contains(raw), "raw {raw:?} in matrix.html");
     }
     // ... and the same strings are there as text.
-    assert!(html.contains("&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp;"));
+    assert!(html.contains(
+        "&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp;"
+    ));
     assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
     // Self-contained: nothing fetched from anywhere.
-    for external in ["http://", "https://", "src=\"", "href=\"", "@import", "url("] {
+    for external in [
+        "http://", "https://", "src=\"", "href=\"", "@import", "url(",
+    ] {
         assert!(!html.contains(external), "{external:?} in matrix.html");
     }
 
@@ -94,7 +106,10 @@ fn plugin_names_and_errors_render_as_text() {
         .collect();
     let cols = |l: &str| l.replace("\\|", "").matches('|').count();
     assert!(pair_rows.len() >= 4);
-    assert!(pair_rows.iter().all(|l| cols(l) == cols(pair_rows[0])), "{pair_rows:#?}");
+    assert!(
+        pair_rows.iter().all(|l| cols(l) == cols(pair_rows[0])),
+        "{pair_rows:#?}"
+    );
 }
 
 #[test]
@@ -167,14 +182,27 @@ fn shards_merge_into_the_whole_matrix() {
     support::assert_bad_input(&out, "already merged");
 
     // Not a matrix file: bad input.
-    let out = support::run_arrowcert(&["merge", "--out", "/tmp", support::harness_dir().join("Cargo.toml").to_str().unwrap()]);
+    let out = support::run_arrowcert(&[
+        "merge",
+        "--out",
+        "/tmp",
+        support::harness_dir().join("Cargo.toml").to_str().unwrap(),
+    ]);
     support::assert_bad_input(&out, "not a matrix file");
 }
 
 #[test]
 fn a_sharded_run_with_generated_cases_needs_a_seed() {
     let out = Command::new(support::arrowcert_exe())
-        .args(["matrix", "--producers", "reference", "--consumers", "reference", "--shard", "1/2"])
+        .args([
+            "matrix",
+            "--producers",
+            "reference",
+            "--consumers",
+            "reference",
+            "--shard",
+            "1/2",
+        ])
         .output()
         .unwrap();
     support::assert_bad_input(&out, "--shard with generated cases needs --seed");
@@ -188,14 +216,27 @@ fn a_library_that_does_not_load_is_an_error_unit_not_a_crash() {
     let bogus = support::scratch("matrix-fixtures").join("not-a-library.so");
     std::fs::write(&bogus, "hello").unwrap();
     let out = matrix_run(
-        &["--producers", bogus.to_str().unwrap(), "--consumers", "reference"],
+        &[
+            "--producers",
+            bogus.to_str().unwrap(),
+            "--consumers",
+            "reference",
+        ],
         &out_dir,
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let m = matrix::read(&out_dir.join("matrix.json")).unwrap();
-    let prod = m.units.iter().find(|u| u.id.starts_with("certify/producer/")).unwrap();
+    let prod = m
+        .units
+        .iter()
+        .find(|u| u.id.starts_with("certify/producer/"))
+        .unwrap();
     assert_eq!(prod.status, Status::Error);
-    assert!(prod.message.as_deref().unwrap().contains("not"), "{:?}", prod.message);
+    assert!(
+        prod.message.as_deref().unwrap().contains("not"),
+        "{:?}",
+        prod.message
+    );
 }
 
 /// Debian's chromium, if installed (`scripts/install-chromium.sh`; CI
@@ -248,15 +289,25 @@ fn the_page_loads_in_headless_chromium_with_every_pair() {
         .output()
         .expect("chromium runs");
     let dom_text = String::from_utf8_lossy(&dom.stdout);
-    assert!(dom.status.success() && dom_text.contains("</html>"), "{}", text(&dom));
+    assert!(
+        dom.status.success() && dom_text.contains("</html>"),
+        "{}",
+        text(&dom)
+    );
     // The browser parsed every pair cell and the certification rows...
     for p in &m.producers {
         for c in &m.consumers {
-            let attr = format!("data-pair=\"{}\"", matrix::render::html(&format!("{p} -> {c}")));
+            let attr = format!(
+                "data-pair=\"{}\"",
+                matrix::render::html(&format!("{p} -> {c}"))
+            );
             assert!(dom_text.contains(&attr), "{attr} not in the DOM");
         }
     }
-    assert_eq!(dom_text.matches("data-pair=").count(), m.producers.len() * m.consumers.len());
+    assert_eq!(
+        dom_text.matches("data-pair=").count(),
+        m.producers.len() * m.consumers.len()
+    );
     assert_eq!(dom_text.matches("data-unit=\"certify/").count(), 3);
     // ...and no element came out of a plugin string: the markup is text.
     assert!(!dom_text.contains("<script") && !dom_text.contains("<img"));
@@ -270,9 +321,16 @@ fn the_page_loads_in_headless_chromium_with_every_pair() {
         .expect("chromium runs");
     assert!(s.status.success(), "{}", text(&s));
     let png = std::fs::read(&shot).expect("a screenshot");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
     // Kept where a person can look at it after the run.
-    let keep = support::arrowcert_exe().parent().unwrap().join("matrix-test-screenshot.png");
+    let keep = support::arrowcert_exe()
+        .parent()
+        .unwrap()
+        .join("matrix-test-screenshot.png");
     let _ = std::fs::copy(&shot, &keep);
     eprintln!("screenshot: {}", keep.display());
 }

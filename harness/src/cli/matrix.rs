@@ -266,7 +266,10 @@ fn print_table(m: &Matrix) {
             "  {:<60} {:<8} {}",
             u.id,
             u.status.word(),
-            u.message.as_deref().map(report::printable).unwrap_or_default()
+            u.message
+                .as_deref()
+                .map(report::printable)
+                .unwrap_or_default()
         );
     }
 }
@@ -344,9 +347,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let errors = m.units.iter().any(|u| u.status == Status::Error);
     if shard.count > 1 {
-        let path = args
-            .out
-            .join(format!("matrix-shard-{}-of-{}.json", shard.index, shard.count));
+        let path = args.out.join(format!(
+            "matrix-shard-{}-of-{}.json",
+            shard.index, shard.count
+        ));
         let json = serde_json::to_string_pretty(&m).expect("matrix serialises") + "\n";
         matrix::write_atomic(&path, &json)
             .map_err(|e| BadInput(format!("{}: cannot write: {e}", path.display())))?;
@@ -446,7 +450,10 @@ mod tests {
     #[test]
     fn slugs_are_flat_file_names() {
         assert_eq!(super::slug("pair/a/b"), "pair~a~b");
-        assert_eq!(super::slug("certify/producer/:x:y.so"), "certify~producer~:x:y.so");
+        assert_eq!(
+            super::slug("certify/producer/:x:y.so"),
+            "certify~producer~:x:y.so"
+        );
         assert_eq!(super::slug("pair/<s>/c d"), "pair~_s_~c_d");
     }
 }

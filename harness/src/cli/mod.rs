@@ -74,26 +74,133 @@ const PYCAPSULE_ADAPTER: &str = "embedded Python: the adapter turns the IPC byte
     (consumer: wraps the harness's structures in PyCapsules for the library's importer, and \
     writes what the library read back as IPC with pyarrow)";
 
+const ARROW_CPP_ADAPTER: &str = "every exported and imported byte is Arrow C++'s \
+    (ExportDeviceRecordBatch, ExportAsyncRecordBatchReader, CreateAsyncDeviceStreamHandler, ...); \
+    the consumer adapter interposes on the async handler's release member (it calls Arrow C++'s \
+    own release first) to learn when the exchange ended, and reports Arrow C++'s refusal of a \
+    record batch with a non-zero top-level offset as ENOSYS (a documented limitation)";
+const NANOARROW_ADAPTER: &str = "nanoarrow's IPC reader builds and exports the data (device \
+    arrays through ArrowDeviceArrayInit, device streams through ArrowDeviceBasicArrayStreamInit); \
+    a slice is the adapter setting offset and length on the root struct array nanoarrow exported; \
+    the consumer imports with nanoarrow and copies what it read into a fresh array for \
+    nanoarrow's IPC writer";
+
 /// The bundled plugins (short name, role, library file, where it is built).
 pub const BUNDLED: &[Bundled] = &[
-    bundled("reference", "producer", "libarrowcert_producer_reference.so", Place::Workspace, ""),
-    bundled("reference", "consumer", "libarrowcert_consumer_reference.so", Place::Workspace, ""),
+    bundled(
+        "reference",
+        "producer",
+        "libarrowcert_producer_reference.so",
+        Place::Workspace,
+        "",
+    ),
+    bundled(
+        "reference",
+        "consumer",
+        "libarrowcert_consumer_reference.so",
+        Place::Workspace,
+        "",
+    ),
     // CUDA only (CUDA, CUDA_HOST, CUDA_MANAGED): `just gpu`.
-    bundled("cuda-reference", "producer", "libarrowcert_producer_cuda_reference.so", Place::Workspace, ""),
-    bundled("cuda-reference", "consumer", "libarrowcert_consumer_cuda_reference.so", Place::Workspace, ""),
+    bundled(
+        "cuda-reference",
+        "producer",
+        "libarrowcert_producer_cuda_reference.so",
+        Place::Workspace,
+        "",
+    ),
+    bundled(
+        "cuda-reference",
+        "consumer",
+        "libarrowcert_consumer_cuda_reference.so",
+        Place::Workspace,
+        "",
+    ),
     // Real libraries (issue 8): the compatibility matrix's rows and columns.
-    bundled("arrow-rs", "producer", "libarrowcert_producer_arrow_rs.so", Place::Workspace, ARROW_RS_ADAPTER),
-    bundled("arrow-rs", "consumer", "libarrowcert_consumer_arrow_rs.so", Place::Workspace, ARROW_RS_ADAPTER),
-    bundled("arrow-cpp", "producer", "libarrowcert_producer_arrow_cpp.so", Place::Real, ""),
-    bundled("arrow-cpp", "consumer", "libarrowcert_consumer_arrow_cpp.so", Place::Real, ""),
-    bundled("nanoarrow", "producer", "libarrowcert_producer_nanoarrow.so", Place::Real, ""),
-    bundled("nanoarrow", "consumer", "libarrowcert_consumer_nanoarrow.so", Place::Real, ""),
-    bundled("pyarrow", "producer", "libarrowcert_pycapsule_pyarrow.so", Place::Real, PYCAPSULE_ADAPTER),
-    bundled("pyarrow", "consumer", "libarrowcert_pycapsule_pyarrow.so", Place::Real, PYCAPSULE_ADAPTER),
-    bundled("polars", "producer", "libarrowcert_pycapsule_polars.so", Place::Real, PYCAPSULE_ADAPTER),
-    bundled("polars", "consumer", "libarrowcert_pycapsule_polars.so", Place::Real, PYCAPSULE_ADAPTER),
-    bundled("duckdb", "producer", "libarrowcert_pycapsule_duckdb.so", Place::Real, PYCAPSULE_ADAPTER),
-    bundled("duckdb", "consumer", "libarrowcert_pycapsule_duckdb.so", Place::Real, PYCAPSULE_ADAPTER),
+    bundled(
+        "arrow-rs",
+        "producer",
+        "libarrowcert_producer_arrow_rs.so",
+        Place::Workspace,
+        ARROW_RS_ADAPTER,
+    ),
+    bundled(
+        "arrow-rs",
+        "consumer",
+        "libarrowcert_consumer_arrow_rs.so",
+        Place::Workspace,
+        ARROW_RS_ADAPTER,
+    ),
+    bundled(
+        "arrow-cpp",
+        "producer",
+        "libarrowcert_producer_arrow_cpp.so",
+        Place::Real,
+        ARROW_CPP_ADAPTER,
+    ),
+    bundled(
+        "arrow-cpp",
+        "consumer",
+        "libarrowcert_consumer_arrow_cpp.so",
+        Place::Real,
+        ARROW_CPP_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow",
+        "producer",
+        "libarrowcert_producer_nanoarrow.so",
+        Place::Real,
+        NANOARROW_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow",
+        "consumer",
+        "libarrowcert_consumer_nanoarrow.so",
+        Place::Real,
+        NANOARROW_ADAPTER,
+    ),
+    bundled(
+        "pyarrow",
+        "producer",
+        "libarrowcert_pycapsule_pyarrow.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "pyarrow",
+        "consumer",
+        "libarrowcert_pycapsule_pyarrow.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "polars",
+        "producer",
+        "libarrowcert_pycapsule_polars.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "polars",
+        "consumer",
+        "libarrowcert_pycapsule_polars.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "duckdb",
+        "producer",
+        "libarrowcert_pycapsule_duckdb.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "duckdb",
+        "consumer",
+        "libarrowcert_pycapsule_duckdb.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
 ];
 
 /// The bundled plugin called `name` in `role`, if any.
@@ -143,8 +250,12 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
     let path = entry.location();
     if !path.exists() {
         let how = match entry.place {
-            Place::Workspace => "build it with `cargo build --workspace` (same profile as arrowcert)",
-            Place::Real => "build the real-library adapters with `just real` (scripts/real/build.sh)",
+            Place::Workspace => {
+                "build it with `cargo build --workspace` (same profile as arrowcert)"
+            }
+            Place::Real => {
+                "build the real-library adapters with `just real` (scripts/real/build.sh)"
+            }
         };
         return Err(BadInput(format!(
             "bundled {role} `{arg}` not found at {}: {how}",

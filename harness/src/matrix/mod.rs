@@ -60,7 +60,9 @@ pub struct Data {
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
 pub struct Shard {
     /// 1-based.
     pub index: u32,
@@ -269,7 +271,10 @@ pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec
                     "{} cases arrived different, {} crashed, {} hung",
                     s.failed, s.crashed, s.timed_out
                 )),
-                Status::Partial => Some(format!("{} cases failed cleanly (a call returned an error)", s.errors)),
+                Status::Partial => Some(format!(
+                    "{} cases failed cleanly (a call returned an error)",
+                    s.errors
+                )),
                 _ => None,
             };
             (status, message, Vec::new())
@@ -304,7 +309,11 @@ pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec
                 let mut parts = Vec::new();
                 if !failing.is_empty() {
                     let names: Vec<&str> = failing.iter().map(|r| r.rule.as_str()).collect();
-                    parts.push(format!("{} rules failed: {}", failing.len(), names.join(", ")));
+                    parts.push(format!(
+                        "{} rules failed: {}",
+                        failing.len(),
+                        names.join(", ")
+                    ));
                 }
                 if hung > 0 {
                     parts.push(format!("{} cases crashed, {} hung", s.crashed, s.timed_out));
@@ -497,7 +506,10 @@ mod tests {
                         }
                     }
                 }
-                assert!(owners.iter().all(|&o| o == 1), "{count} shards, {len} units");
+                assert!(
+                    owners.iter().all(|&o| o == 1),
+                    "{count} shards, {len} units"
+                );
             }
         }
     }

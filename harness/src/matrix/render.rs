@@ -205,7 +205,10 @@ pub fn markdown(m: &Matrix) -> String {
     }
 
     let _ = writeln!(o, "\n## Single-sided certification\n");
-    let _ = writeln!(o, "| library | role | implementation | verdict | cases | failing rules |");
+    let _ = writeln!(
+        o,
+        "| library | role | implementation | verdict | cases | failing rules |"
+    );
     let _ = writeln!(o, "|---|---|---|---|---|---|");
     for u in m.units.iter().filter(|u| u.kind != UnitKind::Pair) {
         let (role, arg) = role_arg(u);
@@ -231,7 +234,11 @@ pub fn markdown(m: &Matrix) -> String {
         );
     }
 
-    let notes: Vec<_> = m.libraries.iter().filter(|l| !l.adapter.is_empty()).collect();
+    let notes: Vec<_> = m
+        .libraries
+        .iter()
+        .filter(|l| !l.adapter.is_empty())
+        .collect();
     if !notes.is_empty() {
         let _ = writeln!(o, "\n## What the adapters write\n");
         let mut seen = Vec::new();
@@ -362,7 +369,10 @@ pub fn page(m: &Matrix) -> String {
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
          <title>arrowcert compatibility matrix</title><style>{CSS}</style></head><body>\n"
     );
-    let _ = writeln!(o, "<h1>Arrow C interfaces compatibility matrix</h1>\n<ul class=\"meta\">");
+    let _ = writeln!(
+        o,
+        "<h1>Arrow C interfaces compatibility matrix</h1>\n<ul class=\"meta\">"
+    );
     for line in header_lines(m) {
         let _ = writeln!(o, "<li>{}</li>", html(&line));
     }
@@ -374,7 +384,10 @@ pub fn page(m: &Matrix) -> String {
          <span class=\"error\">⚠ could not run</span> · <span class=\"na\">— no common interface path</span>. \
          Each cell lists passed/run cases per interface path.</p>"
     );
-    let _ = writeln!(o, "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>");
+    let _ = writeln!(
+        o,
+        "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>"
+    );
     for c in &m.consumers {
         let _ = write!(o, "<th>{}</th>", html(c));
     }
