@@ -47,6 +47,21 @@ gpu CASES="20":
         --cases {{CASES}} --seed 1 --report reports/gpu/cuda-reference.json
     bash scripts/gpu-mutants.sh target/release
 
+# Build the real-library adapters (Arrow C++, nanoarrow, pyarrow, polars,
+# duckdb) into target/real/lib/: installs the pinned libraries into a
+# project-local environment under target/real/ first (needs PyPI).
+real:
+    bash scripts/real/build.sh
+
+# The compatibility matrix over every bundled library (reference, arrow-rs,
+# Arrow C++, nanoarrow, pyarrow, polars, duckdb): each certified on its own,
+# then every producer -> consumer pair, over the gold files plus CASES
+# generated scenarios; writes reports/matrix.{json,md,html} and a
+# screenshot of the page (reports/matrix.png) when chromium is installed.
+matrix CASES="100" SEED="20261122" *ARGS: build real
+    target/debug/arrowcert matrix --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --out reports {{ARGS}}
+    bash scripts/screenshot.sh reports/matrix.html reports/matrix.png
+
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build
     target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}

@@ -14,6 +14,7 @@ pub mod device;
 pub mod export;
 pub mod gen;
 pub mod inspect;
+pub mod matrix;
 pub mod plugin;
 pub mod report;
 pub mod roundtrip;

@@ -44,6 +44,13 @@ enum Command {
         /// integration gold files; without it, the built-in scenarios.
         #[arg(long)]
         gold: Option<PathBuf>,
+        /// Generated scenarios to add (drawn with --seed); 0 for none.
+        #[arg(long, default_value_t = 0)]
+        cases: u64,
+        /// The seed generated scenarios are drawn with (default: a fresh
+        /// one, kept in the report).
+        #[arg(long)]
+        seed: Option<u64>,
         /// Where to write the JSON report (default: reports/roundtrip-<time>.json).
         #[arg(long)]
         report: Option<PathBuf>,
@@ -116,6 +123,59 @@ enum Command {
     },
     /// Print the JSON Schema of reports.
     ReportSchema,
+    /// The producer x consumer compatibility matrix: certify every
+    /// library on its own, then send the data of every producer through
+    /// the harness into every consumer; writes matrix.json, matrix.md and a
+    /// self-contained matrix.html (with --shard, a shard file to merge).
+    Matrix {
+        /// Producers (bundled names or paths, comma-separated or repeated).
+        /// Default: every bundled library that is built.
+        #[arg(long, value_delimiter = ',')]
+        producers: Vec<String>,
+        /// Consumers, likewise.
+        #[arg(long, value_delimiter = ',')]
+        consumers: Vec<String>,
+        /// Also run over these Arrow IPC stream files (certification adds
+        /// them to the built-in scenarios; pairs use them instead).
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// Generated scenarios per unit.
+        #[arg(long, default_value_t = 100)]
+        cases: u64,
+        /// The seed of generated scenarios (default: a fresh one). Shards
+        /// of one matrix must share it.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Output directory.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        /// Run only shard I of N of the units (round robin); writes
+        /// matrix-shard-I-of-N.json for `arrowcert merge`.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Worker processes per unit (default: one per core).
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
+        /// A case with no result after this long is a timeout.
+        #[arg(long, default_value_t = 60_000)]
+        case_timeout_ms: u64,
+        /// Candidates tried when shrinking a certification failure.
+        #[arg(long, default_value_t = 200)]
+        shrink_candidates: u64,
+        /// Print the units this run (or shard) would run, and exit.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Combine `arrowcert matrix --shard` files (or directories holding
+    /// them) into matrix.json, matrix.md and matrix.html.
+    Merge {
+        /// Shard files or directories.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+    },
     /// Check a C header's Arrow structs and constants against arrowcert's
     /// (size, alignment and offset of every field), with the C compiler.
     AbiCheck {
@@ -256,6 +316,9 @@ enum Command {
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
+        if arrowcert::sdk::ipc::panics_expected() {
+            return;
+        }
         eprintln!("arrowcert: internal error (a bug in arrowcert, please report it): {info}");
     }));
     let cli = match Cli::try_parse() {
@@ -316,6 +379,8 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             producer,
             consumer,
             gold,
+            cases,
+            seed,
             report,
             filters,
             exact,
@@ -334,6 +399,8 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             producer_arg: producer,
             consumer_arg: consumer,
             gold,
+            cases,
+            seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
             report,
             filter: Filter {
                 patterns: filters,
@@ -353,6 +420,60 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             max_memory_mb,
             resume,
         }),
+        Command::Matrix {
+            producers,
+            consumers,
+            gold,
+            cases,
+            seed,
+            out,
+            shard,
+            jobs,
+            case_timeout_ms,
+            shrink_candidates,
+            list,
+        } => {
+            let defaulted = producers.is_empty() && consumers.is_empty();
+            let (producers, consumers) = if defaulted {
+                let (p, p_absent) = cli::matrix::default_libraries("producer");
+                let (c, c_absent) = cli::matrix::default_libraries("consumer");
+                let mut absent = p_absent;
+                for a in c_absent {
+                    if !absent.contains(&a) {
+                        absent.push(a);
+                    }
+                }
+                if !absent.is_empty() {
+                    println!("not built, left out: {}", absent.join(", "));
+                }
+                (p, c)
+            } else {
+                (producers, consumers)
+            };
+            let shard = shard
+                .map(|s| arrowcert::matrix::Shard::parse(&s))
+                .transpose()
+                .map_err(BadInput)?;
+            if shard.is_some_and(|s| s.count > 1) && seed.is_none() && cases > 0 {
+                return Err(BadInput(
+                    "--shard with generated cases needs --seed (every shard must draw the same scenarios)".into(),
+                ));
+            }
+            cli::matrix::run(cli::matrix::Args {
+                producers,
+                consumers,
+                gold,
+                cases,
+                seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
+                out,
+                shard,
+                jobs,
+                case_timeout_ms,
+                shrink_candidates,
+                list,
+            })
+        }
+        Command::Merge { inputs, out } => cli::matrix::merge(&inputs, &out),
         Command::Worker {
             socket,
             mode,

@@ -109,8 +109,54 @@ pub unsafe fn import_batch(
     let ffi_array = unsafe { array_into_arrow_rs(array) };
     let arrow_schema = Schema::try_from(&ffi_schema)?;
     // SAFETY: the caller vouches that array and schema match and are valid.
-    let data = unsafe { from_ffi(ffi_array, &ffi_schema) }?;
+    let data = repair_empty_bytes(unsafe { from_ffi(ffi_array, &ffi_schema) }?);
     batch_from_struct(Arc::new(arrow_schema), StructArray::from(data))
+}
+
+/// Works around arrow-rs 60.1.0's import of zero-length variable-size
+/// binary arrays (Utf8, LargeUtf8, Binary, LargeBinary) at offset 0: its
+/// `buffer_len` takes the values buffer as empty ("the single offset ...
+/// can be an arbitrary value") but keeps the offsets buffer, whose one
+/// offset may be anything ("*Generally* the first slot in the offsets
+/// array is 0", Columnar.rst). The imported `ArrayData` then points past
+/// its values, and copying or validating it fails or panics. Every such
+/// array is replaced by an empty array of its type: the same (no) values,
+/// so what the harness reads is what the producer exported. Without this,
+/// a producer exporting a valid empty slice would be charged with a
+/// harness crash (seen with arrow-rs's own exporter).
+pub fn repair_empty_bytes(data: arrow_data::ArrayData) -> arrow_data::ArrayData {
+    repaired(&data).unwrap_or(data)
+}
+
+fn repaired(data: &arrow_data::ArrayData) -> Option<arrow_data::ArrayData> {
+    use arrow_schema::DataType;
+    match data.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => {
+            (data.is_empty() && data.offset() == 0)
+                .then(|| arrow_data::ArrayData::new_empty(data.data_type()))
+        }
+        _ => {
+            let replaced: Vec<Option<arrow_data::ArrayData>> =
+                data.child_data().iter().map(repaired).collect();
+            if replaced.iter().all(Option::is_none) {
+                return None;
+            }
+            let children = replaced
+                .into_iter()
+                .zip(data.child_data())
+                .map(|(new, old)| new.unwrap_or_else(|| old.clone()))
+                .collect();
+            // SAFETY: only zero-length, zero-offset byte arrays were
+            // replaced, by arrays of the same type, length (0) and offset
+            // (0); nothing the parent's layout depends on changed.
+            Some(unsafe {
+                data.clone()
+                    .into_builder()
+                    .child_data(children)
+                    .build_unchecked()
+            })
+        }
+    }
 }
 
 /// A record batch from a struct array and the schema it was described with

@@ -697,9 +697,12 @@ fn shrink_schedules(
             continue;
         };
         let scenario = &scenarios[spec.scenario];
+        // The scenario may be a gold one: workers rebuild it from the
+        // directory (a regression: `--gold` was lost here, and a gold
+        // scenario's async failure ended the run with bad input).
         let only = Sources {
             builtin: false,
-            gold: None,
+            gold: sources.gold.clone(),
             generated: 0,
             seed: sources.seed,
             only: Some(vec![scenario.name.clone()]),

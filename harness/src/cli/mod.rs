@@ -5,6 +5,7 @@
 
 pub mod certify;
 pub mod inspect;
+pub mod matrix;
 pub mod progress;
 pub mod roundtrip;
 
@@ -26,63 +27,238 @@ impl std::fmt::Display for BadInput {
     }
 }
 
-/// The bundled plugins, built by `cargo build --workspace` next to the
-/// `arrowcert` binary.
-pub const BUNDLED: &[(&str, &str, &str)] = &[
-    // (short name, role, library file)
-    (
+/// Where a bundled plugin's library is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// By `cargo build --workspace`, beside the `arrowcert` binary.
+    Workspace,
+    /// By `just real` (`scripts/real/build.sh`) into `target/real/lib/`:
+    /// the adapters over real libraries installed by `scripts/real/setup.sh`.
+    Real,
+}
+
+/// A bundled plugin: a short name usable wherever a plugin path is.
+#[derive(Debug, Clone, Copy)]
+pub struct Bundled {
+    pub name: &'static str,
+    pub role: &'static str,
+    pub file: &'static str,
+    pub place: Place,
+    /// What the adapter (not the library) writes or decides, quoted in
+    /// matrix reports; empty for the project's own plugins.
+    pub adapter: &'static str,
+}
+
+const fn bundled(
+    name: &'static str,
+    role: &'static str,
+    file: &'static str,
+    place: Place,
+    adapter: &'static str,
+) -> Bundled {
+    Bundled {
+        name,
+        role,
+        file,
+        place,
+        adapter,
+    }
+}
+
+const ARROW_RS_ADAPTER: &str = "arrow-rs has no device structures: the adapter writes the \
+    ArrowDeviceArray around arrow-rs's ArrowArray (device_type, device_id, sync_event, reserved) \
+    and the ArrowDeviceArrayStream around arrow-rs's ArrowArrayStream (its callbacks and \
+    private_data); every ArrowSchema, ArrowArray and ArrowArrayStream byte is arrow-rs's";
+const PYCAPSULE_ADAPTER: &str = "embedded Python: the adapter turns the IPC bytes into the \
+    library's own object and moves the structures out of the library's PyCapsules unchanged \
+    (consumer: wraps the harness's structures in PyCapsules for the library's importer, and \
+    writes what the library read back as IPC with pyarrow)";
+
+const ARROW_CPP_ADAPTER: &str = "every exported and imported byte is Arrow C++'s \
+    (ExportDeviceRecordBatch, ExportAsyncRecordBatchReader, CreateAsyncDeviceStreamHandler, ...); \
+    the consumer adapter interposes on the async handler's release member (it calls Arrow C++'s \
+    own release first) to learn when the exchange ended, and reports Arrow C++'s refusal of a \
+    record batch with a non-zero top-level offset as ENOSYS (a documented limitation)";
+const NANOARROW_ADAPTER: &str = "nanoarrow's IPC reader builds and exports the data (device \
+    arrays through ArrowDeviceArrayInit, device streams through ArrowDeviceBasicArrayStreamInit); \
+    a slice is the adapter setting offset and length on the root struct array nanoarrow exported; \
+    the consumer imports with nanoarrow and copies what it read into a fresh array for \
+    nanoarrow's IPC writer";
+
+/// The bundled plugins (short name, role, library file, where it is built).
+pub const BUNDLED: &[Bundled] = &[
+    bundled(
         "reference",
         "producer",
         "libarrowcert_producer_reference.so",
+        Place::Workspace,
+        "",
     ),
-    (
+    bundled(
         "reference",
         "consumer",
         "libarrowcert_consumer_reference.so",
+        Place::Workspace,
+        "",
     ),
     // CUDA only (CUDA, CUDA_HOST, CUDA_MANAGED): `just gpu`.
-    (
+    bundled(
         "cuda-reference",
         "producer",
         "libarrowcert_producer_cuda_reference.so",
+        Place::Workspace,
+        "",
     ),
-    (
+    bundled(
         "cuda-reference",
         "consumer",
         "libarrowcert_consumer_cuda_reference.so",
+        Place::Workspace,
+        "",
+    ),
+    // Real libraries (issue 8): the compatibility matrix's rows and columns.
+    bundled(
+        "arrow-rs",
+        "producer",
+        "libarrowcert_producer_arrow_rs.so",
+        Place::Workspace,
+        ARROW_RS_ADAPTER,
+    ),
+    bundled(
+        "arrow-rs",
+        "consumer",
+        "libarrowcert_consumer_arrow_rs.so",
+        Place::Workspace,
+        ARROW_RS_ADAPTER,
+    ),
+    bundled(
+        "arrow-cpp",
+        "producer",
+        "libarrowcert_producer_arrow_cpp.so",
+        Place::Real,
+        ARROW_CPP_ADAPTER,
+    ),
+    bundled(
+        "arrow-cpp",
+        "consumer",
+        "libarrowcert_consumer_arrow_cpp.so",
+        Place::Real,
+        ARROW_CPP_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow",
+        "producer",
+        "libarrowcert_producer_nanoarrow.so",
+        Place::Real,
+        NANOARROW_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow",
+        "consumer",
+        "libarrowcert_consumer_nanoarrow.so",
+        Place::Real,
+        NANOARROW_ADAPTER,
+    ),
+    bundled(
+        "pyarrow",
+        "producer",
+        "libarrowcert_pycapsule_pyarrow.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "pyarrow",
+        "consumer",
+        "libarrowcert_pycapsule_pyarrow.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "polars",
+        "producer",
+        "libarrowcert_pycapsule_polars.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "polars",
+        "consumer",
+        "libarrowcert_pycapsule_polars.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "duckdb",
+        "producer",
+        "libarrowcert_pycapsule_duckdb.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
+    ),
+    bundled(
+        "duckdb",
+        "consumer",
+        "libarrowcert_pycapsule_duckdb.so",
+        Place::Real,
+        PYCAPSULE_ADAPTER,
     ),
 ];
 
+/// The bundled plugin called `name` in `role`, if any.
+pub fn bundled_plugin(name: &str, role: &str) -> Option<&'static Bundled> {
+    BUNDLED.iter().find(|b| b.name == name && b.role == role)
+}
+
+impl Bundled {
+    /// Where this plugin's library is expected: beside the running
+    /// executable, or `target/real/lib/` for real-library adapters (found
+    /// from the executable's directory, `target/<profile>/`).
+    pub fn location(&self) -> PathBuf {
+        let dir = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_default();
+        match self.place {
+            Place::Workspace => dir.join(self.file),
+            Place::Real => {
+                let real = std::env::var_os("ARROWCERT_REAL_LIB")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| dir.join("..").join("real").join("lib"));
+                real.join(self.file)
+            }
+        }
+    }
+}
+
 /// Resolves a plugin argument: a path, or the short name of a bundled
-/// plugin (`reference`) found beside the running executable.
+/// plugin (`reference`, `arrow-cpp`, ...) found where it is built.
 pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
     let looks_like_path = arg.contains('/') || arg.ends_with(".so") || Path::new(arg).exists();
     if looks_like_path {
         return Ok(PathBuf::from(arg));
     }
-    let file = BUNDLED
-        .iter()
-        .find(|(name, r, _)| *name == arg && *r == role)
-        .map(|(_, _, file)| *file)
-        .ok_or_else(|| {
-            let names: Vec<&str> = BUNDLED
-                .iter()
-                .filter(|(_, r, _)| *r == role)
-                .map(|(n, _, _)| *n)
-                .collect();
-            BadInput(format!(
-                "{arg}: no such file, and not a bundled {role} (bundled: {})",
-                names.join(", ")
-            ))
-        })?;
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_default();
-    let path = dir.join(file);
+    let entry = bundled_plugin(arg, role).ok_or_else(|| {
+        let names: Vec<&str> = BUNDLED
+            .iter()
+            .filter(|b| b.role == role)
+            .map(|b| b.name)
+            .collect();
+        BadInput(format!(
+            "{arg}: no such file, and not a bundled {role} (bundled: {})",
+            names.join(", ")
+        ))
+    })?;
+    let path = entry.location();
     if !path.exists() {
+        let how = match entry.place {
+            Place::Workspace => {
+                "build it with `cargo build --workspace` (same profile as arrowcert)"
+            }
+            Place::Real => {
+                "build the real-library adapters with `just real` (scripts/real/build.sh)"
+            }
+        };
         return Err(BadInput(format!(
-            "bundled {role} `{arg}` not found at {}: build it with `cargo build --workspace` (same profile as arrowcert)",
+            "bundled {role} `{arg}` not found at {}: {how}",
             path.display()
         )));
     }

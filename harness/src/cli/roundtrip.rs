@@ -17,6 +17,9 @@ pub struct Args {
     pub producer_arg: String,
     pub consumer_arg: String,
     pub gold: Option<PathBuf>,
+    /// Generated scenarios to add (0: none), drawn with `seed`.
+    pub cases: u64,
+    pub seed: u64,
     pub report: Option<PathBuf>,
     pub filter: Filter,
     pub list: bool,
@@ -181,13 +184,15 @@ pub(super) fn shell_word(s: &str) -> String {
 
 /// Runs the command; returns the exit code.
 pub fn run(args: Args) -> Result<i32, BadInput> {
-    let (scenarios, data): (Vec<Scenario>, String) = match &args.gold {
-        Some(dir) => (
-            scenario::gold_dir(dir).map_err(BadInput)?,
-            dir.display().to_string(),
-        ),
-        None => (scenario::builtin(), "built-in".into()),
+    // Built-in scenarios, or the gold files in their place; plus any
+    // generated ones.
+    let sources = scenario::Sources {
+        generated: args.cases,
+        seed: args.seed,
+        ..scenario::Sources::builtin_or_gold(args.gold.clone())
     };
+    let scenarios: Vec<Scenario> = sources.load().map_err(BadInput)?;
+    let data = sources.describe();
 
     let mut replay = format!(
         "arrowcert roundtrip --producer {} --consumer {}",
@@ -199,6 +204,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             " --gold {}",
             shell_word(&dir.display().to_string())
         ));
+    }
+    if args.cases > 0 {
+        replay.push_str(&format!(" --cases {} --seed {}", args.cases, args.seed));
     }
     replay.push_str(" --exact");
     let opts = Options {
@@ -269,7 +277,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             cases: kept,
             summary: Summary::default(),
             rules: Vec::new(),
-            seed: None,
+            seed: (args.cases > 0).then_some(args.seed),
             shrunk: Vec::new(),
         },
         path: path.clone(),
@@ -328,7 +336,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             mode: run::worker::Mode::Roundtrip,
             producer: Some(args.producer.clone()),
             consumer: Some(args.consumer.clone()),
-            sources: scenario::Sources::builtin_or_gold(args.gold.clone()),
+            sources: sources.clone(),
             options: opts.clone(),
             limits: run::proc::Limits::worker(args.max_memory_mb),
             cpu_seconds: None,

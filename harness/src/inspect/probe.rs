@@ -132,7 +132,9 @@ pub fn read_array(schema: &ArrowSchema, array: &ArrowArray) -> Result<ArrayRef, 
     // SAFETY: validated against this schema (caller); the buffers stay
     // valid while `array` is live, which the caller keeps it.
     let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
-    Ok(arrow_array::make_array(data))
+    Ok(arrow_array::make_array(
+        crate::abi::arrow_rs::repair_empty_bytes(data),
+    ))
 }
 
 /// Imports a validated struct array as a record batch without taking the
@@ -159,7 +161,7 @@ pub fn import_batch(
     crate::run::breadcrumb::step("ArrowArray.release (by the arrow-rs import that took it over)");
     // SAFETY: the caller validated the array against this schema.
     let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
-    let root = StructArray::from(data);
+    let root = StructArray::from(crate::abi::arrow_rs::repair_empty_bytes(data));
     crate::abi::arrow_rs::batch_from_struct(std::sync::Arc::new(arrow_schema), root)
         .map_err(|e| e.to_string())
 }

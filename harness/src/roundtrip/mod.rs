@@ -332,9 +332,15 @@ fn expected(scenario: &Scenario, spec: &CaseSpec) -> (arrow_schema::SchemaRef, V
     )
 }
 
+/// A failed call: not exported, or ENOSYS (the plugin declines this data or
+/// path, as the contract says it does for what it cannot honour), is a
+/// skip, as in certification; any other errno is an error.
 fn call_outcome(e: CallError) -> Outcome {
     match e {
         CallError::Missing(_) => Outcome::Skip(e.to_string()),
+        CallError::Failed {
+            code: libc::ENOSYS, ..
+        } => Outcome::Skip(format!("not supported: {e}")),
         CallError::Failed { .. } => Outcome::Error(e.to_string()),
     }
 }

@@ -1,0 +1,459 @@
+//! `arrowcert matrix` and `arrowcert merge`.
+//!
+//! The matrix runs each unit of [`crate::matrix::plan`] as a child
+//! `arrowcert certify` or `arrowcert roundtrip` process (the same binary),
+//! with its own JSON report under `OUT/runs/` and its output in a log
+//! beside it, so one library's crash or hang is contained like any run's,
+//! and every unit can be rerun alone with the command the matrix records.
+//! Then it writes `matrix.json`, `matrix.md` and `matrix.html` into OUT;
+//! a `--shard I/N` run writes `matrix-shard-I-of-N.json` only, and
+//! `arrowcert merge` combines shard files into the three outputs.
+
+#![forbid(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+use crate::matrix::{self, render, Data, Library, Matrix, Planned, Shard, Status, Unit, UnitKind};
+use crate::report::{self, Summary};
+
+use super::{BadInput, Place, BUNDLED, EXIT_FAILURES};
+
+pub struct Args {
+    pub producers: Vec<String>,
+    pub consumers: Vec<String>,
+    pub gold: Option<PathBuf>,
+    pub cases: u64,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub shard: Option<Shard>,
+    /// Worker processes per unit (`None`: the children's default).
+    pub jobs: Option<usize>,
+    pub case_timeout_ms: u64,
+    /// Candidates tried when shrinking a certification failure.
+    pub shrink_candidates: u64,
+    /// Print the plan and exit.
+    pub list: bool,
+}
+
+/// The libraries a matrix covers by default: every bundled plugin of the
+/// role except CUDA-only ones, left out (with a note) when not built.
+pub fn default_libraries(role: &str) -> (Vec<String>, Vec<String>) {
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    for b in BUNDLED.iter().filter(|b| b.role == role) {
+        if b.name.starts_with("cuda-") {
+            continue;
+        }
+        if b.location().exists() {
+            present.push(b.name.to_string());
+        } else {
+            absent.push(format!(
+                "{} ({})",
+                b.name,
+                match b.place {
+                    Place::Workspace => "cargo build --workspace",
+                    Place::Real => "just real",
+                }
+            ));
+        }
+    }
+    (present, absent)
+}
+
+fn adapter_note(arg: &str, role: &str) -> String {
+    super::bundled_plugin(arg, role)
+        .map(|b| b.adapter.to_string())
+        .unwrap_or_default()
+}
+
+/// The file a unit's report and log are named after.
+fn slug(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            '/' => '~',
+            c if c.is_ascii_alphanumeric() || "-_.:+".contains(c) => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+fn shell_word(s: &str) -> String {
+    super::roundtrip::shell_word(s)
+}
+
+/// The child command line of a unit (after the executable).
+fn unit_args(args: &Args, unit: &Planned, report: &Path) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    match unit.kind {
+        UnitKind::CertifyProducer | UnitKind::CertifyConsumer => {
+            v.push("certify".into());
+            if let Some(p) = &unit.producer {
+                v.extend(["--producer".into(), p.clone()]);
+            }
+            if let Some(c) = &unit.consumer {
+                v.extend(["--consumer".into(), c.clone()]);
+            }
+            v.extend([
+                "--shrink-candidates".into(),
+                args.shrink_candidates.to_string(),
+            ]);
+        }
+        UnitKind::Pair => {
+            v.push("roundtrip".into());
+            v.extend([
+                "--producer".into(),
+                unit.producer.clone().unwrap_or_default(),
+                "--consumer".into(),
+                unit.consumer.clone().unwrap_or_default(),
+            ]);
+        }
+    }
+    if let Some(g) = &args.gold {
+        v.extend(["--gold".into(), g.display().to_string()]);
+    }
+    v.extend([
+        "--cases".into(),
+        args.cases.to_string(),
+        "--seed".into(),
+        args.seed.to_string(),
+        "--case-timeout-ms".into(),
+        args.case_timeout_ms.to_string(),
+    ]);
+    if let Some(j) = args.jobs {
+        v.extend(["--jobs".into(), j.to_string()]);
+    }
+    v.extend(["--report".into(), report.display().to_string()]);
+    v
+}
+
+/// The last non-empty line of a log (a child's bad-input message).
+fn last_line(log: &Path) -> String {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| report::bounded(l.trim(), 2000))
+        .unwrap_or_else(|| "no output".into())
+}
+
+fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
+    let started = Instant::now();
+    let name = slug(&planned.id);
+    let report_rel = PathBuf::from("runs").join(format!("{name}.json"));
+    let report_path = args.out.join(&report_rel);
+    let log = args.out.join("runs").join(format!("{name}.log"));
+    let child_args = unit_args(args, planned, &report_path);
+    let command = std::iter::once("arrowcert".to_string())
+        .chain(child_args.iter().map(|a| shell_word(a)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut unit = Unit {
+        id: planned.id.clone(),
+        kind: planned.kind,
+        producer: planned.producer.clone(),
+        consumer: planned.consumer.clone(),
+        status: Status::Error,
+        message: None,
+        summary: Summary::default(),
+        paths: Default::default(),
+        failing_rules: Vec::new(),
+        failing_cases: Vec::new(),
+        plugins: Vec::new(),
+        report: None,
+        command,
+        duration_ms: 0,
+    };
+    let _ = std::fs::remove_file(&report_path);
+    let outcome = std::fs::File::create(&log).and_then(|f| {
+        let err = f.try_clone()?;
+        Command::new(exe)
+            .args(&child_args)
+            .stdin(Stdio::null())
+            .stdout(f)
+            .stderr(err)
+            .status()
+    });
+    unit.duration_ms = started.elapsed().as_millis() as u64;
+    let status = match outcome {
+        Ok(s) => s,
+        Err(e) => {
+            unit.message = Some(format!("cannot run arrowcert: {e}"));
+            return unit;
+        }
+    };
+    if status.code() == Some(super::EXIT_BAD_INPUT) || !report_path.exists() {
+        unit.message = Some(last_line(&log));
+        return unit;
+    }
+    let run = match report::read(&report_path) {
+        Ok(r) => r,
+        Err(e) => {
+            unit.message = Some(e);
+            return unit;
+        }
+    };
+    let (status, message, failing_rules) = matrix::judge(planned, &run);
+    unit.status = if run.complete { status } else { Status::Error };
+    unit.message = if run.complete {
+        message
+    } else {
+        Some(format!(
+            "the run did not finish ({}); see {}",
+            run.interrupted.as_deref().unwrap_or("incomplete report"),
+            log.display()
+        ))
+    };
+    unit.summary = run.summary.clone();
+    unit.paths = matrix::per_path(&run);
+    unit.failing_rules = failing_rules;
+    unit.failing_cases = matrix::failing_cases(&run);
+    unit.plugins = run.plugins.clone();
+    unit.report = Some(report_rel.display().to_string());
+    unit
+}
+
+fn libraries(args: &Args) -> Vec<Library> {
+    let mut libs = Vec::new();
+    for (role, list) in [("producer", &args.producers), ("consumer", &args.consumers)] {
+        for arg in list {
+            libs.push(Library {
+                arg: arg.clone(),
+                role: role.into(),
+                adapter: adapter_note(arg, role),
+            });
+        }
+    }
+    libs
+}
+
+/// Writes matrix.json, matrix.md and matrix.html into `out`.
+fn write_outputs(m: &Matrix, out: &Path) -> Result<Vec<PathBuf>, BadInput> {
+    let json = serde_json::to_string_pretty(m).expect("matrix serialises") + "\n";
+    let files = [
+        (out.join("matrix.json"), json),
+        (out.join("matrix.md"), render::markdown(m)),
+        (out.join("matrix.html"), render::page(m)),
+    ];
+    for (path, text) in &files {
+        matrix::write_atomic(path, text)
+            .map_err(|e| BadInput(format!("{}: cannot write: {e}", path.display())))?;
+    }
+    Ok(files.into_iter().map(|(p, _)| p).collect())
+}
+
+fn summary_words(s: &Summary) -> String {
+    format!(
+        "{} cases: {} passed, {} failed, {} errors, {} skipped{}",
+        s.total,
+        s.passed,
+        s.failed,
+        s.errors,
+        s.skipped,
+        if s.crashed + s.timed_out > 0 {
+            format!(", {} crashed, {} hung", s.crashed, s.timed_out)
+        } else {
+            String::new()
+        }
+    )
+}
+
+fn print_table(m: &Matrix) {
+    for u in &m.units {
+        println!(
+            "  {:<60} {:<8} {}",
+            u.id,
+            u.status.word(),
+            u.message
+                .as_deref()
+                .map(report::printable)
+                .unwrap_or_default()
+        );
+    }
+}
+
+pub fn run(args: Args) -> Result<i32, BadInput> {
+    if args.producers.is_empty() && args.consumers.is_empty() {
+        return Err(BadInput(
+            "no libraries: name --producers and/or --consumers (or build the bundled ones)".into(),
+        ));
+    }
+    let plan = matrix::plan(&args.producers, &args.consumers);
+    let shard = args.shard.unwrap_or(Shard { index: 1, count: 1 });
+    let mine: Vec<&Planned> = plan
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shard.owns(*i))
+        .map(|(_, u)| u)
+        .collect();
+    if args.list {
+        for u in &mine {
+            println!("{}", u.id);
+        }
+        return Ok(0);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
+    std::fs::create_dir_all(args.out.join("runs"))
+        .map_err(|e| BadInput(format!("{}: {e}", args.out.display())))?;
+    println!(
+        "arrowcert matrix: {} producers x {} consumers, {} of {} units (shard {shard}), into {}",
+        args.producers.len(),
+        args.consumers.len(),
+        mine.len(),
+        plan.len(),
+        args.out.display()
+    );
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let mut units = Vec::new();
+    for (n, planned) in mine.iter().enumerate() {
+        let unit = run_unit(&exe, &args, planned);
+        println!(
+            "[{}/{}] {} ... {} ({}, {:.1} s){}",
+            n + 1,
+            mine.len(),
+            unit.id,
+            unit.status.word(),
+            summary_words(&unit.summary),
+            unit.duration_ms as f64 / 1000.0,
+            unit.message
+                .as_deref()
+                .map(|m| format!("\n      {}", report::printable(m)))
+                .unwrap_or_default()
+        );
+        units.push(unit);
+    }
+    let m = Matrix {
+        matrix_version: matrix::MATRIX_VERSION,
+        tool: Default::default(),
+        started_at: report::time::rfc3339(started),
+        finished_at: report::time::rfc3339(SystemTime::now()),
+        duration_ms: clock.elapsed().as_millis() as u64,
+        producers: args.producers.clone(),
+        consumers: args.consumers.clone(),
+        data: Data {
+            gold: args.gold.as_ref().map(|g| g.display().to_string()),
+            cases: args.cases,
+            seed: args.seed,
+        },
+        plan: plan.iter().map(|u| u.id.clone()).collect(),
+        shards: vec![shard],
+        libraries: libraries(&args),
+        complete: mine.len() == plan.len(),
+        units,
+    };
+    let errors = m.units.iter().any(|u| u.status == Status::Error);
+    if shard.count > 1 {
+        let path = args.out.join(format!(
+            "matrix-shard-{}-of-{}.json",
+            shard.index, shard.count
+        ));
+        let json = serde_json::to_string_pretty(&m).expect("matrix serialises") + "\n";
+        matrix::write_atomic(&path, &json)
+            .map_err(|e| BadInput(format!("{}: cannot write: {e}", path.display())))?;
+        println!(
+            "shard {shard} written: {} (combine the shards with `arrowcert merge`)",
+            path.display()
+        );
+    } else {
+        let files = write_outputs(&m, &args.out)?;
+        println!("summary:");
+        print_table(&m);
+        for f in files {
+            println!("wrote {}", f.display());
+        }
+    }
+    println!("took {:.1} s", m.duration_ms as f64 / 1000.0);
+    Ok(if errors { EXIT_FAILURES } else { 0 })
+}
+
+/// `arrowcert merge`: shard files (or directories holding them) into one
+/// matrix in `out`.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<i32, BadInput> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+                .map_err(|e| BadInput(format!("{}: {e}", input.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("matrix-shard-") && n.ends_with(".json"))
+                })
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(BadInput(format!(
+                    "{}: no matrix-shard-*.json files",
+                    input.display()
+                )));
+            }
+            files.extend(found);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    let mut parts = Vec::new();
+    for f in &files {
+        let mut m = matrix::read(f).map_err(BadInput)?;
+        // Unit reports are relative to the shard file; make them relative
+        // to the merged output where it contains them, absolute otherwise.
+        let dir = f.parent().unwrap_or(Path::new("."));
+        for u in &mut m.units {
+            if let Some(r) = &u.report {
+                u.report = Some(relative_to(&dir.join(r), out));
+            }
+        }
+        parts.push(m);
+    }
+    let merged = matrix::merge(parts).map_err(|e| BadInput(format!("cannot merge: {e}")))?;
+    let written = write_outputs(&merged, out)?;
+    println!(
+        "merged {} files ({} shards): {} of {} units",
+        files.len(),
+        merged.shards.len(),
+        merged.units.len(),
+        merged.plan.len()
+    );
+    print_table(&merged);
+    for f in written {
+        println!("wrote {}", f.display());
+    }
+    let missing = matrix::missing(&merged);
+    if !missing.is_empty() {
+        println!(
+            "INCOMPLETE: {} units missing (their shards were not given): {}",
+            missing.len(),
+            missing.join(", ")
+        );
+        return Ok(EXIT_FAILURES);
+    }
+    Ok(0)
+}
+
+/// `path` relative to `base` when `base` contains it, else absolute.
+fn relative_to(path: &Path, base: &Path) -> String {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (p, b) = (abs(path), abs(base));
+    match p.strip_prefix(&b) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => p.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slugs_are_flat_file_names() {
+        assert_eq!(super::slug("pair/a/b"), "pair~a~b");
+        assert_eq!(
+            super::slug("certify/producer/:x:y.so"),
+            "certify~producer~:x:y.so"
+        );
+        assert_eq!(super::slug("pair/<s>/c d"), "pair~_s_~c_d");
+    }
+}

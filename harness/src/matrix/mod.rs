@@ -1,0 +1,524 @@
+//! The producer x consumer compatibility matrix: the model of
+//! `matrix.json`, the plan of work units (each library's single-sided
+//! certification, then every producer -> consumer pair), deterministic
+//! sharding of that plan, turning a unit's run report into the unit's
+//! verdict, and merging shard files.
+//!
+//! Running the units is `cli::matrix`'s job (each unit is an `arrowcert
+//! certify` or `arrowcert roundtrip` child process with its own report);
+//! rendering `matrix.md` and `matrix.html` is [`render`]'s.
+
+#![forbid(unsafe_code)]
+
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::report::{PluginIdentity, Report, Summary, Tool, Verdict};
+
+/// Bumped when `matrix.json` changes incompatibly.
+pub const MATRIX_VERSION: u32 = 1;
+
+/// `matrix.json`: a whole matrix, one shard of it, or shards merged.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Matrix {
+    pub matrix_version: u32,
+    pub tool: Tool,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Wall time of the run (merged: the sum over shards).
+    pub duration_ms: u64,
+    /// Producer arguments (bundled names or paths), in plan order.
+    pub producers: Vec<String>,
+    /// Consumer arguments, in plan order.
+    pub consumers: Vec<String>,
+    pub data: Data,
+    /// Every unit ID of the whole plan, in order (every shard carries it,
+    /// so a merge can tell what is missing).
+    pub plan: Vec<String>,
+    /// The shards this file holds (`1/1` for an unsharded run).
+    pub shards: Vec<Shard>,
+    /// What the adapters of bundled libraries write themselves.
+    pub libraries: Vec<Library>,
+    /// The units this file ran (or merged), in plan order.
+    pub units: Vec<Unit>,
+    /// True when every unit of the plan is here.
+    pub complete: bool,
+}
+
+/// The data every unit runs over.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Data {
+    /// The gold directory, if any (certification adds it to the built-in
+    /// scenarios; pairs run over built-in, gold and generated scenarios).
+    pub gold: Option<String>,
+    /// Generated scenarios per unit.
+    pub cases: u64,
+    pub seed: u64,
+}
+
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord,
+)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parses `I/N` (1 <= I <= N).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether the unit at `position` of the plan belongs to this shard:
+    /// round robin, so every shard gets a share of each kind of unit.
+    pub fn owns(&self, position: usize) -> bool {
+        position % self.count as usize == (self.index - 1) as usize
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// A library of the matrix in one role.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct Library {
+    /// The argument it was named by (a bundled name or a path).
+    pub arg: String,
+    pub role: String,
+    /// What the adapter writes or decides rather than the library (empty:
+    /// nothing, or not a bundled adapter).
+    pub adapter: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnitKind {
+    /// `arrowcert certify --producer P`.
+    CertifyProducer,
+    /// `arrowcert certify --consumer C`.
+    CertifyConsumer,
+    /// `arrowcert roundtrip --producer P --consumer C`.
+    Pair,
+}
+
+/// A unit's overall verdict.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Certification: every rule held. Pair: everything both sides
+    /// support arrived equal.
+    Pass,
+    /// Certification: only SHOULD/MAY rules failed. Pair: some calls
+    /// failed cleanly (an unsupported type, say), nothing arrived wrong.
+    Partial,
+    /// Certification: a MUST rule failed, or a case crashed or hung.
+    /// Pair: data arrived different, or a case crashed or hung.
+    Fail,
+    /// The unit could not run (the library did not load, say).
+    Error,
+    /// A pair with no interface path both sides offer.
+    NotApplicable,
+}
+
+impl Status {
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Partial => "partial",
+            Status::Fail => "fail",
+            Status::Error => "error",
+            Status::NotApplicable => "n/a",
+        }
+    }
+}
+
+/// One run of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Unit {
+    /// `certify/producer/<p>`, `certify/consumer/<c>` or `pair/<p>/<c>`.
+    pub id: String,
+    pub kind: UnitKind,
+    pub producer: Option<String>,
+    pub consumer: Option<String>,
+    pub status: Status,
+    /// Why, in a line (bad input, not applicable, the failing rules).
+    pub message: Option<String>,
+    /// Case counts over the whole unit.
+    pub summary: Summary,
+    /// Case counts per interface path (`device_array`, `async`, ...).
+    pub paths: BTreeMap<String, Summary>,
+    /// Certification: every rule that failed, most severe first.
+    pub failing_rules: Vec<FailingRule>,
+    /// A few failing cases (not passed, not skipped) with what differed.
+    pub failing_cases: Vec<FailingCase>,
+    /// The libraries as the run report identified them.
+    pub plugins: Vec<PluginIdentity>,
+    /// The unit's own report, relative to the matrix file.
+    pub report: Option<String>,
+    /// The command that reruns the unit.
+    pub command: String,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct FailingRule {
+    pub rule: String,
+    pub level: String,
+    pub failed: u64,
+    pub checked: u64,
+    pub evidence: Option<String>,
+    pub first_case: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct FailingCase {
+    pub id: String,
+    pub verdict: Verdict,
+    pub message: Option<String>,
+    pub differences: Vec<String>,
+    pub replay: String,
+}
+
+/// A unit of the plan before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub id: String,
+    pub kind: UnitKind,
+    pub producer: Option<String>,
+    pub consumer: Option<String>,
+}
+
+/// IDs use the library argument; a path's slashes would split the
+/// hierarchy, so they become `:`.
+fn id_part(arg: &str) -> String {
+    arg.replace('/', ":")
+}
+
+/// The plan: each producer's certification, each consumer's, then every
+/// pair (producers outer, consumers inner). Deterministic in its inputs.
+pub fn plan(producers: &[String], consumers: &[String]) -> Vec<Planned> {
+    let mut units = Vec::new();
+    for p in producers {
+        units.push(Planned {
+            id: format!("certify/producer/{}", id_part(p)),
+            kind: UnitKind::CertifyProducer,
+            producer: Some(p.clone()),
+            consumer: None,
+        });
+    }
+    for c in consumers {
+        units.push(Planned {
+            id: format!("certify/consumer/{}", id_part(c)),
+            kind: UnitKind::CertifyConsumer,
+            producer: None,
+            consumer: Some(c.clone()),
+        });
+    }
+    for p in producers {
+        for c in consumers {
+            units.push(Planned {
+                id: format!("pair/{}/{}", id_part(p), id_part(c)),
+                kind: UnitKind::Pair,
+                producer: Some(p.clone()),
+                consumer: Some(c.clone()),
+            });
+        }
+    }
+    units
+}
+
+/// How many failing cases a pair unit keeps (the run report has all).
+const FAILING_CASES_KEPT: usize = 5;
+
+/// A unit's verdict from its run report.
+pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec<FailingRule>) {
+    let s = &report.summary;
+    match planned.kind {
+        UnitKind::Pair => {
+            let ran = s.passed + s.failed + s.errors + s.crashed + s.timed_out;
+            if ran == 0 {
+                return (
+                    Status::NotApplicable,
+                    Some("no interface path both sides offer (every case skipped)".into()),
+                    Vec::new(),
+                );
+            }
+            let status = if s.failed + s.crashed + s.timed_out > 0 {
+                Status::Fail
+            } else if s.errors > 0 {
+                Status::Partial
+            } else {
+                Status::Pass
+            };
+            let message = match status {
+                Status::Fail => Some(format!(
+                    "{} cases arrived different, {} crashed, {} hung",
+                    s.failed, s.crashed, s.timed_out
+                )),
+                Status::Partial => Some(format!(
+                    "{} cases failed cleanly (a call returned an error)",
+                    s.errors
+                )),
+                _ => None,
+            };
+            (status, message, Vec::new())
+        }
+        UnitKind::CertifyProducer | UnitKind::CertifyConsumer => {
+            let mut failing: Vec<FailingRule> = report
+                .rules
+                .iter()
+                .filter(|r| r.verdict == Verdict::Fail)
+                .map(|r| FailingRule {
+                    rule: r.rule.clone(),
+                    level: r.level.clone(),
+                    failed: r.failed,
+                    checked: r.checked,
+                    evidence: r.evidence.clone(),
+                    first_case: r.failing_cases.first().cloned(),
+                })
+                .collect();
+            failing.sort_by_key(|r| (level_rank(&r.level), r.rule.clone()));
+            let must = failing.iter().filter(|r| r.level == "MUST").count();
+            let hung = s.crashed + s.timed_out;
+            let status = if must > 0 || hung > 0 {
+                Status::Fail
+            } else if !failing.is_empty() || s.errors > 0 {
+                Status::Partial
+            } else if s.passed == 0 && s.failed == 0 {
+                Status::NotApplicable
+            } else {
+                Status::Pass
+            };
+            let message = (!failing.is_empty() || hung > 0 || s.errors > 0).then(|| {
+                let mut parts = Vec::new();
+                if !failing.is_empty() {
+                    let names: Vec<&str> = failing.iter().map(|r| r.rule.as_str()).collect();
+                    parts.push(format!(
+                        "{} rules failed: {}",
+                        failing.len(),
+                        names.join(", ")
+                    ));
+                }
+                if hung > 0 {
+                    parts.push(format!("{} cases crashed, {} hung", s.crashed, s.timed_out));
+                }
+                if s.errors > 0 {
+                    parts.push(format!(
+                        "{} cases failed cleanly (a call returned an error)",
+                        s.errors
+                    ));
+                }
+                parts.join("; ")
+            });
+            (status, message, failing)
+        }
+    }
+}
+
+fn level_rank(level: &str) -> u8 {
+    match level {
+        "MUST" => 0,
+        "SHOULD" => 1,
+        _ => 2,
+    }
+}
+
+/// Case counts per interface path.
+pub fn per_path(report: &Report) -> BTreeMap<String, Summary> {
+    let mut groups: BTreeMap<String, Vec<crate::report::Case>> = BTreeMap::new();
+    for c in &report.cases {
+        groups.entry(c.path.clone()).or_default().push(c.clone());
+    }
+    groups
+        .into_iter()
+        .map(|(path, cases)| (path, Summary::of(&cases)))
+        .collect()
+}
+
+/// A few failing cases of a pair, with what differed.
+pub fn failing_cases(report: &Report) -> Vec<FailingCase> {
+    report
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .take(FAILING_CASES_KEPT)
+        .map(|c| FailingCase {
+            id: c.id.clone(),
+            verdict: c.verdict,
+            message: c.message.clone(),
+            differences: c.differences.iter().take(5).cloned().collect(),
+            replay: c.replay.clone(),
+        })
+        .collect()
+}
+
+/// Merges shard files of one plan into one matrix. Every file must carry
+/// the same plan, producers, consumers and data; a unit present twice is
+/// an error (two shards ran it), a unit present nowhere leaves the result
+/// incomplete.
+pub fn merge(parts: Vec<Matrix>) -> Result<Matrix, String> {
+    let mut parts = parts.into_iter();
+    let mut merged = parts.next().ok_or("nothing to merge")?;
+    for (n, part) in parts.enumerate() {
+        let which = n + 2;
+        if part.matrix_version != merged.matrix_version {
+            return Err(format!(
+                "file {which}: matrix version {} (the first has {})",
+                part.matrix_version, merged.matrix_version
+            ));
+        }
+        if part.plan != merged.plan
+            || part.producers != merged.producers
+            || part.consumers != merged.consumers
+        {
+            return Err(format!(
+                "file {which}: a different plan (other producers or consumers) than the first"
+            ));
+        }
+        if part.data != merged.data {
+            return Err(format!(
+                "file {which}: different data ({:?} vs {:?}); shards must share --gold, --cases and --seed",
+                part.data, merged.data
+            ));
+        }
+        for s in &part.shards {
+            if merged.shards.contains(s) {
+                return Err(format!("file {which}: shard {s} is already merged"));
+            }
+        }
+        let have: BTreeSet<String> = merged.units.iter().map(|u| u.id.clone()).collect();
+        if let Some(dup) = part.units.iter().find(|u| have.contains(&u.id)) {
+            return Err(format!("file {which}: unit {} is in two files", dup.id));
+        }
+        merged.shards.extend(part.shards);
+        merged.units.extend(part.units);
+        merged.duration_ms += part.duration_ms;
+        merged.started_at = merged.started_at.clone().min(part.started_at);
+        merged.finished_at = merged.finished_at.clone().max(part.finished_at);
+        for lib in part.libraries {
+            if !merged.libraries.contains(&lib) {
+                merged.libraries.push(lib);
+            }
+        }
+    }
+    let position: BTreeMap<&String, usize> = merged
+        .plan
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id, i))
+        .collect();
+    let mut units = std::mem::take(&mut merged.units);
+    units.sort_by_key(|u| position.get(&u.id).copied().unwrap_or(usize::MAX));
+    merged.units = units;
+    merged.shards.sort();
+    merged.complete = merged.units.len() == merged.plan.len();
+    Ok(merged)
+}
+
+/// Unit IDs of the plan that no unit covers.
+pub fn missing(matrix: &Matrix) -> Vec<String> {
+    let have: BTreeSet<&String> = matrix.units.iter().map(|u| &u.id).collect();
+    matrix
+        .plan
+        .iter()
+        .filter(|id| !have.contains(id))
+        .cloned()
+        .collect()
+}
+
+/// Writes `text` to `path` atomically (a temporary file, then a rename).
+pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads a `matrix.json`.
+pub fn read(path: &std::path::Path) -> Result<Matrix, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not a matrix file: {e}", path.display()))
+}
+
+/// The JSON Schema of [`Matrix`].
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Matrix);
+    serde_json::to_string_pretty(&schema).expect("schema serialises") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn plan_lists_certifications_then_every_pair() {
+        let ids: Vec<String> = plan(&names(&["a", "b"]), &names(&["x", "/p/y.so"]))
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "certify/producer/a",
+                "certify/producer/b",
+                "certify/consumer/x",
+                "certify/consumer/:p:y.so",
+                "pair/a/x",
+                "pair/a/:p:y.so",
+                "pair/b/x",
+                "pair/b/:p:y.so"
+            ]
+        );
+    }
+
+    #[test]
+    fn shards_partition_the_plan() {
+        for count in 1..6u32 {
+            for len in 0..20usize {
+                let mut owners = vec![0; len];
+                for index in 1..=count {
+                    let s = Shard { index, count };
+                    for (pos, o) in owners.iter_mut().enumerate() {
+                        if s.owns(pos) {
+                            *o += 1;
+                        }
+                    }
+                }
+                assert!(
+                    owners.iter().all(|&o| o == 1),
+                    "{count} shards, {len} units"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(Shard::parse("2/4").unwrap(), Shard { index: 2, count: 4 });
+        for bad in ["0/4", "5/4", "1/0", "x/2", "3", "1/2/3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

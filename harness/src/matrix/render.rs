@@ -1,0 +1,573 @@
+//! `matrix.md` and `matrix.html` from a [`Matrix`]. The HTML is one
+//! self-contained file: inline CSS, no scripts, no fonts, images or links
+//! to anything outside it. Every string that can come from a plugin (its
+//! name, error messages, evidence, paths) goes through [`html`] or [`md`]
+//! escaping, so a plugin called `<script>...` renders as that text.
+
+#![forbid(unsafe_code)]
+
+use std::fmt::Write;
+
+use super::{Matrix, Status, Unit, UnitKind};
+use crate::report::Summary;
+
+/// The interface paths, in the order columns show them.
+const PATHS: [&str; 5] = ["device_array", "device_stream", "async", "array", "stream"];
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for a Markdown table cell: markup characters become HTML
+/// entities (Markdown renderers pass raw HTML through), pipes and
+/// newlines cannot break the table, backticks and emphasis stay literal.
+pub fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' => out.push_str("\\|"),
+            '`' | '*' | '_' | '[' | ']' | '\\' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn symbol(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "✔",
+        Status::Partial => "◐",
+        Status::Fail => "✘",
+        Status::Error => "⚠",
+        Status::NotApplicable => "—",
+    }
+}
+
+/// Cases that ran (not skipped).
+fn ran(s: &Summary) -> u64 {
+    s.total - s.skipped
+}
+
+fn unit<'a>(m: &'a Matrix, kind: UnitKind, p: Option<&str>, c: Option<&str>) -> Option<&'a Unit> {
+    m.units
+        .iter()
+        .find(|u| u.kind == kind && u.producer.as_deref() == p && u.consumer.as_deref() == c)
+}
+
+/// The plugin's own name for a library argument, from any unit that ran it.
+fn identity(m: &Matrix, role: &str, arg: &str) -> Option<String> {
+    m.units.iter().find_map(|u| {
+        let named = match role {
+            "producer" => u.producer.as_deref() == Some(arg),
+            _ => u.consumer.as_deref() == Some(arg),
+        };
+        if !named {
+            return None;
+        }
+        u.plugins
+            .iter()
+            .find(|p| p.role == role)
+            .map(|p| p.name.clone())
+    })
+}
+
+fn short_summary(s: &Summary) -> String {
+    let mut parts = vec![format!("{} passed of {} run", s.passed, ran(s))];
+    for (n, word) in [
+        (s.failed, "failed"),
+        (s.errors, "errors"),
+        (s.crashed, "crashed"),
+        (s.timed_out, "hung"),
+        (s.skipped, "skipped"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {word}"));
+        }
+    }
+    parts.join(", ")
+}
+
+fn header_lines(m: &Matrix) -> Vec<String> {
+    let shards: Vec<String> = m.shards.iter().map(|s| s.to_string()).collect();
+    let mut lines = vec![
+        format!("{} {}", m.tool.name, m.tool.version),
+        format!("run {} .. {}", m.started_at, m.finished_at),
+        format!(
+            "data: built-in scenarios{}, {} generated (seed {})",
+            m.data
+                .gold
+                .as_ref()
+                .map(|g| format!(" + gold files {g}"))
+                .unwrap_or_default(),
+            m.data.cases,
+            m.data.seed
+        ),
+        format!(
+            "shards: {} ({})",
+            shards.join(", "),
+            if m.complete {
+                "complete".to_string()
+            } else {
+                format!(
+                    "INCOMPLETE: {} of {} units missing",
+                    m.plan.len() - m.units.len(),
+                    m.plan.len()
+                )
+            }
+        ),
+    ];
+    lines.push(format!("work time: {:.1} s", m.duration_ms as f64 / 1000.0));
+    lines
+}
+
+/// `matrix.md`.
+pub fn markdown(m: &Matrix) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# Arrow C interfaces compatibility matrix\n");
+    for line in header_lines(m) {
+        let _ = writeln!(o, "- {}", md(&line));
+    }
+    let _ = writeln!(
+        o,
+        "\nRows produce, columns consume; the harness sits between them with all its \
+         checks. ✔ everything arrived equal · ◐ some calls failed cleanly (unsupported \
+         data) · ✘ data arrived different, or a crash or hang · ⚠ could not run · — no \
+         common interface path.\n"
+    );
+    let _ = write!(o, "| producer \\ consumer |");
+    for c in &m.consumers {
+        let _ = write!(o, " {} |", md(c));
+    }
+    let _ = write!(o, "\n|---|");
+    for _ in &m.consumers {
+        let _ = write!(o, "---|");
+    }
+    let _ = writeln!(o);
+    for p in &m.producers {
+        let _ = write!(o, "| **{}** |", md(p));
+        for c in &m.consumers {
+            let cell = match unit(m, UnitKind::Pair, Some(p), Some(c)) {
+                Some(u) => format!(
+                    "{} {}/{}",
+                    symbol(u.status),
+                    u.summary.passed,
+                    ran(&u.summary)
+                ),
+                None => "not run".into(),
+            };
+            let _ = write!(o, " {cell} |");
+        }
+        let _ = writeln!(o);
+    }
+
+    let _ = writeln!(o, "\n## Pairs by interface path\n");
+    let _ = write!(o, "| producer | consumer |");
+    for p in PATHS {
+        let _ = write!(o, " {p} |");
+    }
+    let _ = writeln!(o, "\n|---|---|---|---|---|---|---|");
+    for u in m.units.iter().filter(|u| u.kind == UnitKind::Pair) {
+        let _ = write!(
+            o,
+            "| {} | {} |",
+            md(u.producer.as_deref().unwrap_or("")),
+            md(u.consumer.as_deref().unwrap_or(""))
+        );
+        for p in PATHS {
+            let _ = write!(o, " {} |", path_cell(u, p));
+        }
+        let _ = writeln!(o);
+    }
+
+    let _ = writeln!(o, "\n## Single-sided certification\n");
+    let _ = writeln!(
+        o,
+        "| library | role | implementation | verdict | cases | failing rules |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for u in m.units.iter().filter(|u| u.kind != UnitKind::Pair) {
+        let (role, arg) = role_arg(u);
+        let rules: Vec<String> = u
+            .failing_rules
+            .iter()
+            .map(|r| format!("{} ({}, {}/{})", r.rule, r.level, r.failed, r.checked))
+            .collect();
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} {} | {} | {} |",
+            md(arg),
+            role,
+            md(&identity(m, role, arg).unwrap_or_default()),
+            symbol(u.status),
+            u.status.word(),
+            md(&short_summary(&u.summary)),
+            md(&if u.status == Status::Error {
+                u.message.clone().unwrap_or_default()
+            } else {
+                rules.join("; ")
+            })
+        );
+    }
+
+    let notes: Vec<_> = m
+        .libraries
+        .iter()
+        .filter(|l| !l.adapter.is_empty())
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "\n## What the adapters write\n");
+        let mut seen = Vec::new();
+        for l in notes {
+            if seen.contains(&(&l.arg, &l.adapter)) {
+                continue;
+            }
+            seen.push((&l.arg, &l.adapter));
+            let _ = writeln!(o, "- **{}**: {}", md(&l.arg), md(&l.adapter));
+        }
+    }
+
+    let failing: Vec<&Unit> = m
+        .units
+        .iter()
+        .filter(|u| matches!(u.status, Status::Fail | Status::Partial | Status::Error))
+        .collect();
+    if !failing.is_empty() {
+        let _ = writeln!(o, "\n## Failures\n");
+        for u in failing {
+            let _ = writeln!(o, "### {} ({})\n", md(&u.id), u.status.word());
+            if let Some(msg) = &u.message {
+                let _ = writeln!(o, "{}\n", md(msg));
+            }
+            for r in &u.failing_rules {
+                let _ = writeln!(
+                    o,
+                    "- `{}` {} failed in {} of {} cases{}",
+                    r.rule.replace('`', "'"),
+                    r.level,
+                    r.failed,
+                    r.checked,
+                    r.evidence
+                        .as_ref()
+                        .map(|e| format!(": {}", md(&clip(e, 300))))
+                        .unwrap_or_default()
+                );
+            }
+            for c in &u.failing_cases {
+                let _ = writeln!(
+                    o,
+                    "- case {} ({:?}): {}",
+                    md(&c.id),
+                    c.verdict,
+                    md(&clip(
+                        &c.differences
+                            .first()
+                            .cloned()
+                            .or_else(|| c.message.clone())
+                            .unwrap_or_default(),
+                        300
+                    ))
+                );
+            }
+            if let Some(r) = &u.report {
+                let _ = writeln!(o, "\nreport: {}; rerun: {}\n", md(r), md(&u.command));
+            }
+        }
+    }
+    o
+}
+
+fn role_arg(u: &Unit) -> (&'static str, &str) {
+    match u.kind {
+        UnitKind::CertifyProducer => ("producer", u.producer.as_deref().unwrap_or("")),
+        _ => ("consumer", u.consumer.as_deref().unwrap_or("")),
+    }
+}
+
+fn path_cell(u: &Unit, path: &str) -> String {
+    match u.paths.get(path) {
+        None => "—".into(),
+        Some(s) if ran(s) == 0 => "—".into(),
+        Some(s) => {
+            let mark = if s.failed + s.crashed + s.timed_out > 0 {
+                "✘"
+            } else if s.errors > 0 {
+                "◐"
+            } else {
+                "✔"
+            };
+            format!("{mark} {}/{}", s.passed, ran(s))
+        }
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}
+
+const CSS: &str = "
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top; text-align: left; }
+th { background: #f3f3f3; }
+td.cell { min-width: 9em; }
+.pass { background: #dff5e1; } .partial { background: #fff4cf; }
+.fail { background: #fbdada; } .error { background: #eadcf7; } .na { background: #eee; color: #777; }
+.paths { font-size: 11px; color: #444; white-space: nowrap; }
+.ev { font-family: ui-monospace, monospace; font-size: 12px; white-space: pre-wrap; }
+ul.meta { color: #555; }
+";
+
+fn class(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "pass",
+        Status::Partial => "partial",
+        Status::Fail => "fail",
+        Status::Error => "error",
+        Status::NotApplicable => "na",
+    }
+}
+
+/// `matrix.html`: self-contained (no network resources, no scripts).
+pub fn page(m: &Matrix) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <title>arrowcert compatibility matrix</title><style>{CSS}</style></head><body>\n"
+    );
+    let _ = writeln!(
+        o,
+        "<h1>Arrow C interfaces compatibility matrix</h1>\n<ul class=\"meta\">"
+    );
+    for line in header_lines(m) {
+        let _ = writeln!(o, "<li>{}</li>", html(&line));
+    }
+    let _ = writeln!(
+        o,
+        "</ul>\n<p>Rows produce, columns consume; the harness sits between them with all its checks. \
+         <span class=\"pass\">✔ everything arrived equal</span> · <span class=\"partial\">◐ some calls \
+         failed cleanly</span> · <span class=\"fail\">✘ data arrived different, or a crash or hang</span> · \
+         <span class=\"error\">⚠ could not run</span> · <span class=\"na\">— no common interface path</span>. \
+         Each cell lists passed/run cases per interface path.</p>"
+    );
+    let _ = writeln!(
+        o,
+        "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>"
+    );
+    for c in &m.consumers {
+        let _ = write!(o, "<th>{}</th>", html(c));
+    }
+    let _ = writeln!(o, "</tr></thead><tbody>");
+    for p in &m.producers {
+        let _ = write!(o, "<tr><th>{}</th>", html(p));
+        for c in &m.consumers {
+            let pair = format!("{p} -> {c}");
+            match unit(m, UnitKind::Pair, Some(p), Some(c)) {
+                Some(u) => {
+                    let _ = write!(
+                        o,
+                        "<td class=\"cell {}\" data-pair=\"{}\" data-status=\"{}\" title=\"{}\">\
+                         <b>{} {}/{}</b><div class=\"paths\">",
+                        class(u.status),
+                        html(&pair),
+                        u.status.word(),
+                        html(u.message.as_deref().unwrap_or("")),
+                        symbol(u.status),
+                        u.summary.passed,
+                        ran(&u.summary)
+                    );
+                    for path in PATHS {
+                        let _ = write!(o, "{} {}<br>", path, html(&path_cell(u, path)));
+                    }
+                    let _ = write!(o, "</div></td>");
+                }
+                None => {
+                    let _ = write!(
+                        o,
+                        "<td class=\"cell na\" data-pair=\"{}\" data-status=\"not-run\">not run</td>",
+                        html(&pair)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</tbody></table>");
+
+    let _ = writeln!(
+        o,
+        "<h2>Single-sided certification</h2>\n<table id=\"certification\"><thead><tr><th>library</th>\
+         <th>role</th><th>implementation</th><th>verdict</th><th>cases</th><th>failing rules</th></tr></thead><tbody>"
+    );
+    for u in m.units.iter().filter(|u| u.kind != UnitKind::Pair) {
+        let (role, arg) = role_arg(u);
+        let _ = write!(
+            o,
+            "<tr data-unit=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{} {}</td><td>{}</td><td>",
+            html(&u.id),
+            html(arg),
+            role,
+            html(&identity(m, role, arg).unwrap_or_default()),
+            class(u.status),
+            symbol(u.status),
+            u.status.word(),
+            html(&short_summary(&u.summary)),
+        );
+        if u.status == Status::Error {
+            let _ = write!(o, "{}", html(u.message.as_deref().unwrap_or("")));
+        }
+        for r in &u.failing_rules {
+            let _ = write!(
+                o,
+                "<div><code>{}</code> {} ({}/{})</div>",
+                html(&r.rule),
+                html(&r.level),
+                r.failed,
+                r.checked
+            );
+        }
+        let _ = writeln!(o, "</td></tr>");
+    }
+    let _ = writeln!(o, "</tbody></table>");
+
+    let mut seen = Vec::new();
+    let notes: Vec<_> = m
+        .libraries
+        .iter()
+        .filter(|l| !l.adapter.is_empty())
+        .filter(|l| {
+            let key = (l.arg.clone(), l.adapter.clone());
+            let new = !seen.contains(&key);
+            seen.push(key);
+            new
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "<h2>What the adapters write</h2><ul>");
+        for l in notes {
+            let _ = writeln!(o, "<li><b>{}</b>: {}</li>", html(&l.arg), html(&l.adapter));
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+
+    let failing: Vec<&Unit> = m
+        .units
+        .iter()
+        .filter(|u| matches!(u.status, Status::Fail | Status::Partial | Status::Error))
+        .collect();
+    if !failing.is_empty() {
+        let _ = writeln!(o, "<h2>Failures</h2>");
+        for u in failing {
+            let _ = writeln!(
+                o,
+                "<h3 id=\"{}\">{} <span class=\"{}\">{}</span></h3>",
+                html(&u.id),
+                html(&u.id),
+                class(u.status),
+                u.status.word()
+            );
+            if let Some(msg) = &u.message {
+                let _ = writeln!(o, "<p>{}</p>", html(msg));
+            }
+            let _ = writeln!(o, "<ul>");
+            for r in &u.failing_rules {
+                let _ = writeln!(
+                    o,
+                    "<li><code>{}</code> {}: failed in {} of {} cases{}</li>",
+                    html(&r.rule),
+                    html(&r.level),
+                    r.failed,
+                    r.checked,
+                    r.evidence
+                        .as_ref()
+                        .map(|e| format!("<div class=\"ev\">{}</div>", html(&clip(e, 600))))
+                        .unwrap_or_default()
+                );
+            }
+            for c in &u.failing_cases {
+                let _ = writeln!(
+                    o,
+                    "<li>case <code>{}</code> ({:?}): <div class=\"ev\">{}</div></li>",
+                    html(&c.id),
+                    c.verdict,
+                    html(&clip(
+                        &c.message
+                            .iter()
+                            .chain(c.differences.iter())
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        600
+                    ))
+                );
+            }
+            let _ = writeln!(o, "</ul>");
+            if let Some(r) = &u.report {
+                let _ = writeln!(
+                    o,
+                    "<p>report <code>{}</code>; rerun: <code>{}</code></p>",
+                    html(r),
+                    html(&u.command)
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "</body></html>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_escapes_markup_and_quotes() {
+        assert_eq!(
+            html("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(html("bell\u{7}"), "bell\\u{7}");
+    }
+
+    #[test]
+    fn markdown_cells_cannot_break_the_table_or_inject_html() {
+        let e = md("a|b\n<img src=x onerror=alert(1)> *x* `y`");
+        assert!(!e.contains('<') && !e.contains('\n'));
+        assert!(e.contains("a\\|b"));
+        assert!(e.contains("\\*x\\*") && e.contains("\\`y\\`"));
+    }
+}

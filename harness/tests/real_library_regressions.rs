@@ -1,0 +1,126 @@
+//! Harness mistakes found by certifying real libraries (issue 8), each
+//! kept as a regression test: a verdict against a library that was the
+//! harness's own error.
+
+mod support;
+
+use std::process::Command;
+
+use arrowcert::report::{Report, Verdict};
+use support::*;
+
+fn certify(role: &str, lib: &str, filters: &[&str], name: &str) -> (Option<i32>, Report, String) {
+    let report = scratch("regressions").join(format!("{name}.json"));
+    let out = Command::new(arrowcert_exe())
+        .args([
+            "certify",
+            &format!("--{role}"),
+            lib,
+            "--cases",
+            "0",
+            "--jobs",
+            "1",
+            "--report",
+        ])
+        .arg(&report)
+        .args(filters)
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (out.status.code(), r, text)
+}
+
+/// polars, duckdb and pyarrow export no device-stream consumer: the
+/// harness blamed them for never releasing a device stream it never
+/// handed over. And a consumer that declines a stream's type (ENOSYS)
+/// before the injected get_next failure is not a wrong error code.
+#[test]
+fn a_consumer_is_judged_only_on_what_it_offers_and_accepts() {
+    let lib = scratch("regressions").join("libdeclining_consumer.so");
+    cc(
+        &["-shared", "-fPIC"],
+        &harness_dir().join("tests/fixtures/declining_consumer.c"),
+        &lib,
+    );
+    let (code, r, text) = certify(
+        "consumer",
+        lib.to_str().unwrap(),
+        &["primitive"],
+        "declining",
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(r.summary.failed == 0 && r.summary.errors == 0, "{text}");
+    for c in &r.cases {
+        assert_eq!(c.verdict, Verdict::Skip, "{c:?}");
+    }
+    // Missing entry points are skips saying so...
+    let ds = r
+        .cases
+        .iter()
+        .find(|c| c.id.starts_with("consumer/device_stream/"))
+        .expect("a device stream case");
+    assert!(
+        ds.message.as_deref().unwrap().contains("not exported"),
+        "{ds:?}"
+    );
+    // ...and a declined erroring stream is a skip, the rule not exercised.
+    let err = r
+        .cases
+        .iter()
+        .find(|c| c.id.contains("stream_error") && !c.id.contains("device"))
+        .expect("a stream error case");
+    assert!(
+        err.message.as_deref().unwrap().contains("does not support"),
+        "{err:?}"
+    );
+    let rule = r
+        .rules
+        .iter()
+        .find(|x| x.rule == "consumer.stream.error")
+        .unwrap();
+    assert_eq!(rule.verdict, Verdict::Skip, "{rule:?}");
+    // The handover of what it was given is still judged, and holds.
+    let once = r
+        .rules
+        .iter()
+        .find(|x| x.rule == "consumer.release.once")
+        .unwrap();
+    assert_eq!(once.verdict, Verdict::Pass, "{once:?}");
+}
+
+/// arrow-rs exports a zero-length Utf8 child with a non-zero first offset
+/// (valid); the harness's own read of it through arrow-rs's importer
+/// panicked in a deep copy and charged the producer with a crash.
+#[test]
+fn arrow_rs_empty_sliced_strings_are_read_not_a_harness_crash() {
+    let exe = arrowcert_exe();
+    let profile = exe.parent().unwrap();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(workspace_dir())
+        .args(["build", "-q", "-p", "arrowcert-producer-arrow-rs"])
+        .env("CARGO_TARGET_DIR", profile.parent().unwrap())
+        .args(if profile.ends_with("release") {
+            &["--release"][..]
+        } else {
+            &[][..]
+        })
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let lib = profile.join("libarrowcert_producer_arrow_rs.so");
+    let (code, r, text) = certify(
+        "producer",
+        lib.to_str().unwrap(),
+        &["union/batch:1/slice:1+0", "nested/batch:1/slice:1+0"],
+        "arrow-rs-empty",
+    );
+    assert!(r.summary.total >= 4, "{text}");
+    assert_eq!(r.summary.crashed, 0, "{text}");
+    assert!(!text.contains("internal error"), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+}

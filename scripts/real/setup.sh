@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the real libraries the matrix certifies into a project-local
+# environment under target/real/ (never committed, never outside the
+# checkout): a Python virtual environment with pinned pyarrow (whose wheel
+# also carries Arrow C++'s headers and libarrow), polars and duckdb, and
+# nanoarrow's source distribution. Idempotent: a second run only checks.
+#
+# Needs python3 with pip and network access to PyPI. Versions live in
+# scripts/real/versions.env so the reports can quote them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=versions.env
+source scripts/real/versions.env
+REAL=${ARROWCERT_REAL_DIR:-target/real}
+PY=${PYTHON:-python3}
+mkdir -p "$REAL"
+if [ ! -x "$REAL/venv/bin/python" ]; then
+    echo "setup: creating $REAL/venv"
+    "$PY" -m venv "$REAL/venv"
+fi
+VPY="$REAL/venv/bin/python"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION"
+have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
+missing=0
+for pkg in $want; do
+    case " $have " in *" $pkg "*) ;; *) missing=1 ;; esac
+done
+if [ "$missing" = 1 ]; then
+    echo "setup: installing $want"
+    "$VPY" -m pip install --quiet --disable-pip-version-check --only-binary :all: $want
+fi
+sdist="$REAL/nanoarrow-$NANOARROW_VERSION.tar.gz"
+if [ ! -f "$sdist" ]; then
+    echo "setup: fetching nanoarrow $NANOARROW_VERSION sdist"
+    "$VPY" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --no-binary nanoarrow "nanoarrow==$NANOARROW_VERSION" -d "$REAL"
+fi
+echo "$NANOARROW_SDIST_SHA256  $sdist" | sha256sum -c --quiet -
+if [ ! -d "$REAL/nanoarrow-src" ]; then
+    tmp=$(mktemp -d "$REAL/.nanoarrow.XXXXXX")
+    tar -xzf "$sdist" -C "$tmp" "nanoarrow-$NANOARROW_VERSION/subprojects"
+    mv "$tmp/nanoarrow-$NANOARROW_VERSION/subprojects" "$REAL/nanoarrow-src"
+    rm -rf "$tmp"
+fi
+"$VPY" - <<'PYEOF'
+import pyarrow, polars, duckdb
+print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}")
+PYEOF
