@@ -310,9 +310,7 @@ pub enum Ended {
 pub(crate) fn call_ended(e: CallError) -> Ended {
     match e {
         CallError::Missing(_) => Ended::Skip(e.to_string()),
-        CallError::Failed {
-            code: libc::ENOSYS, ..
-        } => Ended::Skip(format!("the producer does not support this: {e}")),
+        _ if e.declined() => Ended::Skip(format!("the producer does not support this: {e}")),
         CallError::Failed { .. } => Ended::Error(e.to_string()),
     }
 }

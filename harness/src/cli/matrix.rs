@@ -18,6 +18,7 @@ use std::time::{Instant, SystemTime};
 use crate::matrix::{self, render, Data, Library, Matrix, Planned, Shard, Status, Unit, UnitKind};
 use crate::report::{self, Summary};
 
+use super::roundtrip::shell_word;
 use super::{BadInput, Place, BUNDLED, EXIT_FAILURES};
 
 pub struct Args {
@@ -77,10 +78,6 @@ fn slug(id: &str) -> String {
             _ => '_',
         })
         .collect()
-}
-
-fn shell_word(s: &str) -> String {
-    super::roundtrip::shell_word(s)
 }
 
 /// The child command line of a unit (after the executable).
@@ -238,7 +235,7 @@ fn write_outputs(m: &Matrix, out: &Path) -> Result<Vec<PathBuf>, BadInput> {
         (out.join("matrix.html"), render::page(m)),
     ];
     for (path, text) in &files {
-        matrix::write_atomic(path, text)
+        report::write_atomic(path, text)
             .map_err(|e| BadInput(format!("{}: cannot write: {e}", path.display())))?;
     }
     Ok(files.into_iter().map(|(p, _)| p).collect())
@@ -352,7 +349,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             shard.index, shard.count
         ));
         let json = serde_json::to_string_pretty(&m).expect("matrix serialises") + "\n";
-        matrix::write_atomic(&path, &json)
+        report::write_atomic(&path, &json)
             .map_err(|e| BadInput(format!("{}: cannot write: {e}", path.display())))?;
         println!(
             "shard {shard} written: {} (combine the shards with `arrowcert merge`)",

@@ -341,14 +341,11 @@ fn level_rank(level: &str) -> u8 {
 
 /// Case counts per interface path.
 pub fn per_path(report: &Report) -> BTreeMap<String, Summary> {
-    let mut groups: BTreeMap<String, Vec<crate::report::Case>> = BTreeMap::new();
+    let mut paths: BTreeMap<String, Summary> = BTreeMap::new();
     for c in &report.cases {
-        groups.entry(c.path.clone()).or_default().push(c.clone());
+        paths.entry(c.path.clone()).or_default().count(c.verdict);
     }
-    groups
-        .into_iter()
-        .map(|(path, cases)| (path, Summary::of(&cases)))
-        .collect()
+    paths
 }
 
 /// A few failing cases of a pair, with what differed.
@@ -440,16 +437,6 @@ pub fn missing(matrix: &Matrix) -> Vec<String> {
         .filter(|id| !have.contains(id))
         .cloned()
         .collect()
-}
-
-/// Writes `text` to `path` atomically (a temporary file, then a rename).
-pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// Reads a `matrix.json`.

@@ -234,28 +234,15 @@ pub fn markdown(m: &Matrix) -> String {
         );
     }
 
-    let notes: Vec<_> = m
-        .libraries
-        .iter()
-        .filter(|l| !l.adapter.is_empty())
-        .collect();
+    let notes = adapter_notes(m);
     if !notes.is_empty() {
         let _ = writeln!(o, "\n## What the adapters write\n");
-        let mut seen = Vec::new();
-        for l in notes {
-            if seen.contains(&(&l.arg, &l.adapter)) {
-                continue;
-            }
-            seen.push((&l.arg, &l.adapter));
-            let _ = writeln!(o, "- **{}**: {}", md(&l.arg), md(&l.adapter));
+        for (arg, adapter) in notes {
+            let _ = writeln!(o, "- **{}**: {}", md(arg), md(adapter));
         }
     }
 
-    let failing: Vec<&Unit> = m
-        .units
-        .iter()
-        .filter(|u| matches!(u.status, Status::Fail | Status::Partial | Status::Error))
-        .collect();
+    let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "\n## Failures\n");
         for u in failing {
@@ -299,6 +286,26 @@ pub fn markdown(m: &Matrix) -> String {
         }
     }
     o
+}
+
+/// Each library's adapter note once (a library in both roles has one).
+fn adapter_notes(m: &Matrix) -> Vec<(&str, &str)> {
+    let mut notes: Vec<(&str, &str)> = Vec::new();
+    for l in m.libraries.iter().filter(|l| !l.adapter.is_empty()) {
+        let note = (l.arg.as_str(), l.adapter.as_str());
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    notes
+}
+
+/// The units the Failures section explains.
+fn failing_units(m: &Matrix) -> Vec<&Unit> {
+    m.units
+        .iter()
+        .filter(|u| matches!(u.status, Status::Fail | Status::Partial | Status::Error))
+        .collect()
 }
 
 fn role_arg(u: &Unit) -> (&'static str, &str) {
@@ -464,31 +471,16 @@ pub fn page(m: &Matrix) -> String {
     }
     let _ = writeln!(o, "</tbody></table>");
 
-    let mut seen = Vec::new();
-    let notes: Vec<_> = m
-        .libraries
-        .iter()
-        .filter(|l| !l.adapter.is_empty())
-        .filter(|l| {
-            let key = (l.arg.clone(), l.adapter.clone());
-            let new = !seen.contains(&key);
-            seen.push(key);
-            new
-        })
-        .collect();
+    let notes = adapter_notes(m);
     if !notes.is_empty() {
         let _ = writeln!(o, "<h2>What the adapters write</h2><ul>");
-        for l in notes {
-            let _ = writeln!(o, "<li><b>{}</b>: {}</li>", html(&l.arg), html(&l.adapter));
+        for (arg, adapter) in notes {
+            let _ = writeln!(o, "<li><b>{}</b>: {}</li>", html(arg), html(adapter));
         }
         let _ = writeln!(o, "</ul>");
     }
 
-    let failing: Vec<&Unit> = m
-        .units
-        .iter()
-        .filter(|u| matches!(u.status, Status::Fail | Status::Partial | Status::Error))
-        .collect();
+    let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "<h2>Failures</h2>");
         for u in failing {

@@ -85,6 +85,20 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// True when the plugin declined the call rather than failing it: the
+    /// entry point is not exported, or it returned ENOSYS (the contract's
+    /// "cannot honour"). Certification and roundtrips skip such cases.
+    pub fn declined(&self) -> bool {
+        matches!(
+            self,
+            CallError::Missing(_)
+                | CallError::Failed {
+                    code: libc::ENOSYS,
+                    ..
+                }
+        )
+    }
+
     /// The errno value, if the call ran and failed.
     pub fn code(&self) -> Option<c_int> {
         match self {

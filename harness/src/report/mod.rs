@@ -218,16 +218,24 @@ pub struct Summary {
 
 impl Summary {
     pub fn of(cases: &[Case]) -> Summary {
-        let count = |v| cases.iter().filter(|c| c.verdict == v).count() as u64;
-        Summary {
-            total: cases.len() as u64,
-            passed: count(Verdict::Pass),
-            failed: count(Verdict::Fail),
-            errors: count(Verdict::Error),
-            skipped: count(Verdict::Skip),
-            crashed: count(Verdict::Crash),
-            timed_out: count(Verdict::Timeout),
+        let mut s = Summary::default();
+        for c in cases {
+            s.count(c.verdict);
         }
+        s
+    }
+
+    /// Adds one case with this verdict.
+    pub fn count(&mut self, verdict: Verdict) {
+        self.total += 1;
+        *match verdict {
+            Verdict::Pass => &mut self.passed,
+            Verdict::Fail => &mut self.failed,
+            Verdict::Error => &mut self.errors,
+            Verdict::Skip => &mut self.skipped,
+            Verdict::Crash => &mut self.crashed,
+            Verdict::Timeout => &mut self.timed_out,
+        } += 1;
     }
     /// True when nothing failed, errored, crashed or timed out.
     pub fn ok(&self) -> bool {
@@ -244,12 +252,18 @@ pub fn json_schema() -> String {
 /// Writes `report` to `path` atomically: a temporary file beside it, then a
 /// rename, so a reader never sees half a report.
 pub fn write(report: &Report, path: &std::path::Path) -> std::io::Result<()> {
+    let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+    write_atomic(path, &(json + "\n"))
+}
+
+/// Writes `text` to `path` atomically (a temporary file beside it, then a
+/// rename), creating the directory if needed.
+pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, json + "\n")?;
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
 }
 

@@ -338,9 +338,7 @@ fn expected(scenario: &Scenario, spec: &CaseSpec) -> (arrow_schema::SchemaRef, V
 fn call_outcome(e: CallError) -> Outcome {
     match e {
         CallError::Missing(_) => Outcome::Skip(e.to_string()),
-        CallError::Failed {
-            code: libc::ENOSYS, ..
-        } => Outcome::Skip(format!("not supported: {e}")),
+        _ if e.declined() => Outcome::Skip(format!("not supported: {e}")),
         CallError::Failed { .. } => Outcome::Error(e.to_string()),
     }
 }
