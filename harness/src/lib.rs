@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compare;
 pub mod device;
 pub mod export;
+pub mod fuzz;
 pub mod gen;
 pub mod inspect;
 pub mod matrix;

@@ -282,9 +282,13 @@ enum Command {
         /// The seed of the run (for `gen/...` cases).
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Case IDs, as reports print them.
+        /// Case IDs, as reports print them (with --fuzz: fuzz inputs).
         #[arg(required = true)]
         cases: Vec<String>,
+        /// Replay fuzz inputs (crash artifacts, corpus files) through this
+        /// fuzz target's oracle: validate, consumer, producer or async.
+        #[arg(long, value_name = "TARGET")]
+        fuzz: Option<String>,
         /// Also write a JSON report here.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -297,6 +301,31 @@ enum Command {
         /// Address-space limit of each worker process, in MiB.
         #[arg(long, default_value_t = 8192)]
         max_memory_mb: u64,
+    },
+    /// Write seed inputs for the fuzz targets: every built-in scenario,
+    /// generated ones and the gold streams, behind a few header choices
+    /// each, into OUT/<target>/.
+    FuzzCorpus {
+        #[arg(long, default_value = "fuzz/corpus")]
+        out: PathBuf,
+        /// A directory of Arrow IPC gold streams to seed from.
+        #[arg(long)]
+        gold: Option<PathBuf>,
+        /// Generated scenarios to seed from.
+        #[arg(long, default_value_t = 16)]
+        generated: u64,
+    },
+    /// One report from a nightly fuzzing directory (scripts/fuzz/nightly.sh):
+    /// executions per second per target and plugin, and every minimised
+    /// finding replayed (in a child process) with its replay commands.
+    FuzzReport {
+        /// The directory of runs: one folder per target and plugin, each
+        /// with a run.json and a findings/ folder.
+        #[arg(long)]
+        runs: PathBuf,
+        /// Where the JSON report goes.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// List the rules arrowcert checks (ID, level, side, what it requires).
     Rules {
@@ -602,7 +631,11 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             jobs,
             case_timeout_ms,
             max_memory_mb,
+            fuzz,
         } => {
+            if let Some(target) = fuzz {
+                return cli::fuzz::replay(&target, &cases, producer, consumer, report);
+            }
             let mut names: Vec<String> = Vec::new();
             for id in &cases {
                 let name = cli::certify::scenario_of(id).ok_or_else(|| {
@@ -655,6 +688,12 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 require_devices: Vec::new(),
             })
         }
+        Command::FuzzCorpus {
+            out,
+            gold,
+            generated,
+        } => cli::fuzz::corpus(&out, gold.as_deref(), generated),
+        Command::FuzzReport { runs, out } => cli::fuzz::report(&runs, &out),
         Command::Rules { patterns, markdown } => {
             if markdown {
                 print!("{}", arrowcert::rules::markdown());

@@ -19,7 +19,7 @@ use crate::roundtrip::{call_range, requested};
 use crate::scenario::Scenario;
 
 /// The rules a schema validation decides.
-fn schema_rules() -> Vec<&'static str> {
+pub(crate) fn schema_rules() -> Vec<&'static str> {
     rule::ALL
         .iter()
         .copied()
@@ -28,7 +28,7 @@ fn schema_rules() -> Vec<&'static str> {
 }
 
 /// The rules an array validation decides.
-fn array_rules() -> Vec<&'static str> {
+pub(crate) fn array_rules() -> Vec<&'static str> {
     rule::ALL
         .iter()
         .copied()
@@ -39,7 +39,7 @@ fn array_rules() -> Vec<&'static str> {
 /// Moves a structure to a new address and overwrites the old bytes with
 /// poison: a structure that points into itself reads poison after a move,
 /// as "Moving an array" (CDataInterface.rst) permits any consumer to do.
-fn relocate_poisoning<T: Owned>(g: &mut Guard<T>) -> Guard<T> {
+pub(crate) fn relocate_poisoning<T: Owned>(g: &mut Guard<T>) -> Guard<T> {
     let moved = g.relocate();
     **g = T::poisoned();
     g.mark_released();
@@ -50,7 +50,7 @@ fn relocate_poisoning<T: Owned>(g: &mut Guard<T>) -> Guard<T> {
 /// released ("The release callback MUST mark the structure as released",
 /// by setting `release` to NULL). If it did not, the harness marks it, so
 /// the callback is never called twice. Returns whether the callback ran.
-fn release_checked<T: Owned>(
+pub(crate) fn release_checked<T: Owned>(
     g: &mut Guard<T>,
     rule: &'static str,
     at: &str,
@@ -158,7 +158,7 @@ fn ended_text(e: Ended) -> String {
 }
 
 /// Compares what was read with what was asked for (array.values.roundtrip).
-fn values(
+pub(crate) fn values(
     scenario: &Scenario,
     expect: &[RecordBatch],
     read: &[RecordBatch],
@@ -725,7 +725,7 @@ impl ProduceStream for ArrowDeviceArrayStream {
 
 /// Judges a failed stream call: a positive errno, and a last error that
 /// is NULL or UTF-8.
-fn stream_failure<S: StreamCalls>(
+pub(crate) fn stream_failure<S: StreamCalls>(
     stream: &mut S,
     code: i32,
     what: &str,

@@ -397,7 +397,7 @@ fn run_path(
 }
 
 /// The report entry of a case that ran (or was skipped).
-fn judged(
+pub(crate) fn judged(
     scenario: &Scenario,
     spec: &CaseSpec,
     opts: &Options,

@@ -293,6 +293,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 .any(|s| s.name.starts_with(gen::PREFIX))
                 .then_some(sources.seed),
             shrunk: Vec::new(),
+            fuzz: Vec::new(),
         },
         path: path.clone().unwrap_or_default(),
         position: plan

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod certify;
+pub mod fuzz;
 pub mod inspect;
 pub mod matrix;
 pub mod progress;

@@ -279,6 +279,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             rules: Vec::new(),
             seed: (args.cases > 0).then_some(args.seed),
             shrunk: Vec::new(),
+            fuzz: Vec::new(),
         },
         path: path.clone(),
         position,

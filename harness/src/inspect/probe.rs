@@ -137,6 +137,35 @@ pub fn read_array(schema: &ArrowSchema, array: &ArrowArray) -> Result<ArrayRef, 
     ))
 }
 
+/// What arrow-rs makes of a schema and array that were NOT validated:
+/// `from_ffi` (on a bitwise copy, as [`read_array`]) and then
+/// `validate_full`, with any panic caught and reported as a rejection.
+///
+/// For the validate fuzz oracle only: its inputs are memory-sound by
+/// construction (every pointer is live and every buffer holds what the
+/// structure's lengths, offsets and sizes claim), so arrow-rs may be handed
+/// structures that are wrong in every other way.
+pub fn arrow_rs_verdict(schema: &ArrowSchema, array: &ArrowArray) -> Result<(), String> {
+    // SAFETY: same repr(C) layouts (checked at compile time in
+    // abi::arrow_rs); the schema is only read during this call.
+    let ffi_schema: &FFI_ArrowSchema = unsafe { &*(schema as *const ArrowSchema).cast() };
+    // SAFETY: a bitwise copy of a live array whose release is replaced at
+    // once, so the owner's callback never runs from here.
+    let mut copy: ArrowArray = unsafe { std::ptr::read(array) };
+    copy.release = Some(borrowed_release);
+    // SAFETY: same layout as above; the copy moves into arrow-rs.
+    let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(copy) };
+    crate::sdk::ipc::quietly(|| {
+        // SAFETY: every pointer of the tree is live and every buffer holds
+        // what the structure claims (the caller's construction); what
+        // arrow-rs does with structures that are otherwise invalid is what
+        // is being checked.
+        let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
+        data.validate_full().map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|p| Err(format!("arrow-rs panicked: {p}")))
+}
+
 /// Imports a validated struct array as a record batch without taking the
 /// schema (it stays the harness's, to validate more chunks against); the
 /// array is moved into arrow-rs, which releases it when the batch drops.

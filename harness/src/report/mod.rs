@@ -50,6 +50,35 @@ pub struct Report {
     /// shrunk to the smallest scenario that still shows it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shrunk: Vec<ShrunkFailure>,
+    /// Fuzzing runs (`arrowcert fuzz-report`): one per target and plugin,
+    /// with its executions per second; each finding is a case whose
+    /// `replay` reruns its minimised input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fuzz: Vec<FuzzRun>,
+}
+
+/// One fuzz target run against one plugin for a time budget.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct FuzzRun {
+    /// `validate`, `consumer`, `producer` or `async`.
+    pub target: String,
+    /// The plugin fuzzed (a path), empty for `validate`.
+    pub plugin: String,
+    /// Seconds the fuzzer ran.
+    pub seconds: f64,
+    /// Inputs executed (libFuzzer's count).
+    pub executions: u64,
+    /// Executions per second over the run.
+    pub executions_per_second: f64,
+    /// Inputs in the corpus after the run.
+    #[serde(default)]
+    pub corpus: u64,
+    /// Findings (minimised inputs) the run left.
+    pub findings: u64,
+    /// How the run ended: `clean`, `findings`, or what went wrong.
+    pub outcome: String,
+    /// The command that runs it again.
+    pub command: String,
 }
 
 /// A failure shrunk to its smallest scenario.
@@ -120,6 +149,20 @@ pub enum Verdict {
     Crash,
     /// The case did not finish within its deadline; its process was killed.
     Timeout,
+}
+
+impl Verdict {
+    /// The lower-case word reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+            Verdict::Skip => "skip",
+            Verdict::Crash => "crash",
+            Verdict::Timeout => "timeout",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

@@ -1,0 +1,130 @@
+//! From fuzz bytes to a scenario.
+//!
+//! Every target reads its choices from the front of the input
+//! ([`arbitrary::Unstructured`]) and then hands the rest to [`scenario`],
+//! which reads one source byte and then:
+//!
+//! - [`Source::Builtin`]: one byte picks a built-in scenario;
+//! - [`Source::Generated`]: a run seed and a scenario index for the
+//!   scenario generator (`gen::tree`, what certification draws from);
+//! - [`Source::Ipc`]: the rest is an Arrow IPC stream (the gold files are
+//!   seeds of this kind); data that does not decode or does not pass arrow-rs's
+//!   full validation is not a scenario.
+//!
+//! [`encode`] writes the header of a seed file, so corpora can be built
+//! from the gold files and from generated scenarios.
+
+#![forbid(unsafe_code)]
+
+use std::sync::OnceLock;
+
+use arbitrary::Unstructured;
+use proptest::strategy::ValueTree;
+
+use crate::scenario::Scenario;
+
+/// Where a fuzz input's scenario comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Builtin = 0,
+    Generated = 1,
+    Ipc = 2,
+}
+
+fn builtins() -> &'static [Scenario] {
+    static ALL: OnceLock<Vec<Scenario>> = OnceLock::new();
+    ALL.get_or_init(crate::scenario::builtin)
+}
+
+/// A stable short name for an input (FNV-1a of its bytes): scenario names
+/// and varied-encoding seeds derive from it.
+pub fn tag(data: &[u8]) -> String {
+    let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
+/// The scenario the rest of the input describes.
+pub fn scenario(u: Unstructured, tag: &str) -> Result<Scenario, String> {
+    let mut u = u;
+    let source = u.int_in_range(0u8..=2).unwrap_or(0);
+    match source {
+        0 => {
+            let all = builtins();
+            let i = u.choose_index(all.len()).unwrap_or(0);
+            Ok(all[i].clone())
+        }
+        1 => generated(u.take_rest(), tag),
+        _ => ipc(u.take_rest(), tag),
+    }
+}
+
+/// A generated scenario: the first 8 bytes are the run seed, the next 2
+/// the scenario's index (zeros when missing), drawn exactly as
+/// `arrowcert certify --seed S` draws `gen/<index>`.
+///
+/// (The bytes do not drive the generator's choices one by one: proptest's
+/// pass-through RNG splits its bytes in half at every forked RNG, and the
+/// generator forks per value, so the draw ran out of bytes and rand's
+/// rejection sampling spun forever on the zeros that follow.)
+pub fn generated(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
+    let mut seed = [0u8; 8];
+    let mut index = [0u8; 2];
+    for (d, s) in seed.iter_mut().chain(index.iter_mut()).zip(bytes) {
+        *d = *s;
+    }
+    let (seed, index) = (u64::from_le_bytes(seed), u16::from_le_bytes(index) as u64);
+    let spec = crate::gen::tree(seed, index)?.current();
+    crate::gen::build(&format!("fuzz/gen-{tag}"), &spec)
+}
+
+/// A scenario from IPC stream bytes that decode to valid data.
+pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
+    let s = Scenario::from_ipc(&format!("fuzz/ipc-{tag}"), bytes.to_vec())?;
+    for b in &s.batches {
+        for c in b.columns() {
+            crate::sdk::ipc::quietly(|| c.to_data().validate_full())
+                .map_err(|p| format!("arrow-rs validation panicked: {p}"))?
+                .map_err(|e| format!("the IPC data is not valid: {e}"))?;
+        }
+    }
+    Ok(s)
+}
+
+/// The scenario part of a seed: `source` then its bytes (a built-in
+/// scenario's index, the generator's bytes, or an IPC stream).
+pub fn encode(source: Source, payload: &[u8]) -> Vec<u8> {
+    // int_in_range(0..=2) reads one byte and takes it modulo 3.
+    let mut out = vec![source as u8];
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The scenario part of a seed drawing `gen/<index>` of run `seed`.
+pub fn generated_seed(seed: u64, index: u16) -> Vec<u8> {
+    let mut out = seed.to_le_bytes().to_vec();
+    out.extend_from_slice(&index.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_source_gives_a_scenario() {
+        let s = scenario(Unstructured::new(&encode(Source::Builtin, &[3])), "t").unwrap();
+        assert_eq!(s.name, builtins()[3].name);
+        let s = scenario(
+            Unstructured::new(&encode(Source::Generated, &generated_seed(7, 3))),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(s.name, "fuzz/gen-t");
+        let ipc = builtins()[0].ipc.clone();
+        let s = scenario(Unstructured::new(&encode(Source::Ipc, &ipc)), "t").unwrap();
+        assert_eq!(s.batches, builtins()[0].batches);
+        assert!(scenario(Unstructured::new(&encode(Source::Ipc, b"junk")), "t").is_err());
+    }
+}
