@@ -66,6 +66,27 @@ matrix CASES="100" SEED="20261122" *ARGS: build real
 certify-nightly CASES="20000" *ARGS: build
     target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}
 
+# Fuzz one target (validate, consumer, producer, async) for SECONDS against
+# PLUGIN: `reference`, `mutant:NAME`, `async-mutant:NAME` or a library path
+# (docs/FUZZING.md). Crashes are minimised into target/fuzz-runs/.
+fuzz TARGET PLUGIN="reference" SECONDS="60":
+    bash scripts/fuzz/run.sh {{TARGET}} {{PLUGIN}} {{SECONDS}}
+
+# The nightly fuzzing job: every target against every plugin in
+# FUZZ_PRODUCERS / FUZZ_CONSUMERS (default: the reference plugins) for
+# SECONDS each, findings minimised, one report in reports/fuzz/nightly.json.
+fuzz-nightly SECONDS="600":
+    bash scripts/fuzz/nightly.sh {{SECONDS}}
+
+# CI's fuzz smoke run: every target for a few seconds, must end clean.
+fuzz-smoke SECONDS="10":
+    bash scripts/fuzz/smoke.sh {{SECONDS}}
+
+# One planted bug per target, each of which the fuzzer must find and
+# minimise within SECONDS (docs/FUZZING.md, "Mutants").
+fuzz-mutants SECONDS="300":
+    bash scripts/fuzz/mutants.sh {{SECONDS}}
+
 # Rerun one certification case exactly (IDs and seeds come from reports).
 replay *ARGS: build
     target/debug/arrowcert replay {{ARGS}}

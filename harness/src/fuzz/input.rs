@@ -45,8 +45,35 @@ pub fn tag(data: &[u8]) -> String {
     format!("{h:016x}")
 }
 
+thread_local! {
+    /// Recently built scenarios by the bytes that describe them: libFuzzer
+    /// mutates the header bytes far more often than the scenario's, and
+    /// decoding or drawing a scenario costs more than checking it.
+    static CACHE: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Result<Scenario, String>>> =
+        Default::default();
+}
+
+/// How many scenarios [`CACHE`] keeps.
+const CACHED: usize = 512;
+
 /// The scenario the rest of the input describes.
 pub fn scenario(u: Unstructured, tag: &str) -> Result<Scenario, String> {
+    let key = u.peek_bytes(u.len()).unwrap_or_default().to_vec();
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    let built = build(u, tag);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= CACHED {
+            c.clear();
+        }
+        c.insert(key, built.clone());
+    });
+    built
+}
+
+fn build(u: Unstructured, tag: &str) -> Result<Scenario, String> {
     let mut u = u;
     let source = u.int_in_range(0u8..=2).unwrap_or(0);
     match source {
@@ -82,6 +109,27 @@ pub fn generated(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
 /// A scenario from IPC stream bytes that decode to valid data.
 pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
     let s = Scenario::from_ipc(&format!("fuzz/ipc-{tag}"), bytes.to_vec())?;
+    // Names are NUL-terminated C strings in the C data interface: a name
+    // with a NUL byte cannot be exported at all, so it is no scenario.
+    fn nul(f: &arrow_schema::Field) -> bool {
+        use arrow_schema::DataType::*;
+        f.name().contains('\0')
+            || match f.data_type() {
+                List(c)
+                | LargeList(c)
+                | ListView(c)
+                | LargeListView(c)
+                | FixedSizeList(c, _)
+                | Map(c, _) => nul(c),
+                Struct(fs) => fs.iter().any(|c| nul(c)),
+                Union(fs, _) => fs.iter().any(|(_, c)| nul(c)),
+                RunEndEncoded(a, b) => nul(a) || nul(b),
+                _ => false,
+            }
+    }
+    if s.schema.fields().iter().any(|f| nul(f)) {
+        return Err("a field name holds a NUL byte, which a C string cannot".into());
+    }
     for b in &s.batches {
         for c in b.columns() {
             crate::sdk::ipc::quietly(|| c.to_data().validate_full())

@@ -115,9 +115,24 @@ impl Plugins {
     /// The plugins [`PRODUCER_ENV`] and [`CONSUMER_ENV`] name, as far as
     /// `target` uses them; one it needs and is not named is an error.
     pub fn from_env(target: Target) -> Result<Plugins, String> {
+        // Unset: the reference plugin beside the fuzz binary, if there is
+        // one (how the OSS-Fuzz build ships them: fuzz/oss-fuzz/build.sh).
+        let beside = |role: &str| -> Option<PathBuf> {
+            let exe = std::env::current_exe().ok()?;
+            let p = exe
+                .parent()?
+                .join(format!("libarrowcert_{role}_reference.so"));
+            p.is_file().then_some(p)
+        };
         let named = |var: &str, wanted: bool| -> Result<Option<PathBuf>, String> {
+            let role = if var == PRODUCER_ENV {
+                "producer"
+            } else {
+                "consumer"
+            };
             match std::env::var_os(var) {
                 Some(v) if wanted && !v.is_empty() => Ok(Some(PathBuf::from(v))),
+                None if wanted && beside(role).is_some() => Ok(beside(role)),
                 _ if wanted && target != Target::Async => Err(format!(
                     "the {target} fuzz target needs {var} set to the plugin library to fuzz \
                      (`just fuzz {target} PLUGIN` sets it)"

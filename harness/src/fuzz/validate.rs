@@ -101,6 +101,14 @@ pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
          (a rule needs a mutant and a check against the real libraries first)",
     ),
     (
+        "external buffer at position",
+        "arrow-rs rejects a NULL offsets buffer in an empty array; CDataInterface.rst lets a \
+         buffer be NULL \"if the size in bytes of the corresponding buffer would be 0\", and \
+         the harness, like Arrow C++ and nanoarrow, reads an empty array's offsets as that case \
+         (a NULL buffer the size rule does not allow is array.layout.null-buffer, which the \
+         harness reports itself)",
+    ),
+    (
         "non-nullable child",
         "arrow-rs rejects nulls in a struct child whose field is not flagged nullable; \
          ARROW_FLAG_NULLABLE says whether a field is semantically nullable, and neither the C \
@@ -210,12 +218,14 @@ pub fn check(data: &[u8]) -> Outcome {
         return Outcome::Ignored(why);
     }
     let start = Instant::now();
-    let (harness, arrow_rs) = if negative(&array) {
+    let (harness, arrow_rs) = if negative(&array) || short_views(Some(&schema), &array) {
         // arrow-rs's import sizes its reads by `length` and `offset` before
         // it validates anything (a negative length read as a huge usize
         // sends `NullBuffer::new` counting bits far past the bitmap: seen
-        // as a SEGV under ASan), so such trees are judged by the harness
-        // alone, which must reject them.
+        // as a SEGV under ASan), and it takes a view array's variadic
+        // buffer count as n_buffers - 3 in unsigned arithmetic (an abort
+        // when there are fewer than 3), so such trees are judged by the
+        // harness alone, which must reject them.
         let (found, _) = judge_with(&schema, &array, false);
         (found, Err(NEGATIVE.to_string()))
     } else {
@@ -264,7 +274,8 @@ pub fn check(data: &[u8]) -> Outcome {
 
 /// What stands in for arrow-rs's verdict on a tree with a negative length
 /// or offset (arrow-rs is not run on those).
-pub const NEGATIVE: &str = "not given to arrow-rs: a negative length or offset";
+pub const NEGATIVE: &str =
+    "not given to arrow-rs: a negative length or offset, or a view array with fewer than 3 buffers";
 
 /// Is any length or offset in the tree negative?
 pub fn negative(n: &Node) -> bool {
@@ -272,6 +283,30 @@ pub fn negative(n: &Node) -> bool {
         || n.offset < 0
         || n.children.iter().any(negative)
         || n.dictionary.as_deref().is_some_and(negative)
+}
+
+/// Does a binary or utf8 view node have fewer than the 3 buffers every
+/// view array has (validity, views, variadic sizes), or a NULL sizes
+/// buffer while it has variadic buffers?
+pub fn short_views(schema: Option<&SchemaNode>, n: &Node) -> bool {
+    let Some(s) = schema else { return false };
+    let view = matches!(
+        format::parse(&s.format),
+        Ok(Format::BinaryView | Format::Utf8View)
+    );
+    let short = n.buffers.len() < 3
+        // arrow-rs reads the variadic sizes through a slice made from the
+        // sizes buffer pointer: NULL there is undefined behaviour (a
+        // debug-build abort) before anything is validated.
+        || (n.buffers.len() > 3 && n.buffers.last().is_some_and(|b| b.is_none()));
+    (view && short)
+        || n.children
+            .iter()
+            .enumerate()
+            .any(|(i, c)| short_views(s.children.get(i), c))
+        || n.dictionary
+            .as_deref()
+            .is_some_and(|d| short_views(s.dictionary.as_deref(), d))
 }
 
 /// Both verdicts on one schema and array.
@@ -317,7 +352,7 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
             rule: "array.layout.lengths".into(),
             level: "MUST".into(),
             at: "root".into(),
-            evidence: "a length or offset in the tree is negative, and the harness's validator finds nothing wrong".into(),
+            evidence: "a length or offset in the tree is negative, or a view array has fewer than 3 buffers, and the harness's validator finds nothing wrong".into(),
         }),
         Err(e) if e == NEGATIVE => {}
         Err(e) if !harness.iter().any(is_must) => {

@@ -1,0 +1,143 @@
+//! The fuzz oracles outside libFuzzer: every seed of every target passes
+//! on the reference plugins (no false positives), the consumer oracle
+//! catches a planted bug on the seeds alone, and `fuzz-report` turns a
+//! run directory into a report whose finding replays.
+
+mod support;
+
+use std::process::Command;
+
+use support::{arrowcert_exe, bundled, scratch};
+
+fn seeds() -> std::path::PathBuf {
+    let dir = scratch("fuzz-seeds");
+    let out = Command::new(arrowcert_exe())
+        .args(["fuzz-corpus", "--generated", "3", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_seed_of_every_target_passes_on_the_reference_plugins() {
+    let (producer, consumer) = bundled();
+    let dir = seeds();
+    for target in ["validate", "consumer", "producer", "async"] {
+        // The built-in scenarios' seeds (the first ones by name) and the
+        // generated ones: every layout family, in a test-sized budget.
+        let all = files(&dir.join(target));
+        assert!(all.len() >= 20, "{target}: {} seeds", all.len());
+        let inputs: Vec<_> = all.iter().step_by(3).cloned().collect();
+        let out = Command::new(arrowcert_exe())
+            .args(["replay", "--fuzz", target, "--producer"])
+            .arg(producer)
+            .arg("--consumer")
+            .arg(consumer)
+            .args(&inputs)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{target}:\n{text}");
+        let passed = text.lines().filter(|l| l.ends_with(" pass")).count();
+        assert!(
+            passed * 2 >= inputs.len(),
+            "{target}: only {passed} cases passed:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn the_consumer_oracle_catches_a_consumer_that_never_releases() {
+    let (_, consumer) = bundled();
+    let lib = support::mutants::build(
+        "fuzz-mutant",
+        "consumers/mutants/mutant_consumer.c",
+        "fuzz_mutant_consumer",
+    );
+    let dir = seeds();
+    let out = Command::new(arrowcert_exe())
+        .env("ARROWCERT_MUTANT", "leak")
+        .env("ARROWCERT_MUTANT_BASE", consumer)
+        .args(["replay", "--fuzz", "consumer", "--consumer"])
+        .arg(&lib)
+        .args(files(&dir.join("consumer")).into_iter().take(6))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("consumer.release.once"), "{text}");
+}
+
+#[test]
+fn a_fuzz_report_replays_each_finding_with_both_commands() {
+    let (_, consumer) = bundled();
+    let lib = support::mutants::build(
+        "fuzz-report-mutant",
+        "consumers/mutants/mutant_consumer.c",
+        "fuzz_report_mutant_consumer",
+    );
+    let dir = seeds();
+    let runs = scratch("fuzz-report-runs");
+    let run = runs.join("consumer-mutant");
+    std::fs::create_dir_all(run.join("findings")).unwrap();
+    let seed = files(&dir.join("consumer"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("builtin-primitive-0"))
+        .unwrap();
+    std::fs::copy(&seed, run.join("findings/crash-1")).unwrap();
+    std::fs::write(
+        run.join("run.json"),
+        format!(
+            r#"{{"target": "consumer", "consumer": "{}", "seconds": 2.0, "executions": 4000,
+               "corpus": 10, "exit_code": 1, "command": "scripts/fuzz/run.sh consumer x 2"}}"#,
+            lib.display()
+        ),
+    )
+    .unwrap();
+    let report = runs.join("nightly.json");
+    let out = Command::new(arrowcert_exe())
+        .env("ARROWCERT_MUTANT", "leak")
+        .env("ARROWCERT_MUTANT_BASE", consumer)
+        .args(["fuzz-report", "--runs"])
+        .arg(&runs)
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let r = arrowcert::report::read(&report).unwrap();
+    assert_eq!(r.fuzz.len(), 1);
+    assert_eq!(r.fuzz[0].executions_per_second, 2000.0);
+    assert_eq!(r.fuzz[0].findings, 1);
+    assert_eq!(r.cases.len(), 1);
+    let c = &r.cases[0];
+    assert_eq!(c.verdict, arrowcert::report::Verdict::Fail, "{c:?}");
+    assert!(
+        c.violations
+            .iter()
+            .any(|v| v.rule == "consumer.release.once"),
+        "{c:?}"
+    );
+    assert!(c.replay.contains("cargo fuzz run consumer"), "{}", c.replay);
+    assert!(
+        c.replay.contains("arrowcert replay --fuzz consumer"),
+        "{}",
+        c.replay
+    );
+}
