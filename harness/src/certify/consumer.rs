@@ -219,10 +219,18 @@ pub fn device_plan(scenarios: &[Scenario], device: crate::device::Kind) -> Vec<C
 }
 
 /// A stable seed for a case's varied encoding (FNV-1a of its ID).
-pub(super) fn seed_of(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+pub(crate) fn seed_of(id: &str) -> u64 {
+    fnv1a(id.as_bytes())
+}
+
+/// FNV-1a of some bytes (case seeds, fuzz input tags).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .copied()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 fn encoding(e: Enc, id: &str) -> Encoding {

@@ -294,49 +294,28 @@ fn replay_isolated(exe: &Path, target: Target, meta: &RunMeta, artifact: &Path) 
         (Ok(o), _) => {
             let text = String::from_utf8_lossy(&o.stderr).into_owned()
                 + &String::from_utf8_lossy(&o.stdout);
+            let (verdict, message) = match o.status.code() {
+                None => (
+                    Verdict::Crash,
+                    "the replay died by a signal (the input crashes the plugin or the harness)"
+                        .into(),
+                ),
+                Some(c) => (
+                    Verdict::Error,
+                    format!("the replay exited with {c} and wrote no case"),
+                ),
+            };
             Case {
-                id: format!("fuzz/{target}/{name}"),
-                path: target.name().into(),
-                scenario: String::new(),
-                batch: None,
-                slice: None,
-                verdict: if o.status.code().is_none() {
-                    Verdict::Crash
-                } else {
-                    Verdict::Error
-                },
-                message: Some(match o.status.code() {
-                    None => {
-                        "the replay died by a signal (the input crashes the plugin or the harness)"
-                            .into()
-                    }
-                    Some(c) => format!("the replay exited with {c} and wrote no case"),
-                }),
-                differences: Vec::new(),
-                duration_us: 0,
-                replay: String::new(),
                 output: Some(report::bounded(&text, 16 * 1024)),
-                checked: Vec::new(),
-                violations: Vec::new(),
-                not_exercised: Vec::new(),
+                ..unreplayed(target, &name, verdict, message)
             }
         }
-        (Err(e), _) => Case {
-            id: format!("fuzz/{target}/{name}"),
-            path: target.name().into(),
-            scenario: String::new(),
-            batch: None,
-            slice: None,
-            verdict: Verdict::Error,
-            message: Some(format!("cannot run the replay: {e}")),
-            differences: Vec::new(),
-            duration_us: 0,
-            replay: String::new(),
-            output: None,
-            checked: Vec::new(),
-            violations: Vec::new(),
-            not_exercised: Vec::new(),
-        },
+        (Err(e), _) => unreplayed(
+            target,
+            &name,
+            Verdict::Error,
+            format!("cannot run the replay: {e}"),
+        ),
     };
     case.id = format!("fuzz/{target}/{name}/{}", case.id);
     case.replay = replay;
@@ -356,4 +335,24 @@ pub fn corpus(out: &Path, gold: Option<&Path>, generated: u64) -> Result<i32, Ba
     }
     println!("{} seed inputs under {}", seeds.len(), out.display());
     Ok(0)
+}
+
+/// The case of a finding whose replay gave no case of its own.
+fn unreplayed(target: Target, name: &str, verdict: Verdict, message: String) -> Case {
+    Case {
+        id: format!("fuzz/{target}/{name}"),
+        path: target.name().into(),
+        scenario: String::new(),
+        batch: None,
+        slice: None,
+        verdict,
+        message: Some(message),
+        differences: Vec::new(),
+        duration_us: 0,
+        replay: String::new(),
+        output: None,
+        checked: Vec::new(),
+        violations: Vec::new(),
+        not_exercised: Vec::new(),
+    }
 }

@@ -39,10 +39,7 @@ fn builtins() -> &'static [Scenario] {
 /// A stable short name for an input (FNV-1a of its bytes): scenario names
 /// and varied-encoding seeds derive from it.
 pub fn tag(data: &[u8]) -> String {
-    let h = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{h:016x}")
+    format!("{:016x}", crate::certify::consumer::fnv1a(data))
 }
 
 thread_local! {

@@ -130,9 +130,10 @@ impl Plugins {
             } else {
                 "consumer"
             };
+            let found = if wanted { beside(role) } else { None };
             match std::env::var_os(var) {
                 Some(v) if wanted && !v.is_empty() => Ok(Some(PathBuf::from(v))),
-                None if wanted && beside(role).is_some() => Ok(beside(role)),
+                None if found.is_some() => Ok(found),
                 _ if wanted && target != Target::Async => Err(format!(
                     "the {target} fuzz target needs {var} set to the plugin library to fuzz \
                      (`just fuzz {target} PLUGIN` sets it)"

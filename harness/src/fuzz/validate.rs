@@ -38,7 +38,7 @@ use crate::abi::ops::Owned;
 use crate::export::{encode, Encoding, Ledger, Node, SchemaNode};
 use crate::inspect::format::{self, BufferShape, Format, UnionMode};
 use crate::inspect::{probe, Violation};
-use crate::report::{Case, RuleViolation, Verdict};
+use crate::report::{RuleViolation, Verdict};
 use crate::rules::{self, Level};
 
 /// At most this many elements (offset + length) per node are made sound;
@@ -813,9 +813,4 @@ pub fn seed(batch: u8, varied: Option<u64>, scenario: &[u8]) -> Vec<u8> {
     out.push(0);
     out.extend_from_slice(scenario);
     out
-}
-
-/// What a case's violations say, for tests: the rules.
-pub fn rules_of(case: &Case) -> Vec<&str> {
-    case.violations.iter().map(|v| v.rule.as_str()).collect()
 }
