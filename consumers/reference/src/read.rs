@@ -78,8 +78,8 @@ pub unsafe fn read_batch(schema: &SchemaRef, array: ArrowArray) -> PluginResult<
         .map_err(|e| PluginError::invalid(format!("record batch: {e}")))
 }
 
-/// Works around inconsistencies of arrow-rs 60.1.0's importer and IPC
-/// writer (below).
+/// Works around an inconsistency of arrow-rs 60.1.0's importer (its IPC
+/// writer's are `arrowcert::sdk::ipc::encode`'s business).
 ///
 /// For a Utf8/Binary (or large) array with length 0 and offset 0, the
 /// importer gives the values buffer length 0 whatever the single offset says
@@ -99,22 +99,6 @@ fn normalized(data: &ArrayData) -> Option<ArrayData> {
     match data.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => {
             (data.is_empty() && data.offset() == 0).then(|| ArrayData::new_empty(data.data_type()))
-        }
-        // arrow-ipc 60.1.0 writes the view values of an empty run-end
-        // encoded array with fewer variadic buffers than its
-        // variadicBufferCounts says (the reader then refuses the stream).
-        // Views are compacted (`gc`: the same values, only the buffers they
-        // use), so that no buffer no view points into is written.
-        DataType::Utf8View | DataType::BinaryView if data.buffers().len() > 1 => {
-            let array = arrow_array::make_array(data.clone());
-            Some(match data.data_type() {
-                DataType::Utf8View => arrow_array::Array::to_data(
-                    &arrow_array::cast::AsArray::as_string_view(&array).gc(),
-                ),
-                _ => arrow_array::Array::to_data(
-                    &arrow_array::cast::AsArray::as_binary_view(&array).gc(),
-                ),
-            })
         }
         _ => {
             let replaced: Vec<Option<ArrayData>> =

@@ -62,6 +62,20 @@ fn reads_an_empty_batch() {
     round_trip(&sample_batch(1, 10).slice(10, 0));
 }
 
+/// Regression (matrix seed 20261122, `array/gen/25/batch:1/slice:1+0`):
+/// an empty slice past 0 of run-end encoded views, whose one value needs a
+/// variadic buffer, once came back as an IPC stream arrow-ipc itself could
+/// not read.
+#[test]
+fn reads_an_empty_slice_of_run_end_encoded_views() {
+    use arrow_array::{Int64Array, RunArray, StringViewArray};
+    let values = StringViewArray::from(vec![Some("a value longer than twelve bytes")]);
+    let ree = RunArray::try_new(&Int64Array::from(vec![1i64]), &values).unwrap();
+    let schema = Schema::new(vec![Field::new("f0", ree.data_type().clone(), false)]);
+    let batch = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(ree) as ArrayRef]).unwrap();
+    round_trip(&batch.slice(1, 0));
+}
+
 #[test]
 fn reads_a_root_struct_with_an_offset() {
     // The root struct array itself carries the offset.

@@ -2,9 +2,13 @@
 
 use std::io::Cursor;
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{make_array, Array, RecordBatch, RecordBatchOptions};
+use arrow_data::transform::MutableArrayData;
+use arrow_data::ArrayData;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
+use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 
 use super::{PluginError, PluginResult};
@@ -109,13 +113,22 @@ fn decode_unguarded(bytes: &[u8]) -> PluginResult<Decoded> {
 }
 
 /// Encodes a schema and batches as IPC stream bytes.
+///
+/// Every batch is first copied into arrays at offset 0 ([`compacted`]):
+/// arrow-ipc 60.1.0's writer mishandles some sliced or empty nested arrays
+/// (run-end encoded views at an offset, a dense union under an empty large
+/// list) and writes streams its own reader refuses ("Invalid variadic count
+/// 1 for Utf8View column", "Buffer count mismatched with metadata"). The
+/// copy holds the same values, so what a consumer read is still what it
+/// hands back.
 pub fn encode(schema: &SchemaRef, batches: &[RecordBatch]) -> PluginResult<Vec<u8>> {
     let mut out = Vec::new();
     let mut writer = StreamWriter::try_new(&mut out, schema)
         .map_err(|e| PluginError::io(format!("IPC writer: {e}")))?;
     for b in batches {
+        let b = compacted(b);
         writer
-            .write(b)
+            .write(&b)
             .map_err(|e| PluginError::io(format!("IPC writer: {e}")))?;
     }
     writer
@@ -123,6 +136,56 @@ pub fn encode(schema: &SchemaRef, batches: &[RecordBatch]) -> PluginResult<Vec<u
         .map_err(|e| PluginError::io(format!("IPC writer: {e}")))?;
     drop(writer);
     Ok(out)
+}
+
+/// `batch` with every column copied into fresh arrays at offset 0 (the same
+/// values; dictionaries keep their values as they are). Should the copy
+/// panic (it should not on a validated batch), the batch is written as it
+/// is.
+pub fn compacted(batch: &RecordBatch) -> RecordBatch {
+    let copy = || -> Option<RecordBatch> {
+        let columns = batch
+            .columns()
+            .iter()
+            .map(|c| {
+                let data = c.to_data();
+                let mut m = MutableArrayData::new(vec![&data], false, data.len());
+                m.extend(0, 0, data.len());
+                gc_views(m.freeze()).map(make_array)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        RecordBatch::try_new_with_options(batch.schema(), columns, &options).ok()
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(copy))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| batch.clone())
+}
+
+/// `data` with every binary or utf8 view array in it holding only the
+/// variadic buffers its views point into: the copy above keeps them all,
+/// and arrow-ipc 60.1.0 counts them in `variadicBufferCounts` but leaves
+/// out those of an empty array.
+fn gc_views(data: ArrayData) -> Option<ArrayData> {
+    match data.data_type() {
+        DataType::Utf8View if data.buffers().len() > 1 => {
+            Some(make_array(data).as_string_view().gc().to_data())
+        }
+        DataType::BinaryView if data.buffers().len() > 1 => {
+            Some(make_array(data).as_binary_view().gc().to_data())
+        }
+        _ if data.child_data().is_empty() => Some(data),
+        _ => {
+            let children = data
+                .child_data()
+                .iter()
+                .cloned()
+                .map(gc_views)
+                .collect::<Option<Vec<_>>>()?;
+            data.into_builder().child_data(children).build().ok()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -162,5 +225,42 @@ mod tests {
         assert!(errors > 0);
         // Some of these made arrow-ipc panic: the guard is exercised.
         assert!(caught > 0, "no corruption reached a reader panic");
+    }
+
+    /// arrow-ipc 60.1.0 alone writes these slices as streams its reader
+    /// refuses; `encode` must write them readably with the same values
+    /// (regression: reference -> reference roundtrips of generated
+    /// scenarios failed on them).
+    #[test]
+    fn slices_arrow_ipc_mishandles_encode_readably() {
+        use arrow_array::builder::UnionBuilder;
+        use arrow_array::types::Int32Type;
+        use arrow_array::{Array, Int64Array, RunArray, StringViewArray};
+
+        let views = StringViewArray::from(vec![Some("a value longer than twelve bytes"), None]);
+        let ree = RunArray::try_new(&Int64Array::from(vec![1i64, 2]), &views).unwrap();
+        let mut union = UnionBuilder::new_dense();
+        union.append::<Int32Type>("a", 7).unwrap();
+        let union = union.build().unwrap();
+        let lists = arrow_array::LargeListArray::new(
+            Arc::new(arrow_schema::Field::new_list_field(
+                union.data_type().clone(),
+                true,
+            )),
+            arrow_buffer::OffsetBuffer::new(vec![0i64, 1, 1].into()),
+            Arc::new(union),
+            None,
+        );
+        let batch = RecordBatch::try_from_iter([
+            ("ree", Arc::new(ree) as ArrayRef),
+            ("lists", Arc::new(lists) as ArrayRef),
+        ])
+        .unwrap();
+        for (offset, len) in [(1, 0), (1, 1), (2, 0), (0, 0)] {
+            let sliced = batch.slice(offset, len);
+            let bytes = super::encode(&batch.schema(), std::slice::from_ref(&sliced)).unwrap();
+            let back = super::decode(&bytes).unwrap_or_else(|e| panic!("{offset}+{len}: {e:?}"));
+            assert_eq!(back.batches, vec![sliced], "{offset}+{len}");
+        }
     }
 }
