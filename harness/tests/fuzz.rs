@@ -61,6 +61,35 @@ fn every_seed_of_every_target_passes_on_the_reference_plugins() {
     }
 }
 
+/// Inputs the fuzzers once reported that were the harness's mistakes (an
+/// oracle too strict, or a rule the validator lacked)
+/// (`tests/fixtures/fuzz/<target>/<what>`): each must now pass.
+#[test]
+fn past_false_findings_pass() {
+    let (producer, consumer) = bundled();
+    let root = support::harness_dir().join("tests/fixtures/fuzz");
+    for dir in files(&root) {
+        let target = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let inputs = files(&dir);
+        assert!(!inputs.is_empty(), "{target}: no fixtures");
+        let out = Command::new(arrowcert_exe())
+            .args(["replay", "--fuzz", &target, "--producer"])
+            .arg(producer)
+            .arg("--consumer")
+            .arg(consumer)
+            .args(&inputs)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{target}:\n{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.ends_with(" pass")).count(),
+            inputs.len(),
+            "{target}:\n{text}"
+        );
+    }
+}
+
 #[test]
 fn the_consumer_oracle_catches_a_consumer_that_never_releases() {
     let (_, consumer) = bundled();

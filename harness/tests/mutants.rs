@@ -227,6 +227,18 @@ const MUTANTS: &[Mutant] = &[
         "a string view array exported with Columnar's buffers only, without the C interface's variadic sizes buffer",
     ),
     m(
+        "view-prefix-zeroed",
+        "array.view.prefix",
+        &["/binary/"],
+        "an out-of-line string view whose prefix was never filled in (left zero)",
+    ),
+    m(
+        "view-inline-garbage",
+        "array.view.inline-padding",
+        &["/binary/"],
+        "an inline string view copied as a fixed 12 bytes of its source, the bytes after the value not zeroed",
+    ),
+    m(
         "dictionary-left-out",
         "array.dictionary.present",
         &["/dictionary/"],

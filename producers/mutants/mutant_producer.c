@@ -110,6 +110,10 @@
   X(REE_LOGICAL_NULL_COUNT, "ree-logical-null-count")                                  \
   /* array.view.sizes: a view array with Columnar's buffers only (no sizes) */         \
   X(VIEW_WITHOUT_SIZES, "view-without-sizes")                                          \
+  /* array.view.prefix: an out-of-line view's prefix never filled in (zeros) */        \
+  X(VIEW_PREFIX_ZEROED, "view-prefix-zeroed")                                          \
+  /* array.view.inline-padding: an inline value copied as 12 bytes of its source */    \
+  X(VIEW_INLINE_GARBAGE, "view-inline-garbage")                                        \
   /* array.dictionary.present: the dictionary left out ("already sent") */             \
   X(DICTIONARY_LEFT_OUT, "dictionary-left-out")                                        \
   /* array.dictionary.indices: an index into a larger, global dictionary */            \
@@ -811,6 +815,32 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
       if ((k = find_child(schema, is_utf8_view)) >= 0 && a->children[k]->n_buffers == 3) {
         fix_array(a->children[k]);
         a->children[k]->n_buffers = 2;
+      }
+      break;
+    case VIEW_PREFIX_ZEROED:
+    case VIEW_INLINE_GARBAGE:
+      /* The first non-null view of the kind the mutation needs: out of line
+       * (longer than 12 bytes) for the prefix, inline with room after the
+       * value for the padding. */
+      if ((k = find_child(schema, is_utf8_view)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        int64_t end = c->offset + c->length;
+        const uint8_t* valid = c->buffers[0];
+        unsigned char* views = NULL;
+        for (int64_t slot = c->offset; slot < end; slot++) {
+          if (valid && !(valid[slot / 8] >> (slot % 8) & 1)) continue;
+          const unsigned char* v = (const unsigned char*)c->buffers[1] + slot * 16;
+          int32_t len;
+          memcpy(&len, v, 4);
+          if (M == VIEW_PREFIX_ZEROED ? len <= 12 : len >= 12) continue;
+          if (!views) views = own_buffer(c, 1, (size_t)end * 16);
+          if (!views) break;
+          if (M == VIEW_PREFIX_ZEROED)
+            memset(views + slot * 16 + 4, 0, 4);
+          else
+            memset(views + slot * 16 + 4 + len, 'x', (size_t)(12 - len));
+          break;
+        }
       }
       break;
     case DICTIONARY_LEFT_OUT:

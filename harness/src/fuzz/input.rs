@@ -53,13 +53,16 @@ thread_local! {
 /// How many scenarios [`CACHE`] keeps.
 const CACHED: usize = 512;
 
-/// The scenario the rest of the input describes.
-pub fn scenario(u: Unstructured, tag: &str) -> Result<Scenario, String> {
-    let key = u.peek_bytes(u.len()).unwrap_or_default().to_vec();
+/// The scenario the rest of the input describes. Without `ipc`, a
+/// generated scenario's IPC stream is left empty ([`crate::gen::data`]):
+/// only a producer plugin reads it.
+pub fn scenario(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, String> {
+    let mut key = vec![ipc as u8];
+    key.extend_from_slice(u.peek_bytes(u.len()).unwrap_or_default());
     if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return hit;
     }
-    let built = build(u, tag);
+    let built = build(u, tag, ipc);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= CACHED {
@@ -70,7 +73,7 @@ pub fn scenario(u: Unstructured, tag: &str) -> Result<Scenario, String> {
     built
 }
 
-fn build(u: Unstructured, tag: &str) -> Result<Scenario, String> {
+fn build(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, String> {
     let mut u = u;
     let source = u.int_in_range(0u8..=2).unwrap_or(0);
     match source {
@@ -79,8 +82,8 @@ fn build(u: Unstructured, tag: &str) -> Result<Scenario, String> {
             let i = u.choose_index(all.len()).unwrap_or(0);
             Ok(all[i].clone())
         }
-        1 => generated(u.take_rest(), tag),
-        _ => ipc(u.take_rest(), tag),
+        1 => generated(u.take_rest(), tag, ipc),
+        _ => self::ipc(u.take_rest(), tag),
     }
 }
 
@@ -92,7 +95,7 @@ fn build(u: Unstructured, tag: &str) -> Result<Scenario, String> {
 /// pass-through RNG splits its bytes in half at every forked RNG, and the
 /// generator forks per value, so the draw ran out of bytes and rand's
 /// rejection sampling spun forever on the zeros that follow.)
-pub fn generated(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
+pub fn generated(bytes: &[u8], tag: &str, ipc: bool) -> Result<Scenario, String> {
     let mut seed = [0u8; 8];
     let mut index = [0u8; 2];
     for (d, s) in seed.iter_mut().chain(index.iter_mut()).zip(bytes) {
@@ -100,7 +103,12 @@ pub fn generated(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
     }
     let (seed, index) = (u64::from_le_bytes(seed), u16::from_le_bytes(index) as u64);
     let spec = crate::gen::tree(seed, index)?.current();
-    crate::gen::build(&format!("fuzz/gen-{tag}"), &spec)
+    let name = format!("fuzz/gen-{tag}");
+    if ipc {
+        crate::gen::build(&name, &spec)
+    } else {
+        crate::gen::data(&name, &spec)
+    }
 }
 
 /// A scenario from IPC stream bytes that decode to valid data.
@@ -159,17 +167,27 @@ mod tests {
 
     #[test]
     fn every_source_gives_a_scenario() {
-        let s = scenario(Unstructured::new(&encode(Source::Builtin, &[3])), "t").unwrap();
+        let s = scenario(Unstructured::new(&encode(Source::Builtin, &[3])), "t", true).unwrap();
         assert_eq!(s.name, builtins()[3].name);
         let s = scenario(
             Unstructured::new(&encode(Source::Generated, &generated_seed(7, 3))),
             "t",
+            true,
         )
         .unwrap();
         assert_eq!(s.name, "fuzz/gen-t");
+        assert!(!s.ipc.is_empty());
+        let d = scenario(
+            Unstructured::new(&encode(Source::Generated, &generated_seed(7, 3))),
+            "t",
+            false,
+        )
+        .unwrap();
+        assert!(d.ipc.is_empty());
+        assert_eq!(d.batches, s.batches);
         let ipc = builtins()[0].ipc.clone();
-        let s = scenario(Unstructured::new(&encode(Source::Ipc, &ipc)), "t").unwrap();
+        let s = scenario(Unstructured::new(&encode(Source::Ipc, &ipc)), "t", true).unwrap();
         assert_eq!(s.batches, builtins()[0].batches);
-        assert!(scenario(Unstructured::new(&encode(Source::Ipc, b"junk")), "t").is_err());
+        assert!(scenario(Unstructured::new(&encode(Source::Ipc, b"junk")), "t", true).is_err());
     }
 }

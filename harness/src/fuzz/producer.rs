@@ -107,7 +107,7 @@ pub fn check(producer: &Plugin, data: &[u8]) -> Outcome {
     let steps: Vec<Step> = (0..n_steps)
         .map(|_| Step::from_byte(byte(&mut u)))
         .collect();
-    let scenario = match input::scenario(u, &tag) {
+    let scenario = match input::scenario(u, &tag, true) {
         Ok(s) => s,
         Err(why) => return Outcome::Ignored(why),
     };

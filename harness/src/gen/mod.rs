@@ -112,6 +112,19 @@ pub fn tree(seed: u64, index: u64) -> Result<Box<dyn ValueTree<Value = Spec>>, S
 /// Builds the data a spec describes, through IPC (the scenario's batches
 /// are what a producer decodes from the bytes it is given).
 pub fn build(name: &str, spec: &Spec) -> Result<Scenario, String> {
+    let data = data(name, spec)?;
+    let bytes =
+        ipc::encode(&data.schema, &data.batches).map_err(|e| format!("{name}: {}", e.message))?;
+    let mut scenario = Scenario::from_ipc(name, bytes)?;
+    scenario.slices = data.slices;
+    Ok(scenario)
+}
+
+/// Builds the data a spec describes without encoding it: the scenario's
+/// `ipc` is empty, so it serves only where no producer plugin is given
+/// the bytes (the harness's own exports: the validate and consumer fuzz
+/// targets, where the IPC round trip cost more than the check).
+pub fn data(name: &str, spec: &Spec) -> Result<Scenario, String> {
     let err = |e: ArrowError| format!("{name}: generated data: {e}");
     let fields: Vec<Field> = spec
         .fields
@@ -141,10 +154,13 @@ pub fn build(name: &str, spec: &Spec) -> Result<Scenario, String> {
         let offset = b.slice.0 as usize % (b.len + 1);
         slices.push((offset, b.slice.1 as usize % (b.len - offset + 1)));
     }
-    let bytes = ipc::encode(&schema, &batches).map_err(|e| format!("{name}: {}", e.message))?;
-    let mut scenario = Scenario::from_ipc(name, bytes)?;
-    scenario.slices = Some(slices);
-    Ok(scenario)
+    Ok(Scenario {
+        name: name.to_string(),
+        ipc: Vec::new(),
+        schema,
+        batches,
+        slices: Some(slices),
+    })
 }
 
 /// A shrink walk: `true` is a `simplify` call, `false` a `complicate`.

@@ -57,6 +57,8 @@ pub mod rule {
     pub const ARRAY_REE_RUN_ENDS: &str = "array.ree.run-ends";
     pub const ARRAY_REE_NULL_COUNT: &str = "array.ree.null-count";
     pub const ARRAY_VIEW_SIZES: &str = "array.view.sizes";
+    pub const ARRAY_VIEW_PREFIX: &str = "array.view.prefix";
+    pub const ARRAY_VIEW_INLINE_PADDING: &str = "array.view.inline-padding";
     pub const ARRAY_DICTIONARY_PRESENT: &str = "array.dictionary.present";
     pub const ARRAY_DICTIONARY_INDICES: &str = "array.dictionary.indices";
 
@@ -86,6 +88,8 @@ pub mod rule {
         ARRAY_REE_RUN_ENDS,
         ARRAY_REE_NULL_COUNT,
         ARRAY_VIEW_SIZES,
+        ARRAY_VIEW_PREFIX,
+        ARRAY_VIEW_INLINE_PADDING,
         ARRAY_DICTIONARY_PRESENT,
         ARRAY_DICTIONARY_INDICES,
     ];
@@ -1795,14 +1799,14 @@ impl Node<'_> {
                 .filter(move |(k, _)| validity.is_none_or(|(bits, first)| bit_set(bits, first, *k)))
                 .map(move |(k, v)| {
                     let word = |r: std::ops::Range<usize>| i32::load(v.get(r).unwrap_or(&[]));
-                    (offset + k, word(0..4), word(8..12), word(12..16))
+                    (offset + k, word(0..4), word(8..12), word(12..16), v)
                 })
         };
         // First the lengths and buffer indices, which need nothing but the
         // views: a producer that left out the sizes buffer (Columnar's
         // buffer list) shows here, before its last data buffer would be
         // read as sizes.
-        for (slot, len, idx, _) in live() {
+        for (slot, len, idx, _, _) in live() {
             let problem = if len < 0 {
                 format!("length {len} is negative")
             } else if len > 12 && (idx < 0 || idx as usize >= n_variadic) {
@@ -1856,7 +1860,7 @@ impl Node<'_> {
         if !sizes_ok {
             return;
         }
-        for (slot, len, idx, off) in live() {
+        for (slot, len, idx, off, _) in live() {
             if len <= 12 {
                 continue;
             }
@@ -1872,6 +1876,51 @@ impl Node<'_> {
                     ),
                 );
                 return;
+            }
+        }
+        // Every view is in bounds: what the views hold. "Any remaining
+        // bytes after the string itself are padded with 0" (inline), and
+        // "A copy of the first four bytes of the string is stored inline in
+        // the prefix" (Columnar.rst, Variable-size Binary View Layout). The
+        // first of each is reported.
+        let (mut padding, mut prefix) = (false, false);
+        for (slot, len, idx, off, v) in live() {
+            if len <= 12 && !padding {
+                let rest = v.get(4 + len as usize..).unwrap_or(&[]);
+                if let Some(k) = rest.iter().position(|&b| b != 0) {
+                    sink.push(
+                        ARRAY_VIEW_INLINE_PADDING,
+                        at,
+                        format!(
+                            "view at slot {slot}: inline value of {len} bytes, but view byte {} after it is {:#04x}, not 0",
+                            4 + len as usize + k,
+                            rest[k]
+                        ),
+                    );
+                    padding = true;
+                }
+            } else if len > 12 && !prefix {
+                let (b, start) = (idx as usize + 2, off as usize);
+                let size = sizes.get(idx as usize).copied().unwrap_or(0) as usize;
+                // SAFETY: buffer b holds `size` bytes (the caller's
+                // guarantee, and non-NULL: checked with the sizes), and
+                // [off, off + 4) lies inside [off, off + len), which the
+                // loop above found within those `size` bytes.
+                let data = unsafe { bufs.region(b, "variadic data", size, start, start + 4, sink) };
+                let want = v.get(4..8).unwrap_or(&[]);
+                if let Some(data) = data.filter(|d| *d != want) {
+                    sink.push(
+                        ARRAY_VIEW_PREFIX,
+                        at,
+                        format!(
+                            "view at slot {slot}: prefix {want:02x?}, but the value's first bytes (variadic buffer {idx}, offset {off}) are {data:02x?}"
+                        ),
+                    );
+                    prefix = true;
+                }
+            }
+            if padding && prefix {
+                break;
             }
         }
     }
@@ -3628,7 +3677,7 @@ mod tests {
                 vec![
                     view(3, b"abc", 0, 0),
                     view(20, b"the ", 0, 0),
-                    view(19, b"the ", 1, n as i32 - 19),
+                    view(19, &data[n as usize - 19..], 1, n as i32 - 19),
                 ],
                 vec![n, n],
                 None,
@@ -3699,6 +3748,79 @@ mod tests {
             v[0].message
                 .contains("refers to variadic buffer 1, but there are 1"),
             "{v:?}"
+        );
+    }
+
+    /// One utf8 view array over one variadic buffer `data`.
+    fn views_over(views: Vec<Vec<u8>>, data: &[u8], validity: Option<u8>) -> Vec<Violation> {
+        let count = views.len() as i64;
+        let bufs = vec![
+            validity.map_or(std::ptr::null(), |b| leak_buf(vec![b])),
+            leak_buf(views.concat()),
+            leak_buf(data.to_vec()),
+            leak_buf(vec![data.len() as i64]),
+        ];
+        let nulls = validity.map_or(0, |b| count - i64::from(b.count_ones()).min(count));
+        check_array_raw(sch("vu", 2, vec![]), arr(count, nulls, 0, bufs, vec![]))
+    }
+
+    #[test]
+    fn array_view_prefix() {
+        let data = b"the quick brown fox jumps over the lazy dog";
+        assert_clean(
+            &views_over(
+                vec![view(20, b"the ", 0, 0), view(13, b"k br", 0, 8)],
+                data,
+                None,
+            ),
+            "prefixes copied from the data",
+        );
+        let v = views_over(
+            vec![view(20, b"the ", 0, 0), view(13, b"quic", 0, 8)],
+            data,
+            None,
+        );
+        assert_rule(&v, ARRAY_VIEW_PREFIX, &[]);
+        assert!(v[0].message.contains("slot 1"), "{v:?}");
+        // A zeroed prefix (a producer that never filled it in).
+        assert_rule(
+            &views_over(vec![view(20, &[0; 4], 0, 0)], data, None),
+            ARRAY_VIEW_PREFIX,
+            &[],
+        );
+        // Under a null slot, anything goes.
+        assert_clean(
+            &views_over(
+                vec![view(20, b"the ", 0, 0), view(13, b"quic", 0, 8)],
+                data,
+                Some(0b01),
+            ),
+            "a wrong prefix under a null",
+        );
+    }
+
+    #[test]
+    fn array_view_inline_padding() {
+        let data = b"the quick brown fox jumps over the lazy dog";
+        assert_clean(
+            &views_over(
+                vec![view(0, b"", 0, 0), view(12, b"twelve bytes", 0, 0)],
+                data,
+                None,
+            ),
+            "inline values padded with 0 (and one with no room for padding)",
+        );
+        let mut garbage = view(3, b"abc", 0, 0);
+        garbage[15] = 0xab;
+        let v = views_over(vec![view(2, b"ok", 0, 0), garbage.clone()], data, None);
+        assert_rule(&v, ARRAY_VIEW_INLINE_PADDING, &[]);
+        assert!(
+            v[0].message.contains("slot 1") && v[0].message.contains("0xab"),
+            "{v:?}"
+        );
+        assert_clean(
+            &views_over(vec![view(2, b"ok", 0, 0), garbage], data, Some(0b01)),
+            "garbage padding under a null",
         );
     }
 

@@ -410,6 +410,30 @@ pub static RULES: &[Rule] = &[
         quote: "For binary or utf-8 view arrays, an extra buffer is appended which stores the lengths of each variadic data buffer as int64_t.",
         observation: "The harness reads the last buffer as n_buffers - 3 int64 sizes, checks each against the allocation of its data buffer where known, and for every view in [offset, offset + length) longer than 12 bytes checks buffer index < n_buffers - 3, offset >= 0 and offset + length <= that buffer's size.",
     },
+    // Added: the view layout's contents (found missing by the validate fuzz
+    // target, which compares the validator with arrow-rs).
+    Rule {
+        id: "array.view.prefix",
+        level: Level::Must,
+        side: Side::Producer,
+        area: "array",
+        summary: "an out-of-line view's prefix is a copy of its value's first four bytes",
+        spec_file: COLUMNAR,
+        section: "Variable-size Binary View Layout",
+        quote: "A copy of the first four bytes of the string is stored inline in the prefix, after the length.",
+        observation: "For every non-null view in [offset, offset + length) longer than 12 bytes whose bytes lie inside their variadic buffer (array.view.sizes), the harness compares view bytes 4-7 with the first four bytes of the value; the first mismatch is reported. Null slots may hold anything.",
+    },
+    Rule {
+        id: "array.view.inline-padding",
+        level: Level::Must,
+        side: Side::Producer,
+        area: "array",
+        summary: "an inline view's bytes after its value are zero",
+        spec_file: COLUMNAR,
+        section: "Variable-size Binary View Layout",
+        quote: "Any remaining bytes after the string itself are padded with 0.",
+        observation: "For every non-null view in [offset, offset + length) of 12 bytes or fewer, the harness checks that the view's bytes after the value (up to byte 16) are 0; the first non-zero byte is reported. Null slots may hold anything.",
+    },
     // Added: the dictionary pointer of the array, as schema.dictionary.shape
     // is for the schema.
     Rule {

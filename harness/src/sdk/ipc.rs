@@ -102,7 +102,65 @@ pub fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// Walks the stream's message frames and refuses one whose metadata or
+/// body reaches past the end of `bytes` before arrow-ipc reads it: its
+/// reader allocates (and zeroes) a message's declared body length, up to
+/// 64 MiB, before it finds out the bytes are not there, which a corrupt
+/// length from a plugin or a fuzzer makes every call pay.
+fn frames_fit(bytes: &[u8]) -> PluginResult<()> {
+    let bad = |what: String| Err(PluginError::invalid(format!("IPC stream: {what}")));
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    let mut at = 0usize;
+    while at < bytes.len() {
+        // A truncated length is left for the reader (it may read it as the
+        // end of the stream).
+        let Some(mut len) = word(at) else {
+            return Ok(());
+        };
+        at += 4;
+        if len == 0xFFFF_FFFF {
+            let Some(l) = word(at) else {
+                return Ok(());
+            };
+            len = l;
+            at += 4;
+        }
+        if len == 0 {
+            return Ok(()); // end of stream
+        }
+        let Some(meta) = bytes.get(at..at + len as usize) else {
+            return bad(format!(
+                "message metadata of {len} bytes at byte {at} runs past the end ({} bytes)",
+                bytes.len()
+            ));
+        };
+        // A message that does not parse is left for the reader to refuse.
+        let body = match arrow_ipc::root_as_message(meta) {
+            Ok(m) => m.bodyLength(),
+            Err(_) => return Ok(()),
+        };
+        at += len as usize;
+        match usize::try_from(body)
+            .ok()
+            .and_then(|b| at.checked_add(b))
+            .filter(|&end| end <= bytes.len())
+        {
+            Some(end) => at = end,
+            None => {
+                return bad(format!(
+                    "a message body of {body} bytes at byte {at} runs past the end ({} bytes)",
+                    bytes.len()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 fn decode_unguarded(bytes: &[u8]) -> PluginResult<Decoded> {
+    frames_fit(bytes)?;
     let reader = StreamReader::try_new(Cursor::new(bytes), None)
         .map_err(|e| PluginError::invalid(format!("IPC stream: {e}")))?;
     let schema = reader.schema();
@@ -150,7 +208,7 @@ pub fn compacted(batch: &RecordBatch) -> RecordBatch {
             .map(|c| {
                 let data = c.to_data();
                 let mut m = MutableArrayData::new(vec![&data], false, data.len());
-                m.extend(0, 0, data.len());
+                m.try_extend(0, 0, data.len()).ok()?;
                 gc_views(m.freeze()).map(make_array)
             })
             .collect::<Option<Vec<_>>>()?;
@@ -225,6 +283,11 @@ mod tests {
         assert!(errors > 0);
         // Some of these made arrow-ipc panic: the guard is exercised.
         assert!(caught > 0, "no corruption reached a reader panic");
+        // A body cut short is refused from its declared length, before
+        // arrow-ipc allocates it.
+        let cut = &good[..good.len() - 16];
+        let e = super::decode(cut).unwrap_err();
+        assert!(e.message.contains("runs past the end"), "{e:?}");
     }
 
     /// arrow-ipc 60.1.0 alone writes these slices as streams its reader
