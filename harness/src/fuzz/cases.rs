@@ -73,7 +73,7 @@ pub fn consumer(plugin: &Plugin, data: &[u8]) -> Outcome {
     let mut u = Unstructured::new(data);
     let kind = consumer_kind(u.arbitrary::<u8>().unwrap_or(0));
     let batch_pick = u.arbitrary::<u8>().unwrap_or(0) as usize;
-    let scenario = match input::scenario(u, &tag, true) {
+    let scenario = match input::scenario(u, &tag, false) {
         Ok(s) => s,
         Err(why) => return Outcome::Ignored(why),
     };
@@ -189,7 +189,7 @@ pub fn asynchronous(plugins: &Plugins, data: &[u8]) -> Outcome {
     let mut u = Unstructured::new(data);
     let sched = schedule(&mut u);
     let deliv = delivery(&mut u);
-    let scenario: Scenario = match input::scenario(u, &tag, true) {
+    let scenario: Scenario = match input::scenario(u, &tag, plugins.producer.is_some()) {
         Ok(s) => s,
         Err(why) => return Outcome::Ignored(why),
     };

@@ -122,8 +122,9 @@ pub fn build(name: &str, spec: &Spec) -> Result<Scenario, String> {
 
 /// Builds the data a spec describes without encoding it: the scenario's
 /// `ipc` is empty, so it serves only where no producer plugin is given
-/// the bytes (the harness's own exports: the validate and consumer fuzz
-/// targets, where the IPC round trip cost more than the check).
+/// the bytes (the harness's own exports: the validate, consumer and
+/// consumer-side async fuzz targets, where the IPC round trip cost more
+/// than the check).
 pub fn data(name: &str, spec: &Spec) -> Result<Scenario, String> {
     let err = |e: ArrowError| format!("{name}: generated data: {e}");
     let fields: Vec<Field> = spec
