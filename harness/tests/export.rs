@@ -156,3 +156,16 @@ fn write_first_buffer(a: &arrowcert::abi::ArrowArray) {
         *p = p.read().wrapping_add(1);
     }
 }
+
+/// A batch of 2^48 rows and no columns needs no memory in Arrow, but the
+/// exporter lays buffers out element by element: it must refuse it with
+/// an error, not abort allocating a 32 TiB bitmap (found by the validate
+/// fuzz target in an IPC stream).
+#[test]
+fn a_huge_batch_that_needs_no_memory_is_refused_not_allocated() {
+    let schema = std::sync::Arc::new(arrow_schema::Schema::empty());
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(1 << 48));
+    let batch = arrow_array::RecordBatch::try_new_with_options(schema, vec![], &options).unwrap();
+    let e = encode::batch(&batch, Encoding::Plain, 1).unwrap_err();
+    assert!(e.contains("beyond what the harness encodes"), "{e}");
+}

@@ -82,8 +82,12 @@ fn past_false_findings_pass() {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{target}:\n{text}");
+        // Each one passes, or is no checkable case (an input the bounds
+        // now turn away).
         assert_eq!(
-            text.lines().filter(|l| l.ends_with(" pass")).count(),
+            text.lines()
+                .filter(|l| l.ends_with(" pass") || l.contains(": no case ("))
+                .count(),
             inputs.len(),
             "{target}:\n{text}"
         );

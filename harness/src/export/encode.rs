@@ -224,6 +224,9 @@ impl Encoder {
         })
     }
 
+    /// The most elements (offset, length and filler) one encoded node holds.
+    pub const MAX_ELEMENTS: usize = 1 << 31;
+
     /// Lays out `data` with `front` and `back` filler elements in its window.
     fn node(
         &mut self,
@@ -243,11 +246,21 @@ impl Encoder {
         } else {
             (0, 0)
         };
+        let p = m + front + l + back + tail;
+        if p > Self::MAX_ELEMENTS {
+            // Buffers are built element by element: an array whose length
+            // needs no memory (a struct with no children, null type
+            // children) would still take a bitmap of length / 8 bytes.
+            return Err(format!(
+                "an array of {p} elements is beyond what the harness encodes ({})",
+                Self::MAX_ELEMENTS
+            ));
+        }
         let lay = Layout {
             m,
             pre: m + front,
             l,
-            p: m + front + l + back + tail,
+            p,
             window_end: m + front + l + back,
         };
         let mut node = Node {

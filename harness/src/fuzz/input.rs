@@ -62,7 +62,7 @@ pub fn scenario(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, Strin
     if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return hit;
     }
-    let built = build(u, tag, ipc);
+    let built = build(u, tag, ipc).and_then(bounded);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= CACHED {
@@ -71,6 +71,36 @@ pub fn scenario(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, Strin
         c.insert(key, built.clone());
     });
     built
+}
+
+/// The most elements any array of a fuzz scenario holds: an IPC stream
+/// can declare a huge length for an array that needs no memory (a struct
+/// with no children), which the harness's exporter would lay out element
+/// by element; such inputs check nothing more than small ones do.
+pub const MAX_ELEMENTS: usize = 1 << 20;
+
+fn bounded(s: Scenario) -> Result<Scenario, String> {
+    fn longest(d: &arrow_data::ArrayData) -> usize {
+        d.child_data()
+            .iter()
+            .map(longest)
+            .fold(d.len() + d.offset(), usize::max)
+    }
+    let n = s
+        .batches
+        .iter()
+        .flat_map(|b| {
+            let rows = std::iter::once(b.num_rows());
+            rows.chain(b.columns().iter().map(|c| longest(&c.to_data())))
+        })
+        .max()
+        .unwrap_or(0);
+    if n > MAX_ELEMENTS {
+        return Err(format!(
+            "an array of {n} elements, beyond the fuzz bound {MAX_ELEMENTS}"
+        ));
+    }
+    Ok(s)
 }
 
 fn build(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, String> {
