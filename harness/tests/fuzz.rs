@@ -33,9 +33,27 @@ fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// `arrowcert replay --fuzz TARGET` of `inputs` on the bundled reference
+/// plugins: the exit status and standard output.
+fn replay_on_reference(
+    target: &str,
+    inputs: &[std::path::PathBuf],
+) -> (std::process::Output, String) {
+    let (producer, consumer) = bundled();
+    let out = Command::new(arrowcert_exe())
+        .args(["replay", "--fuzz", target, "--producer"])
+        .arg(producer)
+        .arg("--consumer")
+        .arg(consumer)
+        .args(inputs)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
 #[test]
 fn every_seed_of_every_target_passes_on_the_reference_plugins() {
-    let (producer, consumer) = bundled();
     let dir = seeds();
     for target in ["validate", "consumer", "producer", "async"] {
         // The built-in scenarios' seeds (the first ones by name) and the
@@ -43,15 +61,7 @@ fn every_seed_of_every_target_passes_on_the_reference_plugins() {
         let all = files(&dir.join(target));
         assert!(all.len() >= 20, "{target}: {} seeds", all.len());
         let inputs: Vec<_> = all.iter().step_by(3).cloned().collect();
-        let out = Command::new(arrowcert_exe())
-            .args(["replay", "--fuzz", target, "--producer"])
-            .arg(producer)
-            .arg("--consumer")
-            .arg(consumer)
-            .args(&inputs)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let (out, text) = replay_on_reference(target, &inputs);
         assert_eq!(out.status.code(), Some(0), "{target}:\n{text}");
         let passed = text.lines().filter(|l| l.ends_with(" pass")).count();
         assert!(
@@ -66,21 +76,12 @@ fn every_seed_of_every_target_passes_on_the_reference_plugins() {
 /// (`tests/fixtures/fuzz/<target>/<what>`): each must now pass.
 #[test]
 fn past_false_findings_pass() {
-    let (producer, consumer) = bundled();
     let root = support::harness_dir().join("tests/fixtures/fuzz");
     for dir in files(&root) {
         let target = dir.file_name().unwrap().to_str().unwrap().to_string();
         let inputs = files(&dir);
         assert!(!inputs.is_empty(), "{target}: no fixtures");
-        let out = Command::new(arrowcert_exe())
-            .args(["replay", "--fuzz", &target, "--producer"])
-            .arg(producer)
-            .arg("--consumer")
-            .arg(consumer)
-            .args(&inputs)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let (out, text) = replay_on_reference(&target, &inputs);
         assert_eq!(out.status.code(), Some(0), "{target}:\n{text}");
         // Each one passes, or is no checkable case (an input the bounds
         // now turn away).

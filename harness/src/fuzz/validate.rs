@@ -304,26 +304,19 @@ pub const EMPTY_OFFSETS: &str = "arrow-rs read the offsets of an empty array, wh
 /// one past the values; that rejection is arrow-rs's own stricter reading,
 /// not a disagreement on a rule the harness can check.
 pub fn empty_offsets(schema: Option<&SchemaNode>, n: &Node) -> bool {
-    let Some(s) = schema else { return false };
-    let first = |w| word_at(n, 1, 0, w);
-    let child_len = n.children.first().map_or(0, |c| c.length);
-    let rejected = n.length == 0
-        && n.offset == 0
-        && match format::parse(&s.format) {
-            Ok(Format::Binary | Format::Utf8) => first(4).is_some_and(|o| o < 0),
-            Ok(Format::LargeBinary | Format::LargeUtf8) => first(8).is_some_and(|o| o < 0),
-            Ok(Format::List | Format::Map) => first(4).is_some_and(|o| o < 0 || o > child_len),
-            Ok(Format::LargeList) => first(8).is_some_and(|o| o < 0 || o > child_len),
-            _ => false,
-        };
-    rejected
-        || n.children
-            .iter()
-            .enumerate()
-            .any(|(i, c)| empty_offsets(s.children.get(i), c))
-        || n.dictionary
-            .as_deref()
-            .is_some_and(|d| empty_offsets(s.dictionary.as_deref(), d))
+    any_node(schema, n, &|s, n| {
+        let first = |w| word_at(n, 1, 0, w);
+        let child_len = n.children.first().map_or(0, |c| c.length);
+        n.length == 0
+            && n.offset == 0
+            && match format::parse(&s.format) {
+                Ok(Format::Binary | Format::Utf8) => first(4).is_some_and(|o| o < 0),
+                Ok(Format::LargeBinary | Format::LargeUtf8) => first(8).is_some_and(|o| o < 0),
+                Ok(Format::List | Format::Map) => first(4).is_some_and(|o| o < 0 || o > child_len),
+                Ok(Format::LargeList) => first(8).is_some_and(|o| o < 0 || o > child_len),
+                _ => false,
+            }
+    })
 }
 
 /// How an arrow-rs rejection of a null slot's view begins: no
@@ -337,51 +330,45 @@ pub const NULL_VIEWS: &str = "arrow-rs checked the view of a null slot, which th
 /// is unspecified: array.view.prefix and array.view.inline-padding look at
 /// non-null slots only), while arrow-rs's validation checks every view.
 pub fn null_view_garbage(schema: Option<&SchemaNode>, n: &Node) -> bool {
-    let Some(s) = schema else { return false };
-    let view = matches!(
-        format::parse(&s.format),
-        Ok(Format::BinaryView | Format::Utf8View)
-    );
-    let here = view
-        && n.offset >= 0
-        && n.length >= 0
-        && (n.offset..n.offset + n.length).any(|slot| {
-            let slot = slot as usize;
-            let null = n
-                .buffers
-                .first()
-                .and_then(Option::as_ref)
-                .is_some_and(|bits| bits.get(slot / 8).is_some_and(|b| b >> (slot % 8) & 1 == 0));
-            let Some(v) = n
-                .buffers
-                .get(1)
-                .and_then(Option::as_ref)
-                .and_then(|b| b.get(slot * 16..slot * 16 + 16))
-            else {
-                return false;
-            };
-            let len = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-            let bad = if (0..=12).contains(&len) {
-                v[4 + len as usize..].iter().any(|&b| b != 0)
-            } else {
-                let idx = i32::from_le_bytes([v[8], v[9], v[10], v[11]]);
-                let off = i32::from_le_bytes([v[12], v[13], v[14], v[15]]);
-                let data = usize::try_from(idx).ok().and_then(|i| {
-                    let start = usize::try_from(off).ok()?;
-                    n.buffers.get(i + 2)?.as_ref()?.get(start..start + 4)
-                });
-                data.is_some_and(|d| d != &v[4..8])
-            };
-            null && bad
-        });
-    here || n
-        .children
-        .iter()
-        .enumerate()
-        .any(|(i, c)| null_view_garbage(s.children.get(i), c))
-        || n.dictionary
-            .as_deref()
-            .is_some_and(|d| null_view_garbage(s.dictionary.as_deref(), d))
+    any_node(schema, n, &|s, n| {
+        let view = matches!(
+            format::parse(&s.format),
+            Ok(Format::BinaryView | Format::Utf8View)
+        );
+        view && n.offset >= 0
+            && n.length >= 0
+            && (n.offset..n.offset + n.length).any(|slot| {
+                let slot = slot as usize;
+                let null = n
+                    .buffers
+                    .first()
+                    .and_then(Option::as_ref)
+                    .is_some_and(|bits| {
+                        bits.get(slot / 8).is_some_and(|b| b >> (slot % 8) & 1 == 0)
+                    });
+                let Some(v) = n
+                    .buffers
+                    .get(1)
+                    .and_then(Option::as_ref)
+                    .and_then(|b| b.get(slot * 16..slot * 16 + 16))
+                else {
+                    return false;
+                };
+                let len = i32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                let bad = if (0..=12).contains(&len) {
+                    v[4 + len as usize..].iter().any(|&b| b != 0)
+                } else {
+                    let idx = i32::from_le_bytes([v[8], v[9], v[10], v[11]]);
+                    let off = i32::from_le_bytes([v[12], v[13], v[14], v[15]]);
+                    let data = usize::try_from(idx).ok().and_then(|i| {
+                        let start = usize::try_from(off).ok()?;
+                        n.buffers.get(i + 2)?.as_ref()?.get(start..start + 4)
+                    });
+                    data.is_some_and(|d| d != &v[4..8])
+                };
+                null && bad
+            })
+    })
 }
 
 /// What stands in for arrow-rs's verdict on a tree with a negative length
@@ -401,13 +388,13 @@ pub fn negative(n: &Node) -> bool {
 /// view array has (validity, views, variadic sizes), or a NULL sizes
 /// buffer or a negative size while it has variadic buffers?
 pub fn short_views(schema: Option<&SchemaNode>, n: &Node) -> bool {
-    let Some(s) = schema else { return false };
-    let view = matches!(
-        format::parse(&s.format),
-        Ok(Format::BinaryView | Format::Utf8View)
-    );
-    let nb = n.buffers.len();
-    let short = nb < 3
+    any_node(schema, n, &|s, n| {
+        let view = matches!(
+            format::parse(&s.format),
+            Ok(Format::BinaryView | Format::Utf8View)
+        );
+        let nb = n.buffers.len();
+        let short = nb < 3
         // arrow-rs reads the variadic sizes through a slice made from the
         // sizes buffer pointer: NULL there is undefined behaviour (a
         // debug-build abort) before anything is validated.
@@ -416,14 +403,26 @@ pub fn short_views(schema: Option<&SchemaNode>, n: &Node) -> bool {
         // long over the data buffer (again undefined behaviour, a
         // debug-build abort; a release build then accepts the views).
         || (nb > 3 && (0..nb - 3).any(|k| word_at(n, nb - 1, k, 8).is_some_and(|w| w < 0)));
-    (view && short)
+        view && short
+    })
+}
+
+/// Does `pred` hold for any node of the tree (each array node with its
+/// schema node; a node without one is skipped with everything under it)?
+fn any_node(
+    schema: Option<&SchemaNode>,
+    n: &Node,
+    pred: &dyn Fn(&SchemaNode, &Node) -> bool,
+) -> bool {
+    let Some(s) = schema else { return false };
+    pred(s, n)
         || n.children
             .iter()
             .enumerate()
-            .any(|(i, c)| short_views(s.children.get(i), c))
+            .any(|(i, c)| any_node(s.children.get(i), c, pred))
         || n.dictionary
             .as_deref()
-            .is_some_and(|d| short_views(s.dictionary.as_deref(), d))
+            .is_some_and(|d| any_node(s.dictionary.as_deref(), d, pred))
 }
 
 /// Both verdicts on one schema and array.
