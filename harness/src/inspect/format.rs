@@ -769,6 +769,13 @@ mod tests {
         assert!(err("w:99999999999").contains("not an int32"));
         assert!(err("w").contains("byte width"));
         assert!(err("+w:-1").contains("size -1"));
+        // A leading '+' is no decimal integer of the spec's examples, and
+        // Arrow C++'s ParseValue refuses it (arrow-rs's str::parse takes it:
+        // the validate fuzz oracle exempts that, fuzz::validate).
+        assert!(err("w:+2").contains("size \"+2\" is not an int32"));
+        assert!(err("+w:+2").contains("not an int32"));
+        assert!(err("d:+5,2").contains("precision \"+5\""));
+        assert!(err("+ud:+1").contains("not an integer"));
         assert!(err("+w").contains("list size"));
         assert!(err("+ud:1,1").contains("more than once"));
         assert!(err("+us:128").contains("outside 0..=127"));

@@ -38,24 +38,40 @@ pub fn cc_plugin(name: &str, source: &str) -> PathBuf {
     let dir = scratch("cplugins");
     let src = dir.join(format!("{name}.c"));
     let lib = dir.join(format!("lib{name}.so"));
-    std::fs::write(&src, source).unwrap();
+    let tmp = unique_sibling(&src);
+    std::fs::write(&tmp, source).unwrap();
+    std::fs::rename(&tmp, &src).unwrap();
     cc(&["-shared", "-fPIC"], &src, &lib);
     lib
+}
+
+/// A fresh name beside `path`, for writing a file that then replaces
+/// `path` in one rename: tests run in parallel and several of them build
+/// the same fixture, so writing in place let one test load a library
+/// another was still writing ("not a shared library (no ELF header)").
+fn unique_sibling(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap().to_os_string();
+    name.push(format!(".{n}.tmp"));
+    path.with_file_name(name)
 }
 
 /// Compiles with the harness's include directory on the path.
 pub fn cc(flags: &[&str], src: &Path, out: &Path) {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let tmp = unique_sibling(out);
     let status = Command::new(cc)
         .args(flags)
         .arg("-I")
         .arg(harness_dir().join("include"))
         .arg("-o")
-        .arg(out)
+        .arg(&tmp)
         .arg(src)
         .status()
         .expect("the C compiler runs");
     assert!(status.success(), "compiling {}", src.display());
+    std::fs::rename(&tmp, out).unwrap();
 }
 
 /// The bundled reference plugins, built once per test process with the
