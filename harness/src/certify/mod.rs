@@ -15,6 +15,7 @@
 pub mod asynchronous;
 pub mod checks;
 pub mod consumer;
+pub mod crash;
 pub mod device;
 pub mod leaks;
 pub mod summary;

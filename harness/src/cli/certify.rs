@@ -195,7 +195,25 @@ impl Engine<'_> {
                 record: certify::record(&scenarios[plan[index].scenario], &plan[index], &self.opts),
             })
             .collect();
-        let outcome = run::run(&cfg, planned, jobs, |p| ready(p), |c| on_case(c));
+        // A crash or hang is charged to the rule its case exercises.
+        let specs: std::collections::HashMap<&str, &CaseSpec> = selected
+            .iter()
+            .map(|&i| (plan[i].id.as_str(), &plan[i]))
+            .collect();
+        let outcome = run::run(
+            &cfg,
+            planned,
+            jobs,
+            |p| ready(p),
+            |c| match specs.get(c.id.as_str()) {
+                Some(spec) if matches!(c.verdict, Verdict::Crash | Verdict::Timeout) => {
+                    let mut charged = c.clone();
+                    certify::crash::charge(spec, &mut charged);
+                    on_case(&charged)
+                }
+                _ => on_case(c),
+            },
+        );
         let _ = std::fs::remove_dir_all(&cfg.scratch);
         Ok(outcome
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?

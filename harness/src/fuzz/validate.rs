@@ -279,7 +279,10 @@ pub fn check(data: &[u8]) -> Outcome {
             Err(format!("{EMPTY_OFFSETS}: {e}"))
         }
         Err(e)
-            if (e.contains("non-zero padding") || e.contains("embedded prefix"))
+            if (e.contains("non-zero padding")
+                || e.contains("embedded prefix")
+                || e.contains("Invalid buffer index")
+                || e.contains("Invalid buffer slice"))
                 && null_view_garbage(Some(&schema), &array) =>
         {
             Err(format!("{NULL_VIEWS}: {e}"))
@@ -337,8 +340,8 @@ pub const NULL_VIEWS: &str = "arrow-rs checked the view of a null slot, which th
     does not read";
 
 /// Does a view array in the tree hold, under a null slot, a view whose
-/// inline padding is not zero or whose prefix is not its value's first
-/// bytes? The harness reads no view of a null slot (a null slot's value
+/// inline padding is not zero, whose buffer index or range is outside the
+/// data buffers, or whose prefix is not its value's first bytes? The harness reads no view of a null slot (a null slot's value
 /// is unspecified: array.view.prefix and array.view.inline-padding look at
 /// non-null slots only), while arrow-rs's validation checks every view.
 pub fn null_view_garbage(schema: Option<&SchemaNode>, n: &Node) -> bool {
@@ -370,13 +373,21 @@ pub fn null_view_garbage(schema: Option<&SchemaNode>, n: &Node) -> bool {
                 let bad = if (0..=12).contains(&len) {
                     v[4 + len as usize..].iter().any(|&b| b != 0)
                 } else {
+                    // Out of line: the buffer index must name a data
+                    // buffer (not the sizes buffer after them), the range
+                    // must lie in it, and start with the prefix.
                     let idx = i32::from_le_bytes([v[8], v[9], v[10], v[11]]);
                     let off = i32::from_le_bytes([v[12], v[13], v[14], v[15]]);
-                    let data = usize::try_from(idx).ok().and_then(|i| {
-                        let start = usize::try_from(off).ok()?;
-                        n.buffers.get(i + 2)?.as_ref()?.get(start..start + 4)
-                    });
-                    data.is_some_and(|d| d != &v[4..8])
+                    let data_buffers = n.buffers.len().saturating_sub(3);
+                    let data = usize::try_from(idx)
+                        .ok()
+                        .filter(|&i| i < data_buffers)
+                        .and_then(|i| {
+                            let start = usize::try_from(off).ok()?;
+                            let end = start.checked_add(usize::try_from(len).ok()?)?;
+                            n.buffers.get(i + 2)?.as_ref()?.get(start..end)
+                        });
+                    data.is_none_or(|d| d[..4] != v[4..8])
                 };
                 null && bad
             })
