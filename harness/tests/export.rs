@@ -169,3 +169,52 @@ fn a_huge_batch_that_needs_no_memory_is_refused_not_allocated() {
     let e = encode::batch(&batch, Encoding::Plain, 1).unwrap_err();
     assert!(e.contains("beyond what the harness encodes"), "{e}");
 }
+
+/// Filler multiplies down fixed-size lists: a varied encoding's prefix of
+/// a few lists of 2^20 values each is millions of child elements before
+/// any data (found by the validate fuzz target as a 6 GiB allocation).
+/// The bound is over the whole tree, so such a batch is refused, while a
+/// big list of the same shape under the bound encodes.
+#[test]
+fn the_element_bound_counts_filler_under_fixed_size_lists() {
+    use arrow_array::{FixedSizeListArray, Int8Array, RecordBatch};
+    use arrow_schema::{DataType, Field};
+    let list = |rows: usize| {
+        let item = std::sync::Arc::new(Field::new("item", DataType::Int8, false));
+        let values = Int8Array::from(vec![1i8; rows << 20]);
+        let a = FixedSizeListArray::new(item, 1 << 20, std::sync::Arc::new(values), None);
+        RecordBatch::try_from_iter([("l", std::sync::Arc::new(a) as _)]).unwrap()
+    };
+    assert!(encode::batch(&list(4), Encoding::Plain, 1).is_ok());
+    let e = encode::batch(&list(17), Encoding::Plain, 1).unwrap_err();
+    assert!(e.contains("beyond what the harness encodes"), "{e}");
+    // Varied encodings add filler lists around the window: some seed puts
+    // enough of them in front of 15 lists to cross the bound.
+    let refused = (0..64u64)
+        .filter(|&seed| encode::batch(&list(15), Encoding::Varied(seed), 1).is_err())
+        .count();
+    assert!(
+        refused > 0,
+        "no varied encoding of 15 lists crossed the bound"
+    );
+}
+
+/// No rows of a fixed-size binary 2^30 bytes wide need no memory; the
+/// filler elements of a varied encoding would (found by the validate
+/// fuzz target as a 6 GiB allocation from an IPC stream): refused.
+#[test]
+fn filler_of_a_very_wide_type_is_refused_not_allocated() {
+    use arrow_array::{FixedSizeBinaryArray, RecordBatch};
+    let empty = FixedSizeBinaryArray::try_new(1 << 30, Vec::<u8>::new().into(), None).unwrap();
+    let batch = RecordBatch::try_from_iter([("w", std::sync::Arc::new(empty) as _)]).unwrap();
+    assert!(encode::batch(&batch, Encoding::Plain, 1).is_ok());
+    let refused: Vec<String> = (0..32u64)
+        .filter_map(|seed| encode::batch(&batch, Encoding::Varied(seed), 1).err())
+        .collect();
+    assert!(!refused.is_empty(), "no varied encoding laid out filler");
+    assert!(
+        refused[0].contains("beyond what the harness encodes"),
+        "{}",
+        refused[0]
+    );
+}

@@ -121,6 +121,10 @@ enum Room {
 
 struct Encoder {
     rng: Option<Rng>,
+    /// Elements laid out so far, over every node of this tree.
+    elements: usize,
+    /// Bytes of fixed-width values laid out so far.
+    bytes: usize,
 }
 
 impl Encoder {
@@ -130,6 +134,8 @@ impl Encoder {
                 Encoding::Plain => None,
                 Encoding::Varied(seed) => Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9))),
             },
+            elements: 0,
+            bytes: 0,
         }
     }
 
@@ -224,8 +230,19 @@ impl Encoder {
         })
     }
 
-    /// The most elements (offset, length and filler) one encoded node holds.
-    pub const MAX_ELEMENTS: usize = 1 << 31;
+    /// The most elements (offsets, lengths and filler, summed over every
+    /// node) one encoded tree holds: 2^24, a few hundred MiB at the widest
+    /// types. Gold files and generated scenarios are far below it; the
+    /// bound is for inputs whose lengths need no memory of their own (an
+    /// IPC batch of 2^48 rows and no columns) and for filler multiplied
+    /// down nested fixed-size lists (a prefix of 13 lists of 2^20 values
+    /// each is 13 * 2^20 child elements before any data).
+    pub const MAX_ELEMENTS: usize = 1 << 24;
+
+    /// The most bytes of fixed-width values one encoded tree holds
+    /// (256 MiB): far above any gold file or generated scenario, and
+    /// within what a fuzz target may allocate for one input.
+    pub const MAX_BYTES: usize = 1 << 28;
 
     /// Lays out `data` with `front` and `back` filler elements in its window.
     fn node(
@@ -246,13 +263,19 @@ impl Encoder {
         } else {
             (0, 0)
         };
-        let p = m + front + l + back + tail;
-        if p > Self::MAX_ELEMENTS {
+        let p = (m as usize)
+            .saturating_add(front)
+            .saturating_add(l)
+            .saturating_add(back)
+            .saturating_add(tail);
+        self.elements = self.elements.saturating_add(p);
+        if self.elements > Self::MAX_ELEMENTS {
             // Buffers are built element by element: an array whose length
             // needs no memory (a struct with no children, null type
             // children) would still take a bitmap of length / 8 bytes.
             return Err(format!(
-                "an array of {p} elements is beyond what the harness encodes ({})",
+                "an array of {p} elements ({} in the tree so far) is beyond what the harness encodes ({} in all)",
+                self.elements,
                 Self::MAX_ELEMENTS
             ));
         }
@@ -349,12 +372,12 @@ impl Encoder {
                 let dict = self.node(values, 0, dict_back, Room::Any)?;
                 node.dictionary = Some(Box::new(dict));
                 // Filler keys reuse the first dictionary value.
-                self.fixed(data, &lay, w, &mut node);
+                self.fixed(data, &lay, w, &mut node)?;
             }
             _ => {
                 let w =
                     fixed_width(dt).ok_or_else(|| format!("the exporter cannot lay out {dt}"))?;
-                self.fixed(data, &lay, w, &mut node);
+                self.fixed(data, &lay, w, &mut node)?;
             }
         }
         Ok(node)
@@ -404,9 +427,28 @@ impl Encoder {
 
     /// Fixed-width values (numbers, temporal, decimals, fixed-size binary,
     /// dictionary keys): zero filler, garbage under nulls and outside.
-    fn fixed(&mut self, data: &ArrayData, lay: &Layout, w: usize, node: &mut Node) {
+    fn fixed(
+        &mut self,
+        data: &ArrayData,
+        lay: &Layout,
+        w: usize,
+        node: &mut Node,
+    ) -> Result<(), String> {
+        // Filler of a wide type needs memory its data did not: no rows
+        // of a fixed-size binary 2^30 bytes wide take none, six filler
+        // elements take 6 GiB (found by the validate fuzz target).
+        let bytes = lay.p.saturating_mul(w);
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > Self::MAX_BYTES {
+            return Err(format!(
+                "{} elements {w} bytes wide ({} bytes in the tree so far) are beyond what the harness encodes ({} bytes in all)",
+                lay.p,
+                self.bytes,
+                Self::MAX_BYTES
+            ));
+        }
         let src = &data.buffers()[0];
-        let mut out = Vec::with_capacity(lay.p * w);
+        let mut out = Vec::with_capacity(bytes);
         for i in 0..lay.p {
             match lay.slot(i) {
                 Some(j) if data.is_null(j) && self.chance(60) => {
@@ -429,6 +471,7 @@ impl Encoder {
             }
         }
         node.buffers.push(self.sized(out));
+        Ok(())
     }
 
     /// Utf8/Binary and their large forms: offsets (never NULL: "The offsets
