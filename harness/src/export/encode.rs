@@ -641,7 +641,9 @@ impl Encoder {
         for i in 0..lay.p {
             out_ids.push(match lay.slot(i) {
                 Some(j) => type_ids[data.offset() + j],
-                None => ids[0] as u8,
+                // A union with no children has no id to give filler; its
+                // ids outside the window are never read.
+                None => ids.first().map_or(0, |&id| id as u8),
             });
         }
         node.buffers.push(self.sized(out_ids));
@@ -685,7 +687,7 @@ impl Encoder {
                             let k = ids.iter().position(|&x| x == id).ok_or("union type id")?;
                             read_offset::<4>(offsets, data.offset() + j) + fronts[k]
                         }
-                        None => fronts[0] - 1,
+                        None => fronts.first().map_or(0, |f| f - 1),
                     };
                     out.extend_from_slice(&(o as i32).to_ne_bytes());
                 }

@@ -114,6 +114,12 @@ pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
         "the same nullability check on other nested types",
     ),
     (
+        "The Union type requires an integer type id",
+        "arrow-rs cannot import a union with no children: its own export writes such a type \
+         as \"+us:\" (the id list empty, as the format's \"+us:I,J,...\" gives for no ids) and \
+         its import then fails parsing the empty list",
+    ),
+    (
         "requires an integer scale",
         "arrow-rs holds a decimal's scale in an i8 and refuses any other; Schema.fbs declares \
          the scale an `int` (32 bits) and Arrow C++ takes any int32, so \"d:7,-2032\" is a valid \
