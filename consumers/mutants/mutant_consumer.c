@@ -79,6 +79,8 @@
   X(DROP_METADATA, "drop-metadata")                                                    \
   /* consumer.read.values: DICTIONARY_ORDERED and MAP_KEYS_SORTED dropped */           \
   X(IGNORE_FLAGS, "ignore-flags")                                                      \
+  /* consumer.read.types: every column read as nullable, the values kept */           \
+  X(ALL_COLUMNS_NULLABLE, "all-columns-nullable")                                      \
   /* consumer.stream.last-error: the producer's message pointer kept instead */        \
   /* of copied, and read after the stream was released */                             \
   X(KEEP_LAST_ERROR, "keep-last-error")                                                \
@@ -385,6 +387,11 @@ static void drop_metadata(struct ArrowSchema* s) {
   drop_metadata(s->dictionary);
 }
 
+static void all_columns_nullable(struct ArrowSchema* root) {
+  for (int64_t i = 0; i < root->n_children && root->children; i++)
+    root->children[i]->flags |= ARROW_FLAG_NULLABLE;
+}
+
 static void drop_flags(struct ArrowSchema* s) {
   if (!s) return;
   s->flags &= ~(int64_t)(ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_MAP_KEYS_SORTED);
@@ -601,11 +608,14 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
       return fail(EINVAL, "NULL buffer in an empty array");
     case DROP_METADATA:
     case IGNORE_FLAGS:
+    case ALL_COLUMNS_NULLABLE:
       if (clone_schema(schema, &s, 1) != 0) return out_of_memory(schema, array);
       if (M == DROP_METADATA)
         drop_metadata(&s);
-      else
+      else if (M == IGNORE_FLAGS)
         drop_flags(&s);
+      else
+        all_columns_nullable(&s);
       return base_batch(&s, array, dev, out, len);
     default: /* stream mutations */
       return base_batch(schema, array, dev, out, len);

@@ -106,6 +106,12 @@ const MUTANTS: &[Mutant] = &[
         "drops schema and field metadata on import (extension types included)",
     ),
     m(
+        "all-columns-nullable",
+        "consumer.read.types",
+        &["consumer/array/plain/primitive"],
+        "reads every column as nullable (a library whose columns all are), the values kept",
+    ),
+    m(
         "ignore-flags",
         "consumer.read.values",
         &["consumer/array/plain/dictionary", "consumer/array/plain/nested"],

@@ -88,6 +88,12 @@ const MUTANTS: &[Mutant] = &[
         "a dictionary-encoded field given its value type's format (`u`) instead of its index type's",
     ),
     m(
+        "all-columns-nullable",
+        "array.values.types",
+        &["/primitive"],
+        "every column marked nullable, the values untouched (a library whose columns all are)",
+    ),
+    m(
         "keys-sorted-on-non-map",
         "schema.flags.known",
         &["/primitive"],

@@ -75,6 +75,9 @@
   X(DICTIONARY_VALUE_FORMAT, "dictionary-value-format")                                \
   /* schema.flags.known: MAP_KEYS_SORTED set on a field that is not a map */           \
   X(KEYS_SORTED_ON_NON_MAP, "keys-sorted-on-non-map")                                  \
+  /* array.values.types: every column marked nullable (a library whose columns all */ \
+  /* are), the values untouched */                                                     \
+  X(ALL_COLUMNS_NULLABLE, "all-columns-nullable")                                      \
   /* schema.metadata.encoding: a value cut to a byte limit mid-character */            \
   X(METADATA_CUT_MID_CHARACTER, "metadata-cut-mid-character")                          \
   /* schema.name.utf8: a field name passed through in Latin-1 */                       \
@@ -603,6 +606,9 @@ static void mutate_schema(struct ArrowSchema* root) {
       break;
     case KEYS_SORTED_ON_NON_MAP:
       if (col) col->flags |= ARROW_FLAG_MAP_KEYS_SORTED;
+      break;
+    case ALL_COLUMNS_NULLABLE:
+      for (int64_t i = 0; i < root->n_children; i++) root->children[i]->flags |= ARROW_FLAG_NULLABLE;
       break;
     case METADATA_CUT_MID_CHARACTER: {
       /* Re-encode the root's metadata with every key and value that ends

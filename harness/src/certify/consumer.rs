@@ -451,26 +451,67 @@ fn judge_sync(a: &Attempt, obs: &mut Observations) {
     }
 }
 
-/// The data the consumer should have read, and what it wrote back.
+/// What a consumer wrote back, against what it was given, in three tiers.
+#[derive(Debug, Default)]
+pub(super) struct ReadDifferences {
+    /// Values, validity or structure (`consumer.read.values`).
+    pub values: Vec<String>,
+    /// Only types and nullability: every value arrived (`consumer.read.types`).
+    pub types: Vec<String>,
+    /// Only names and metadata (`consumer.read.metadata`).
+    pub optional: Vec<String>,
+}
+
+impl ReadDifferences {
+    /// Records the three rules' verdicts.
+    pub(super) fn judge(&self, obs: &mut Observations) {
+        obs.check(
+            "consumer.read.metadata",
+            self.optional.is_empty(),
+            "output",
+            || self.optional.join("; "),
+        );
+        // Where the values differ, whether the types also do is not judged.
+        if self.values.is_empty() {
+            obs.check(
+                "consumer.read.types",
+                self.types.is_empty(),
+                "output",
+                || self.types.join("; "),
+            );
+        }
+        obs.check(
+            "consumer.read.values",
+            self.values.is_empty(),
+            "output",
+            || self.values.join("; "),
+        );
+    }
+}
+
+/// Decodes what the consumer wrote back and compares it with `expected`:
+/// everything that differs, then the same without names and metadata
+/// (what the spec lets a consumer ignore), then value by value across
+/// type flavours ([`crate::compare::logical`]).
 pub(super) fn differences(
     expected: (&Schema, &[RecordBatch]),
     ipc_bytes: &[u8],
-) -> (Vec<String>, Vec<String>) {
+) -> ReadDifferences {
     let read = match ipc::decode(ipc_bytes) {
         Ok(r) => r,
         Err(e) => {
-            return (
-                vec![format!(
+            return ReadDifferences {
+                values: vec![format!(
                     "the consumer's output is not an Arrow IPC stream: {}",
                     e.message
                 )],
-                Vec::new(),
-            )
+                ..Default::default()
+            }
         }
     };
     let all = crate::compare::streams(expected.0, expected.1, &read.schema, &read.batches);
     if all.is_empty() {
-        return (Vec::new(), Vec::new());
+        return ReadDifferences::default();
     }
     let structural = crate::compare::streams_ignoring_names_and_metadata(
         expected.0,
@@ -479,9 +520,27 @@ pub(super) fn differences(
         &read.batches,
     );
     if structural.is_empty() {
-        (Vec::new(), all)
+        return ReadDifferences {
+            optional: all,
+            ..Default::default()
+        };
+    }
+    let mut logical =
+        crate::compare::logical::streams(expected.0, expected.1, &read.schema, &read.batches);
+    logical.extend(crate::compare::logical::flag_differences(
+        expected.0,
+        &read.schema,
+    ));
+    if logical.is_empty() {
+        ReadDifferences {
+            types: structural,
+            ..Default::default()
+        }
     } else {
-        (all, Vec::new())
+        ReadDifferences {
+            values: all,
+            ..Default::default()
+        }
     }
 }
 
@@ -533,14 +592,19 @@ fn data_case(
     let expected = expected_of(scenario, spec);
     let wrong = match &first.result {
         Ok(bytes) => {
-            let (values, optional) = differences(expected, bytes);
+            let d = differences(expected, bytes);
             obs.check(
                 "consumer.read.metadata",
-                optional.is_empty(),
+                d.optional.is_empty(),
                 "output",
-                || optional.join("; "),
+                || d.optional.join("; "),
             );
-            (!values.is_empty()).then(|| values.join("; "))
+            if d.values.is_empty() {
+                obs.check("consumer.read.types", d.types.is_empty(), "output", || {
+                    d.types.join("; ")
+                });
+            }
+            (!d.values.is_empty()).then(|| d.values.join("; "))
         }
         Err(CallError::Failed {
             code: libc::ENOSYS, ..
@@ -559,7 +623,7 @@ fn data_case(
     // Read wrong: again without poisoning released memory. Right then means
     // the first run read memory after releasing it.
     let again = attempt(consumer, scenario, spec, kind, enc, false, None);
-    let right_unpoisoned = matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).0.is_empty()));
+    let right_unpoisoned = matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()));
     if right_unpoisoned {
         obs.check("consumer.read.values", true, "", String::new);
         obs.check("consumer.read.after-release", false, "output", || {

@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod logical;
+
 use std::sync::Arc;
 
 use arrow_array::{make_array, Array, ArrayRef, RecordBatch};

@@ -254,7 +254,7 @@ impl Encoder {
     ) -> Result<Node, String> {
         let l = data.len();
         let (m, tail) = if room == Room::Any && self.varied() {
-            let prefixes = [0, 0, 1, 3, 5, 8, 13];
+            let prefixes: [usize; 7] = [0, 0, 1, 3, 5, 8, 13];
             let tails = [0, 0, 0, 1, 2];
             (
                 prefixes[self.below(prefixes.len() as u64) as usize],
@@ -263,7 +263,7 @@ impl Encoder {
         } else {
             (0, 0)
         };
-        let p = (m as usize)
+        let p = m
             .saturating_add(front)
             .saturating_add(l)
             .saturating_add(back)

@@ -469,6 +469,21 @@ pub static RULES: &[Rule] = &[
         quote: "The ArrowArray describes the data of an exported array or record batch.",
         observation: "Producer side: after the structural checks the harness imports the export (arrow-rs) and compares it logically with the batch or slice the IPC input asked for: types, field names, nullability, metadata, validity and values, nulls' hidden bytes ignored. Consumer side: it decodes the IPC stream the consumer wrote back and compares it the same way with what the harness exported.",
     },
+    // Added: the producer-side counterpart of consumer.read.types. A
+    // library that loads the requested data into its own types (every field
+    // nullable, strings as views) exports those types: values right, types
+    // changed, reported at INFO apart from array.values.roundtrip.
+    Rule {
+        id: "array.values.types",
+        level: Level::Info,
+        side: Side::Producer,
+        area: "array",
+        summary: "it exports each field with the type and nullability asked for, not only the values",
+        spec_file: CDATA,
+        section: "The ArrowSchema structure",
+        quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
+        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
+    },
     // ------------------------------------------------------------------
     // device
     // ------------------------------------------------------------------
@@ -1028,6 +1043,23 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Consumers MAY choose to ignore this information.",
         observation: "The harness compares what the consumer wrote back with the data twice: as is, and with every field name and all metadata left out on both sides. Differences only in names or metadata (the plugin contract compares them; the spec lets consumers ignore both) are reported here, at INFO; everything else is consumer.read.values.",
+    },
+    // Added: the type a consumer keeps apart from the values it read. The
+    // C data interface gives the consumer the type; nothing in it asks the
+    // consumer to keep that type (polars reads strings into views, duckdb
+    // decodes dictionaries), so a consumer that reads every value right in
+    // types of its own is reported here, at INFO, and passes
+    // consumer.read.values.
+    Rule {
+        id: "consumer.read.types",
+        level: Level::Info,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "it keeps each field's type and nullability as given, not only the values",
+        spec_file: CDATA,
+        section: "The ArrowSchema structure",
+        quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
+        observation: "When what the consumer wrote back differs from the data in more than names and metadata, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode) and nullability flags. Equal then: the values arrived and only the types changed, reported here (INFO). Different: consumer.read.values fails. Losing a dictionary's ordered flag or a map's sorted keys where the consumer keeps the dictionary or map stays consumer.read.values.",
     },
     Rule {
         id: "consumer.read.after-release",

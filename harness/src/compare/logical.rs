@@ -1,0 +1,444 @@
+//! Equality of values across type flavours: what a library that keeps data
+//! in its own types (polars: strings as views, lists as large lists; duckdb:
+//! dictionaries and run-end encoding decoded; both: every field nullable)
+//! still gets right.
+//!
+//! Each row of each column becomes a [`Value`] in which these differences
+//! no longer show:
+//! - string flavours (Utf8, LargeUtf8, Utf8View) and binary flavours
+//!   (Binary, LargeBinary, BinaryView, FixedSizeBinary);
+//! - list flavours (List, LargeList, ListView, LargeListView,
+//!   FixedSizeList);
+//! - integer widths and signedness, float widths, decimal precision and bit
+//!   width (a decimal is its value: `1.50` equals `1.5`);
+//! - temporal units (the instant or length in nanoseconds), date widths;
+//! - dictionary and run-end encoding (the decoded value), union mode;
+//! - field names, nullability flags and metadata.
+//!
+//! Everything else must match: strings are not binaries, integers are not
+//! floats, a timestamp's time zone stays, intervals and other types compare
+//! exactly. [`flag_differences`] adds the two type flags that carry meaning
+//! about the values (ordered dictionaries, sorted map keys) where both sides
+//! keep the type that has them.
+
+#![forbid(unsafe_code)]
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+
+/// One logical value.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Null,
+    Bool(bool),
+    Int(i128),
+    /// f16, f32 and f64 widened to f64 (exact), compared by bits.
+    Float(u64),
+    /// Digits with trailing fractional zeros removed.
+    Decimal(String),
+    /// What the number counts (`date`, `time`, `duration`, `timestamp` with
+    /// its time zone), in nanoseconds.
+    Temporal(String, i128),
+    Text(Vec<u8>),
+    Bytes(Vec<u8>),
+    List(Vec<Value>),
+    Struct(Vec<Value>),
+    Union(i8, Box<Value>),
+    /// Any other type: the one-element slice, compared exactly (type
+    /// included).
+    Exact(arrow_data::ArrayData),
+}
+
+/// At most this many differing rows are named.
+const MAX_SHOWN: usize = 5;
+
+/// Rows of `expected` and `actual` (batch boundaries ignored) that differ
+/// once type flavours, names, nullability and metadata are set aside.
+pub fn streams(
+    expected_schema: &Schema,
+    expected: &[RecordBatch],
+    actual_schema: &Schema,
+    actual: &[RecordBatch],
+) -> Vec<String> {
+    let (ne, na) = (expected_schema.fields().len(), actual_schema.fields().len());
+    if ne != na {
+        return vec![format!("{na} columns, expected {ne}")];
+    }
+    let rows = |b: &[RecordBatch]| b.iter().map(RecordBatch::num_rows).sum::<usize>();
+    if rows(expected) != rows(actual) {
+        return vec![format!(
+            "{} rows, expected {}",
+            rows(actual),
+            rows(expected)
+        )];
+    }
+    let mut out = Vec::new();
+    for col in 0..ne {
+        let e = column_values(expected, col);
+        let a = column_values(actual, col);
+        for (row, (x, y)) in e.iter().zip(&a).enumerate() {
+            if x != y {
+                out.push(format!(
+                    "column {col} {:?} row {row}: {y:?}, expected {x:?}",
+                    expected_schema.field(col).name()
+                ));
+                if out.len() == MAX_SHOWN {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn column_values(batches: &[RecordBatch], col: usize) -> Vec<Value> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let c = b.column(col);
+            (0..c.len()).map(move |i| value(c.as_ref(), i))
+        })
+        .collect()
+}
+
+/// Dictionary ordering and map key sorting that differ where both sides
+/// keep a dictionary (or a map) at the same place: these flags say
+/// something about the values, so losing them is no flavour.
+pub fn flag_differences(expected: &Schema, actual: &Schema) -> Vec<String> {
+    let mut out = Vec::new();
+    for (e, a) in expected.fields().iter().zip(actual.fields()) {
+        flags(&format!("field {:?}", e.name()), e, a, &mut out);
+    }
+    out
+}
+
+fn flags(at: &str, e: &Field, a: &Field, out: &mut Vec<String>) {
+    use DataType::*;
+    if let (Some(x), Some(y)) = (e.dict_is_ordered(), a.dict_is_ordered()) {
+        if matches!(e.data_type(), Dictionary(..))
+            && matches!(a.data_type(), Dictionary(..))
+            && x != y
+        {
+            out.push(format!("{at}: dictionary ordered is {y}, expected {x}"));
+        }
+    }
+    match (e.data_type(), a.data_type()) {
+        (Map(x, sx), Map(y, sy)) => {
+            if sx != sy {
+                out.push(format!("{at}: map keys sorted is {sy}, expected {sx}"));
+            }
+            flags(&format!("{at}.entries"), x, y, out);
+        }
+        (Struct(x), Struct(y)) => {
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                flags(&format!("{at}.{i}"), x, y, out);
+            }
+        }
+        (
+            List(x) | LargeList(x) | ListView(x) | LargeListView(x) | FixedSizeList(x, _),
+            List(y) | LargeList(y) | ListView(y) | LargeListView(y) | FixedSizeList(y, _),
+        ) => flags(&format!("{at}.item"), x, y, out),
+        _ => {}
+    }
+}
+
+/// The value at `i`.
+fn value(a: &dyn Array, i: usize) -> Value {
+    use DataType::*;
+    // Encodings first: their own validity is not where their nulls are.
+    match a.data_type() {
+        Dictionary(..) => {
+            let d = a.as_any_dictionary();
+            let keys = d.keys();
+            if keys.is_null(i) {
+                return Value::Null;
+            }
+            let k = d.normalized_keys()[i];
+            return value(d.values().as_ref(), k);
+        }
+        RunEndEncoded(r, _) => {
+            let (values, at) = match r.data_type() {
+                Int16 => {
+                    let r = a.as_run::<Int16Type>();
+                    (r.values(), r.get_physical_index(i))
+                }
+                Int32 => {
+                    let r = a.as_run::<Int32Type>();
+                    (r.values(), r.get_physical_index(i))
+                }
+                _ => {
+                    let r = a.as_run::<Int64Type>();
+                    (r.values(), r.get_physical_index(i))
+                }
+            };
+            return value(values.as_ref(), at);
+        }
+        Union(..) => {
+            let u = a.as_union();
+            let id = u.type_id(i);
+            return Value::Union(id, Box::new(value(u.child(id).as_ref(), u.value_offset(i))));
+        }
+        Null => return Value::Null,
+        _ => {}
+    }
+    if a.is_null(i) {
+        return Value::Null;
+    }
+    let int = |v: i128| Value::Int(v);
+    let temporal = |kind: &str, v: i64, unit_ns: i128| {
+        Value::Temporal(kind.to_string(), i128::from(v) * unit_ns)
+    };
+    let ns = |u: &TimeUnit| match u {
+        TimeUnit::Second => 1_000_000_000,
+        TimeUnit::Millisecond => 1_000_000,
+        TimeUnit::Microsecond => 1_000,
+        TimeUnit::Nanosecond => 1,
+    };
+    match a.data_type() {
+        Boolean => Value::Bool(a.as_boolean().value(i)),
+        Int8 => int(a.as_primitive::<Int8Type>().value(i).into()),
+        Int16 => int(a.as_primitive::<Int16Type>().value(i).into()),
+        Int32 => int(a.as_primitive::<Int32Type>().value(i).into()),
+        Int64 => int(a.as_primitive::<Int64Type>().value(i).into()),
+        UInt8 => int(a.as_primitive::<UInt8Type>().value(i).into()),
+        UInt16 => int(a.as_primitive::<UInt16Type>().value(i).into()),
+        UInt32 => int(a.as_primitive::<UInt32Type>().value(i).into()),
+        UInt64 => int(a.as_primitive::<UInt64Type>().value(i).into()),
+        Float16 => Value::Float(a.as_primitive::<Float16Type>().value(i).to_f64().to_bits()),
+        Float32 => Value::Float(f64::from(a.as_primitive::<Float32Type>().value(i)).to_bits()),
+        Float64 => Value::Float(a.as_primitive::<Float64Type>().value(i).to_bits()),
+        Decimal32(..) => decimal(a.as_primitive::<Decimal32Type>().value_as_string(i)),
+        Decimal64(..) => decimal(a.as_primitive::<Decimal64Type>().value_as_string(i)),
+        Decimal128(..) => decimal(a.as_primitive::<Decimal128Type>().value_as_string(i)),
+        Decimal256(..) => decimal(a.as_primitive::<Decimal256Type>().value_as_string(i)),
+        Date32 => temporal(
+            "date",
+            a.as_primitive::<Date32Type>().value(i).into(),
+            86_400_000_000_000,
+        ),
+        Date64 => temporal("date", a.as_primitive::<Date64Type>().value(i), 1_000_000),
+        Time32(u) => {
+            let v = match u {
+                TimeUnit::Second => a.as_primitive::<Time32SecondType>().value(i),
+                _ => a.as_primitive::<Time32MillisecondType>().value(i),
+            };
+            temporal("time", v.into(), ns(u))
+        }
+        Time64(u) => {
+            let v = match u {
+                TimeUnit::Microsecond => a.as_primitive::<Time64MicrosecondType>().value(i),
+                _ => a.as_primitive::<Time64NanosecondType>().value(i),
+            };
+            temporal("time", v, ns(u))
+        }
+        Timestamp(u, tz) => {
+            let v = match u {
+                TimeUnit::Second => a.as_primitive::<TimestampSecondType>().value(i),
+                TimeUnit::Millisecond => a.as_primitive::<TimestampMillisecondType>().value(i),
+                TimeUnit::Microsecond => a.as_primitive::<TimestampMicrosecondType>().value(i),
+                TimeUnit::Nanosecond => a.as_primitive::<TimestampNanosecondType>().value(i),
+            };
+            let kind = match tz {
+                Some(tz) => format!("timestamp {tz}"),
+                None => "timestamp".into(),
+            };
+            temporal(&kind, v, ns(u))
+        }
+        Duration(u) => {
+            let v = match u {
+                TimeUnit::Second => a.as_primitive::<DurationSecondType>().value(i),
+                TimeUnit::Millisecond => a.as_primitive::<DurationMillisecondType>().value(i),
+                TimeUnit::Microsecond => a.as_primitive::<DurationMicrosecondType>().value(i),
+                TimeUnit::Nanosecond => a.as_primitive::<DurationNanosecondType>().value(i),
+            };
+            temporal("duration", v, ns(u))
+        }
+        Utf8 => Value::Text(a.as_string::<i32>().value(i).as_bytes().to_vec()),
+        LargeUtf8 => Value::Text(a.as_string::<i64>().value(i).as_bytes().to_vec()),
+        Utf8View => Value::Text(a.as_string_view().value(i).as_bytes().to_vec()),
+        Binary => Value::Bytes(a.as_binary::<i32>().value(i).to_vec()),
+        LargeBinary => Value::Bytes(a.as_binary::<i64>().value(i).to_vec()),
+        BinaryView => Value::Bytes(a.as_binary_view().value(i).to_vec()),
+        FixedSizeBinary(_) => Value::Bytes(a.as_fixed_size_binary().value(i).to_vec()),
+        List(_) => list(a.as_list::<i32>().value(i)),
+        LargeList(_) => list(a.as_list::<i64>().value(i)),
+        ListView(_) => list(a.as_list_view::<i32>().value(i)),
+        LargeListView(_) => list(a.as_list_view::<i64>().value(i)),
+        FixedSizeList(..) => list(a.as_fixed_size_list().value(i)),
+        Map(..) => {
+            let entries = a.as_map().value(i);
+            Value::List((0..entries.len()).map(|j| value(&entries, j)).collect())
+        }
+        Struct(_) => Value::Struct(
+            a.as_struct()
+                .columns()
+                .iter()
+                .map(|c| value(c.as_ref(), i))
+                .collect(),
+        ),
+        _ => Value::Exact(a.slice(i, 1).to_data()),
+    }
+}
+
+fn list(items: ArrayRef) -> Value {
+    Value::List((0..items.len()).map(|j| value(items.as_ref(), j)).collect())
+}
+
+/// `1.500` and `1.5` are one decimal; so are `-0.0` and `0`.
+fn decimal(s: String) -> Value {
+    let mut s = s;
+    if s.contains('.') {
+        while s.ends_with('0') {
+            s.pop();
+        }
+        if s.ends_with('.') {
+            s.pop();
+        }
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    Value::Decimal(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::builder::{ListBuilder, StringBuilder};
+    use arrow_array::{
+        DictionaryArray, Int32Array, Int64Array, LargeStringArray, RunArray, StringArray,
+        StringViewArray,
+    };
+    use std::sync::Arc;
+
+    fn one(name: &str, a: ArrayRef, nullable: bool) -> (Schema, Vec<RecordBatch>) {
+        let schema = Schema::new(vec![Field::new(name, a.data_type().clone(), nullable)]);
+        let b = RecordBatch::try_new(Arc::new(schema.clone()), vec![a]).unwrap();
+        (schema, vec![b])
+    }
+
+    fn same(e: (Schema, Vec<RecordBatch>), a: (Schema, Vec<RecordBatch>)) -> Vec<String> {
+        streams(&e.0, &e.1, &a.0, &a.1)
+    }
+
+    #[test]
+    fn flavours_are_the_same_values() {
+        let s = StringArray::from(vec![Some("a"), None, Some("a string longer than twelve")]);
+        let large =
+            LargeStringArray::from(vec![Some("a"), None, Some("a string longer than twelve")]);
+        let view =
+            StringViewArray::from(vec![Some("a"), None, Some("a string longer than twelve")]);
+        let dict: DictionaryArray<Int32Type> =
+            vec![Some("a"), None, Some("a string longer than twelve")]
+                .into_iter()
+                .collect();
+        let expected = || one("s", Arc::new(s.clone()), true);
+        assert!(same(expected(), one("t", Arc::new(large), true)).is_empty());
+        assert!(same(expected(), one("s", Arc::new(view), true)).is_empty());
+        assert!(same(expected(), one("s", Arc::new(dict), true)).is_empty());
+
+        let ints = Int32Array::from(vec![7, 7, 7, 9]);
+        let ree = RunArray::<Int32Type>::try_new(
+            &Int32Array::from(vec![3, 4]),
+            &Int64Array::from(vec![7, 9]),
+        )
+        .unwrap();
+        assert!(same(
+            one("i", Arc::new(ints), false),
+            one("i", Arc::new(ree), true)
+        )
+        .is_empty());
+
+        let mut l = ListBuilder::new(StringBuilder::new());
+        l.append_value([Some("x"), None]);
+        l.append_null();
+        let list = l.finish();
+        let mut ll = arrow_array::builder::LargeListBuilder::new(StringBuilder::new());
+        ll.append_value([Some("x"), None]);
+        ll.append_null();
+        assert!(same(
+            one("l", Arc::new(list), true),
+            one("l", Arc::new(ll.finish()), true)
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn values_still_differ() {
+        let s = || one("s", Arc::new(StringArray::from(vec!["a", "b"])), false);
+        let other = one("s", Arc::new(StringViewArray::from(vec!["a", "c"])), true);
+        let d = same(s(), other);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].contains("row 1"), "{d:?}");
+        // A string is not its bytes, an integer not a float.
+        let bin = one(
+            "s",
+            Arc::new(arrow_array::BinaryArray::from(vec![&b"a"[..], b"b"])),
+            false,
+        );
+        assert_eq!(same(s(), bin).len(), 2);
+        let i = one("x", Arc::new(Int32Array::from(vec![1])), false);
+        let f = one(
+            "x",
+            Arc::new(arrow_array::Float64Array::from(vec![1.0])),
+            false,
+        );
+        assert_eq!(same(i, f).len(), 1);
+        // Nulls are values.
+        let n = one(
+            "s",
+            Arc::new(StringArray::from(vec![Some("a"), None])),
+            true,
+        );
+        assert_eq!(same(s(), n).len(), 1);
+        // Row counts.
+        let short = one("s", Arc::new(StringArray::from(vec!["a"])), false);
+        assert!(same(s(), short)[0].contains("1 rows, expected 2"));
+    }
+
+    #[test]
+    fn decimals_are_their_values() {
+        assert_eq!(decimal("1.500".into()), decimal("1.5".into()));
+        assert_eq!(decimal("-0.00".into()), decimal("0".into()));
+        assert_ne!(decimal("10".into()), decimal("1".into()));
+        assert_ne!(decimal("1.05".into()), decimal("1.5".into()));
+    }
+
+    #[test]
+    fn ordered_dictionaries_and_sorted_keys_count() {
+        let dict = |ordered| {
+            Schema::new(vec![Field::new(
+                "d",
+                DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+                true,
+            )
+            .with_dict_is_ordered(ordered)])
+        };
+        assert_eq!(flag_differences(&dict(true), &dict(false)).len(), 1);
+        assert!(flag_differences(&dict(true), &dict(true)).is_empty());
+        // Decoded: the flag went with the dictionary, a flavour.
+        let plain = Schema::new(vec![Field::new("d", DataType::Utf8, true)]);
+        assert!(flag_differences(&dict(true), &plain).is_empty());
+        let entries = Arc::new(Field::new(
+            "entries",
+            DataType::Struct(
+                vec![
+                    Field::new("k", DataType::Utf8, false),
+                    Field::new("v", DataType::Int32, true),
+                ]
+                .into(),
+            ),
+            false,
+        ));
+        let map = |sorted| {
+            Schema::new(vec![Field::new(
+                "m",
+                DataType::Map(entries.clone(), sorted),
+                true,
+            )])
+        };
+        assert_eq!(flag_differences(&map(true), &map(false)).len(), 1);
+    }
+}
