@@ -77,7 +77,7 @@
   X(NULL_BUFFERS_OF_EMPTY, "null-buffers-of-empty")                                    \
   /* consumer.read.metadata: metadata dropped on import (the spec lets consumers ignore it: INFO) */ \
   X(DROP_METADATA, "drop-metadata")                                                    \
-  /* consumer.read.values: DICTIONARY_ORDERED and MAP_KEYS_SORTED dropped */           \
+  /* consumer.read.types: DICTIONARY_ORDERED and MAP_KEYS_SORTED dropped */            \
   X(IGNORE_FLAGS, "ignore-flags")                                                      \
   /* consumer.read.types: every column read as nullable, the values kept */           \
   X(ALL_COLUMNS_NULLABLE, "all-columns-nullable")                                      \

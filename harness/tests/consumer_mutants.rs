@@ -113,7 +113,7 @@ const MUTANTS: &[Mutant] = &[
     ),
     m(
         "ignore-flags",
-        "consumer.read.values",
+        "consumer.read.types",
         &["consumer/array/plain/dictionary", "consumer/array/plain/nested"],
         "ignores ARROW_FLAG_DICTIONARY_ORDERED and ARROW_FLAG_MAP_KEYS_SORTED",
     ),

@@ -527,18 +527,17 @@ pub(super) fn differences(
     }
     let mut logical =
         crate::compare::logical::streams(expected.0, expected.1, &read.schema, &read.batches);
-    logical.extend(crate::compare::logical::flag_differences(
-        expected.0,
-        &read.schema,
-    ));
     if logical.is_empty() {
         ReadDifferences {
             types: structural,
             ..Default::default()
         }
     } else {
+        // The value differences first: they are what is wrong; type
+        // changes after them.
+        logical.extend(structural);
         ReadDifferences {
-            values: all,
+            values: logical,
             ..Default::default()
         }
     }

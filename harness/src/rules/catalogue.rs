@@ -482,7 +482,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
-        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
+        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
     },
     // ------------------------------------------------------------------
     // device
@@ -1059,7 +1059,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
-        observation: "When what the consumer wrote back differs from the data in more than names and metadata, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode) and nullability flags. Equal then: the values arrived and only the types changed, reported here (INFO). Different: consumer.read.values fails. Losing a dictionary's ordered flag or a map's sorted keys where the consumer keeps the dictionary or map stays consumer.read.values.",
+        observation: "When what the consumer wrote back differs from the data in more than names and metadata, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode) and nullability flags. Type flags (dictionary ordered, map keys sorted) are part of the type. Equal then: the values arrived and only the types changed, reported here (INFO). Different: consumer.read.values fails.",
     },
     Rule {
         id: "consumer.read.after-release",
