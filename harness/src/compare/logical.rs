@@ -11,7 +11,9 @@
 //!   FixedSizeList);
 //! - integer widths and signedness, float widths, decimal precision and bit
 //!   width (a decimal is its value: `1.50` equals `1.5`);
-//! - temporal units (the instant or length in nanoseconds), date widths;
+//! - temporal units (the instant or length in nanoseconds), dates and
+//!   wall clock timestamps (a date is its midnight), time zones (an
+//!   instant is one instant in any zone);
 //! - dictionary and run-end encoding (the decoded value), union mode;
 //! - field names, nullability flags and metadata.
 //!
@@ -20,8 +22,8 @@
 //!   the type and metadata of an exported array or record batch").
 //!
 //! Everything else must match: strings are not binaries, integers are not
-//! floats, a timestamp's time zone stays (spellings of UTC aside),
-//! intervals compare as months, days and nanoseconds, other types exactly.
+//! floats, instants are not wall clock times, intervals compare as months,
+//! days and nanoseconds, other types exactly.
 
 #![forbid(unsafe_code)]
 
@@ -40,8 +42,9 @@ enum Value {
     Float(u64),
     /// Digits with trailing fractional zeros removed.
     Decimal(String),
-    /// What the number counts (`date`, `time`, `duration`, `timestamp` with
-    /// its time zone), in nanoseconds.
+    /// What the number counts (`timestamp`: wall clock, dates included;
+    /// `instant`: a timestamp with a zone; `time`; `duration`), in
+    /// nanoseconds.
     Temporal(String, i128),
     Text(Vec<u8>),
     Bytes(Vec<u8>),
@@ -189,12 +192,17 @@ fn value(a: &dyn Array, i: usize) -> Value {
         Decimal64(..) => decimal(a.as_primitive::<Decimal64Type>().value_as_string(i)),
         Decimal128(..) => decimal(a.as_primitive::<Decimal128Type>().value_as_string(i)),
         Decimal256(..) => decimal(a.as_primitive::<Decimal256Type>().value_as_string(i)),
+        // A date is the wall clock time of its midnight.
         Date32 => temporal(
-            "date",
+            "timestamp",
             a.as_primitive::<Date32Type>().value(i).into(),
             86_400_000_000_000,
         ),
-        Date64 => temporal("date", a.as_primitive::<Date64Type>().value(i), 1_000_000),
+        Date64 => temporal(
+            "timestamp",
+            a.as_primitive::<Date64Type>().value(i),
+            1_000_000,
+        ),
         Time32(u) => {
             let v = match u {
                 TimeUnit::Second => a.as_primitive::<Time32SecondType>().value(i),
@@ -216,15 +224,11 @@ fn value(a: &dyn Array, i: usize) -> Value {
                 TimeUnit::Microsecond => a.as_primitive::<TimestampMicrosecondType>().value(i),
                 TimeUnit::Nanosecond => a.as_primitive::<TimestampNanosecondType>().value(i),
             };
-            let kind = match tz.as_deref() {
-                // One zone, several spellings.
-                Some(
-                    "UTC" | "Etc/UTC" | "+00:00" | "Z" | "GMT" | "Etc/GMT" | "UCT" | "Etc/UCT",
-                ) => "timestamp UTC".to_string(),
-                Some(tz) => format!("timestamp {tz}"),
-                None => "timestamp".into(),
-            };
-            temporal(&kind, v, ns(u))
+            // With a zone the number is an instant (UTC) whatever the zone,
+            // which only says how to show it; without one it is a wall
+            // clock time.
+            let kind = if tz.is_some() { "instant" } else { "timestamp" };
+            temporal(kind, v, ns(u))
         }
         Duration(u) => {
             let v = match u {
@@ -388,6 +392,23 @@ mod tests {
         // Row counts.
         let short = one("s", Arc::new(StringArray::from(vec!["a"])), false);
         assert!(same(s(), short)[0].contains("1 rows, expected 2"));
+    }
+
+    #[test]
+    fn zones_and_dates() {
+        use arrow_array::{Date32Array, TimestampMillisecondArray, TimestampSecondArray};
+        let eastern = TimestampSecondArray::from(vec![86_400]).with_timezone("US/Eastern");
+        let utc = TimestampMillisecondArray::from(vec![86_400_000]).with_timezone("UTC");
+        let naive = TimestampSecondArray::from(vec![86_400]);
+        let date = Date32Array::from(vec![1]);
+        let e = || one("t", Arc::new(eastern.clone()), false);
+        assert!(same(e(), one("t", Arc::new(utc), false)).is_empty());
+        assert_eq!(same(e(), one("t", Arc::new(naive.clone()), false)).len(), 1);
+        assert!(same(
+            one("d", Arc::new(date), false),
+            one("d", Arc::new(naive), false)
+        )
+        .is_empty());
     }
 
     #[test]
