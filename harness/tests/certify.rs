@@ -62,8 +62,8 @@ fn assert_clean(code: Option<i32>, r: &Report, out: &str) {
         "stream.threads.serial",
     ] {
         let s = r.rules.iter().find(|s| s.rule == rule).expect(rule);
-        assert_eq!(s.verdict, Verdict::Pass, "{rule}");
-        assert!(s.checked > 0, "{rule}");
+        assert_eq!(s.verdict, Verdict::Pass, "{rule}: {s:#?}\n{out}");
+        assert!(s.checked > 0, "{rule}: {s:#?}");
     }
 }
 
@@ -596,8 +596,13 @@ fn the_async_suite_passes_and_repeats_exactly_for_a_seed() {
             .iter()
             .filter(|c| c.id.starts_with("consumer/async/"))
             .count();
+        // Every fixed schedule on each of the 9 built-in scenarios, but the
+        // two invalid-request ones on a few of them only.
+        let fixed = arrowcert::asynchronous::schedule::Schedule::fixed().len();
+        let invalid_on =
+            arrowcert::certify::asynchronous::INVALID_REQUEST_SCENARIOS.len();
         assert!(
-            producer >= 120 + 9 * 14 && consumer >= 120 + 9 * 5,
+            producer >= 120 + 9 * (fixed - 2) + 2 * invalid_on && consumer >= 120 + 9 * 5,
             "{producer} {consumer}"
         );
         let verdicts: Vec<(String, Verdict, Vec<String>)> = r

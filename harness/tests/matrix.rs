@@ -334,3 +334,55 @@ fn the_page_loads_in_headless_chromium_with_every_pair() {
     let _ = std::fs::copy(&shot, &keep);
     eprintln!("screenshot: {}", keep.display());
 }
+
+#[test]
+fn a_pair_whose_values_arrive_with_types_changed_is_marked_not_failed() {
+    let out_dir = support::scratch("matrix-types-changed");
+    let (_, reference_consumer) = support::bundled();
+    let mutant = support::mutant_consumer().display().to_string();
+    let out = Command::new(support::arrowcert_exe())
+        .env("ARROWCERT_MUTANT", "all-columns-nullable")
+        .env("ARROWCERT_MUTANT_BASE", reference_consumer)
+        .args([
+            "matrix",
+            "--cases",
+            "2",
+            "--seed",
+            "11",
+            "--jobs",
+            "1",
+            "--producers",
+            "reference",
+            "--consumers",
+            &mutant,
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("arrowcert runs");
+    let m = matrix::read(&out_dir.join("matrix.json"))
+        .unwrap_or_else(|e| panic!("{e}\n{}", text(&out)));
+    let pair = m
+        .units
+        .iter()
+        .find(|u| u.kind == matrix::UnitKind::Pair)
+        .unwrap();
+    assert_eq!(pair.status, Status::Pass, "{pair:#?}");
+    assert!(
+        pair.changed > 0 && pair.changed < pair.summary.passed,
+        "{pair:#?}"
+    );
+    assert_eq!(pair.changed, pair.changed_paths.values().sum::<u64>());
+    assert!(!pair.changed_cases.is_empty());
+    assert!(pair.changed_cases[0]
+        .differences
+        .iter()
+        .any(|d| d.contains("nullable is true")));
+
+    let md = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
+    assert!(md.contains("| ✔≈ "), "{md}");
+    assert!(md.contains("## Values equal, types changed"), "{md}");
+    let html = std::fs::read_to_string(out_dir.join("matrix.html")).unwrap();
+    assert!(html.contains("<b>✔≈ "), "{html}");
+    assert!(html.contains("id=\"changed\""), "{html}");
+}

@@ -17,14 +17,16 @@ fn reference() -> (Plugin, Plugin) {
     (Plugin::load(p).unwrap(), Plugin::load(c).unwrap())
 }
 
+/// Cases that did not pass clean: a failure, or a pass with types, names
+/// or metadata changed (the reference pair keeps everything).
 fn not_passed(cases: &[Case]) -> Vec<String> {
     cases
         .iter()
-        .filter(|c| c.verdict != Verdict::Pass)
+        .filter(|c| c.verdict != Verdict::Pass || !c.changed.is_empty())
         .map(|c| {
             format!(
-                "{} {:?}: {:?} {:?}",
-                c.id, c.verdict, c.message, c.differences
+                "{} {:?}: {:?} {:?} {:?}",
+                c.id, c.verdict, c.message, c.differences, c.changed
             )
         })
         .collect()
@@ -291,4 +293,63 @@ fn committed_json_schema_is_current() {
         arrowcert::report::json_schema(),
         "regenerate with: cargo run -p arrowcert -- report-schema > reports/report.schema.json"
     );
+}
+
+/// `arrowcert roundtrip` from the reference producer into a consumer
+/// mutant wrapping the reference consumer.
+fn into_consumer_mutant(mutant: &str, report: &std::path::Path) -> std::process::Output {
+    let (p, c) = bundled();
+    std::process::Command::new(arrowcert_exe())
+        .env("ARROWCERT_MUTANT", mutant)
+        .env("ARROWCERT_MUTANT_BASE", c)
+        .args(["roundtrip", "--producer"])
+        .arg(p)
+        .arg("--consumer")
+        .arg(mutant_consumer())
+        .arg("--report")
+        .arg(report)
+        .output()
+        .expect("arrowcert runs")
+}
+
+#[test]
+fn a_pair_that_changes_only_types_passes_and_says_what_changed() {
+    let report = scratch("rt-types-changed").join("r.json");
+    let out = into_consumer_mutant("all-columns-nullable", &report);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("passed with changes ("), "{text}");
+    let r = arrowcert::report::read(&report).unwrap();
+    assert_eq!(r.summary.failed + r.summary.errors, 0, "{text}");
+    let changed: Vec<&Case> = r.cases.iter().filter(|c| !c.changed.is_empty()).collect();
+    // Only scenarios with a non-nullable field change; every one that
+    // changed passed and names the nullability.
+    assert!(!changed.is_empty(), "{text}");
+    assert!(changed.len() < r.summary.passed as usize, "{text}");
+    for c in &changed {
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert!(
+            c.changed.iter().any(|d| d.contains("nullable is true")),
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn a_pair_that_loses_values_fails() {
+    let report = scratch("rt-values-lost").join("r.json");
+    let out = into_consumer_mutant("ignore-offset", &report);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let r = arrowcert::report::read(&report).unwrap();
+    let failed: Vec<&Case> = r
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .collect();
+    assert!(!failed.is_empty(), "{text}");
+    // Only sliced cases (a non-zero offset) can fail this way.
+    assert!(failed.iter().all(|c| c.slice.is_some()), "{failed:#?}");
+    assert!(failed.iter().all(|c| c.changed.is_empty()), "{failed:#?}");
 }

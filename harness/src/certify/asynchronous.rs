@@ -40,6 +40,16 @@ pub const LEAK_SCHEDULE: &str = "rmax,extract-null";
 /// How long a stream may take before it is a stuck verdict.
 pub const DEADLINE: Duration = Duration::from_secs(3);
 
+/// The scenarios the invalid-request schedules (`r0`, `r-1`) run on. What
+/// they check, the producer's answer to `request(n <= 0)` ("If n is <= 0,
+/// the producer should error via on_error"), does not depend on the data;
+/// a producer that never answers makes each such case wait out
+/// [`DEADLINE`], so they run on a few built-in scenarios (one with
+/// batches of every common kind, one nested, one with no batches) rather
+/// than on every gold file. Generated scenarios still draw them now and
+/// then.
+pub const INVALID_REQUEST_SCENARIOS: [&str; 3] = ["primitive", "nested", "no_batches"];
+
 fn generated(s: &Scenario) -> bool {
     s.name.starts_with(crate::gen::PREFIX)
 }
@@ -50,13 +60,17 @@ fn generated(s: &Scenario) -> bool {
 pub fn producer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
     let mut out = Vec::new();
     for (si, s) in scenarios.iter().enumerate() {
-        let schedules = if generated(s) {
+        let schedules: Vec<Schedule> = if generated(s) {
             let mut rng = Rng::for_case(seed, &s.name);
             (0..DRAWN_PER_SCENARIO)
                 .map(|_| Schedule::draw(&mut rng))
                 .collect()
         } else {
+            let invalid_too = INVALID_REQUEST_SCENARIOS.contains(&s.name.as_str());
             Schedule::fixed()
+                .into_iter()
+                .filter(|sched| invalid_too || !matches!(sched.first, First::Invalid(_)))
+                .collect()
         };
         for sched in schedules {
             out.push(CaseSpec {
@@ -676,6 +690,28 @@ mod tests {
         assert!(Schedule::fixed()
             .iter()
             .any(|s| s.to_string() == LEAK_SCHEDULE));
+    }
+
+    #[test]
+    fn invalid_requests_run_on_the_named_builtin_scenarios_only() {
+        let builtin = crate::scenario::builtin();
+        for name in INVALID_REQUEST_SCENARIOS {
+            assert!(builtin.iter().any(|s| s.name == name), "{name} is built in");
+        }
+        let plan = producer_plan(&builtin, 1);
+        let invalid: Vec<&str> = plan
+            .iter()
+            .filter(|c| c.id.contains("/async/r0/") || c.id.contains("/async/r-1/"))
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(
+            invalid.len(),
+            2 * INVALID_REQUEST_SCENARIOS.len(),
+            "{invalid:?}"
+        );
+        // Every other fixed schedule still runs on every built-in scenario.
+        let fixed = Schedule::fixed().len();
+        assert_eq!(plan.len(), builtin.len() * (fixed - 2) + invalid.len());
     }
 
     #[test]

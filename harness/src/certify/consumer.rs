@@ -451,16 +451,11 @@ fn judge_sync(a: &Attempt, obs: &mut Observations) {
     }
 }
 
-/// What a consumer wrote back, against what it was given, in three tiers.
-#[derive(Debug, Default)]
-pub(super) struct ReadDifferences {
-    /// Values, validity or structure (`consumer.read.values`).
-    pub values: Vec<String>,
-    /// Only types and nullability: every value arrived (`consumer.read.types`).
-    pub types: Vec<String>,
-    /// Only names and metadata (`consumer.read.metadata`).
-    pub optional: Vec<String>,
-}
+/// What a consumer wrote back, against what it was given, in three tiers
+/// ([`crate::compare::Tiers`]): `values` is `consumer.read.values`,
+/// `types` `consumer.read.types`, `optional` (names and metadata)
+/// `consumer.read.metadata`.
+pub(super) type ReadDifferences = crate::compare::Tiers;
 
 impl ReadDifferences {
     /// Records the names-and-metadata and types verdicts; returns the
@@ -495,57 +490,21 @@ impl ReadDifferences {
     }
 }
 
-/// Decodes what the consumer wrote back and compares it with `expected`:
-/// everything that differs, then the same without names and metadata
-/// (what the spec lets a consumer ignore), then value by value across
-/// type flavours ([`crate::compare::logical`]).
+/// Decodes what the consumer wrote back and compares it with `expected`
+/// in tiers ([`crate::compare::tiers`]).
 pub(super) fn differences(
     expected: (&Schema, &[RecordBatch]),
     ipc_bytes: &[u8],
 ) -> ReadDifferences {
-    let read = match ipc::decode(ipc_bytes) {
-        Ok(r) => r,
-        Err(e) => {
-            return ReadDifferences {
-                values: vec![format!(
-                    "the consumer's output is not an Arrow IPC stream: {}",
-                    e.message
-                )],
-                ..Default::default()
-            }
-        }
-    };
-    let all = crate::compare::streams(expected.0, expected.1, &read.schema, &read.batches);
-    if all.is_empty() {
-        return ReadDifferences::default();
-    }
-    let structural = crate::compare::streams_ignoring_names_and_metadata(
-        expected.0,
-        expected.1,
-        &read.schema,
-        &read.batches,
-    );
-    if structural.is_empty() {
-        return ReadDifferences {
-            optional: all,
+    match ipc::decode(ipc_bytes) {
+        Ok(read) => crate::compare::tiers(expected.0, expected.1, &read.schema, &read.batches),
+        Err(e) => ReadDifferences {
+            values: vec![format!(
+                "the consumer's output is not an Arrow IPC stream: {}",
+                e.message
+            )],
             ..Default::default()
-        };
-    }
-    let mut logical =
-        crate::compare::logical::streams(expected.0, expected.1, &read.schema, &read.batches);
-    if logical.is_empty() {
-        ReadDifferences {
-            types: structural,
-            ..Default::default()
-        }
-    } else {
-        // The value differences first: they are what is wrong; type
-        // changes after them.
-        logical.extend(structural);
-        ReadDifferences {
-            values: logical,
-            ..Default::default()
-        }
+        },
     }
 }
 

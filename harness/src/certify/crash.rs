@@ -95,6 +95,7 @@ mod tests {
             checked: Vec::new(),
             violations: Vec::new(),
             not_exercised: Vec::new(),
+            changed: Vec::new(),
         }
     }
 

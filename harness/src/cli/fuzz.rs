@@ -354,5 +354,6 @@ fn unreplayed(target: Target, name: &str, verdict: Verdict, message: String) -> 
         checked: Vec::new(),
         violations: Vec::new(),
         not_exercised: Vec::new(),
+        changed: Vec::new(),
     }
 }

@@ -158,6 +158,9 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
         paths: Default::default(),
         failing_rules: Vec::new(),
         failing_cases: Vec::new(),
+        changed: 0,
+        changed_paths: Default::default(),
+        changed_cases: Vec::new(),
         plugins: Vec::new(),
         report: None,
         command,
@@ -207,6 +210,9 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
     unit.paths = matrix::per_path(&run);
     unit.failing_rules = failing_rules;
     unit.failing_cases = matrix::failing_cases(&run);
+    if unit.kind == UnitKind::Pair {
+        (unit.changed, unit.changed_paths, unit.changed_cases) = matrix::changed_cases(&run);
+    }
     unit.plugins = run.plugins.clone();
     unit.report = Some(report_rel.display().to_string());
     unit

@@ -432,6 +432,9 @@ fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &st
 
 pub(super) fn verdict_word(c: &Case) -> String {
     match c.verdict {
+        Verdict::Pass if !c.changed.is_empty() => {
+            "ok (values equal; types, names or metadata changed)".into()
+        }
         Verdict::Pass => "ok".into(),
         Verdict::Fail => "FAILED".into(),
         Verdict::Error => "ERROR".into(),
@@ -480,6 +483,28 @@ fn print_summary(report: &Report) {
                 }
             }
             println!("  replay: {}", c.replay);
+        }
+        println!();
+    }
+    let changed: Vec<&Case> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass && !c.changed.is_empty())
+        .collect();
+    if !changed.is_empty() {
+        println!(
+            "\npassed with changes ({} cases: every value arrived, but types, nullability, names or metadata changed; not a failure):",
+            changed.len()
+        );
+        const SHOWN: usize = 10;
+        for c in changed.iter().take(SHOWN) {
+            println!("  {}: {}", c.id, report::printable(&c.changed[0]));
+        }
+        if changed.len() > SHOWN {
+            println!(
+                "  ... and {} more (the report lists each)",
+                changed.len() - SHOWN
+            );
         }
         println!();
     }

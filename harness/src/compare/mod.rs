@@ -331,6 +331,66 @@ pub fn streams(
     out
 }
 
+/// What arrived against what was sent, in three tiers, each stricter
+/// tier empty unless the looser one is: a consumer (or a pair of
+/// libraries) can lose values, change only types, or change only names and
+/// metadata.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tiers {
+    /// Values, validity or structure differ (the value differences first,
+    /// then the type changes beside them).
+    pub values: Vec<String>,
+    /// Every value arrived; types, nullability or type flags changed (and
+    /// perhaps names and metadata too).
+    pub types: Vec<String>,
+    /// Only field names and metadata changed.
+    pub optional: Vec<String>,
+}
+
+impl Tiers {
+    /// Nothing differs at all.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty() && self.types.is_empty() && self.optional.is_empty()
+    }
+}
+
+/// Compares in tiers: everything ([`streams`]); if anything differs, the
+/// same without names and metadata (what the spec lets a consumer ignore);
+/// if that still differs, value by value across type flavours
+/// ([`logical::streams`]).
+pub fn tiers(
+    expected_schema: &Schema,
+    expected: &[RecordBatch],
+    actual_schema: &Schema,
+    actual: &[RecordBatch],
+) -> Tiers {
+    let all = streams(expected_schema, expected, actual_schema, actual);
+    if all.is_empty() {
+        return Tiers::default();
+    }
+    let structural =
+        streams_ignoring_names_and_metadata(expected_schema, expected, actual_schema, actual);
+    if structural.is_empty() {
+        return Tiers {
+            optional: all,
+            ..Default::default()
+        };
+    }
+    let mut values = logical::streams(expected_schema, expected, actual_schema, actual);
+    if values.is_empty() {
+        Tiers {
+            types: structural,
+            ..Default::default()
+        }
+    } else {
+        values.extend(structural);
+        Tiers {
+            values,
+            ..Default::default()
+        }
+    }
+}
+
 /// [`streams`] with every field name and all metadata (schema, field and
 /// nested field level) left out on both sides: the differences that are not
 /// only in what the spec lets consumers ignore ("consumers MAY decide to

@@ -5,9 +5,9 @@
 //! callbacks one at a time, on_next_task(NULL) or on_error, then release),
 //! from one producer thread or a new thread per callback, and records what
 //! the consumer does with it:
-//! - every `request(n)` and `cancel`, with whether it came while on_error
-//!   or the handler's release was running (`consumer.async.on-error`,
-//!   `consumer.async.release-no-producer`); `request(n <= 0)` is
+//! - every `request(n)` and `cancel`, with whether it came from inside
+//!   on_error or the handler's release (on the thread running it:
+//!   `consumer.async.on-error`, `consumer.async.release-no-producer`); `request(n <= 0)` is
 //!   `consumer.async.request` and is otherwise ignored;
 //! - a stall: no credit for [`AsyncPlan::stall_after`] while batches remain
 //!   and the consumer did not cancel is `consumer.async.request` ("never
@@ -29,8 +29,8 @@
 //! `consumer.async.release`.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use super::encode::{Node, SchemaNode};
@@ -121,8 +121,10 @@ struct Session {
     handler: usize,
     state: Mutex<St>,
     changed: Condvar,
-    in_on_error: AtomicBool,
-    in_release: AtomicBool,
+    /// The thread running on_error, while it runs.
+    in_on_error: Mutex<Option<ThreadId>>,
+    /// The thread running the handler's release, while it runs.
+    in_release: Mutex<Option<ThreadId>>,
 }
 
 // SAFETY: the handler address is only used by the driver; all mutable
@@ -144,16 +146,25 @@ impl Session {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Checks the context of a producer call made by the consumer.
+    /// Checks the context of a producer call made by the consumer: a call
+    /// on the thread that is running on_error or the handler's release is
+    /// that callback calling the producer. A call from another thread of
+    /// the consumer's while the callback runs is not the callback's (the
+    /// producer is still valid until release returns), so it is not
+    /// charged: charging it made verdicts depend on thread timing.
     fn producer_call(&self, what: &str) {
-        if self.in_on_error.load(Ordering::SeqCst) {
+        let here = std::thread::current().id();
+        let running = |slot: &Mutex<Option<ThreadId>>| {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) == Some(here)
+        };
+        if running(&self.in_on_error) {
             self.ledger.event_here(
                 "consumer.async.on-error",
                 "on_error",
                 format!("the consumer called ArrowAsyncProducer.{what} while on_error was running (\"This callback *MUST NOT* call any methods of an ArrowAsyncProducer object\")"),
             );
         }
-        if self.in_release.load(Ordering::SeqCst) {
+        if running(&self.in_release) {
             self.ledger.event_here(
                 "consumer.async.release-no-producer",
                 "release",
@@ -513,9 +524,9 @@ fn error(s: &Session, code: c_int, message: &str) {
     let md = s.ledger.keep_bytes(&md_text, false);
     s.lock().report.error_sent = Some((code, message.to_string()));
     let (msg_p, md_p) = (SendPtr(msg), SendPtr(md));
-    s.in_on_error.store(true, Ordering::SeqCst);
     s.call(move |h| {
         let (msg_p, md_p) = (msg_p, md_p);
+        let _running = Running::on(&s.in_on_error);
         // SAFETY: h as in drive.
         if let Some(f) = unsafe { (*h).on_error } {
             // SAFETY: a live handler; NUL-terminated message and metadata
@@ -523,7 +534,6 @@ fn error(s: &Session, code: c_int, message: &str) {
             unsafe { f(h, code, msg_p.0 as *const c_char, md_p.0 as *const c_char) };
         }
     });
-    s.in_on_error.store(false, Ordering::SeqCst);
     // SAFETY: ledger-owned buffers of message.len() + 1 and md_text.len()
     // bytes.
     unsafe {
@@ -532,16 +542,31 @@ fn error(s: &Session, code: c_int, message: &str) {
     }
 }
 
+/// Marks the current thread as running a handler callback until dropped.
+struct Running<'a>(&'a Mutex<Option<ThreadId>>);
+
+impl<'a> Running<'a> {
+    fn on(slot: &'a Mutex<Option<ThreadId>>) -> Running<'a> {
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current().id());
+        Running(slot)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
 fn release(s: &Session) {
-    s.in_release.store(true, Ordering::SeqCst);
     s.call(|h| {
+        let _running = Running::on(&s.in_release);
         // SAFETY: h as in drive; release is called exactly once, last.
         if let Some(f) = unsafe { (*h).release } {
             // SAFETY: as above.
             unsafe { f(h) };
         }
     });
-    s.in_release.store(false, Ordering::SeqCst);
     s.lock().report.released = true;
     s.changed.notify_all();
 }
@@ -568,8 +593,8 @@ pub fn run_consumer(
             report: AsyncReport::default(),
         }),
         changed: Condvar::new(),
-        in_on_error: AtomicBool::new(false),
-        in_release: AtomicBool::new(false),
+        in_on_error: Mutex::new(None),
+        in_release: Mutex::new(None),
     });
     let stall = session.plan.stall_after;
     let driver = {

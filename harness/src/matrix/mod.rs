@@ -167,6 +167,17 @@ pub struct Unit {
     pub failing_rules: Vec<FailingRule>,
     /// A few failing cases (not passed, not skipped) with what differed.
     pub failing_cases: Vec<FailingCase>,
+    /// Pair: cases that passed with every value equal but the types,
+    /// nullability, names or metadata changed on the way (INFO, as
+    /// `consumer.read.types` and `consumer.read.metadata` are).
+    #[serde(default)]
+    pub changed: u64,
+    /// Pair: those cases per interface path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub changed_paths: BTreeMap<String, u64>,
+    /// Pair: a few of those cases, with what changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_cases: Vec<FailingCase>,
     /// The libraries as the run report identified them.
     pub plugins: Vec<PluginIdentity>,
     /// The unit's own report, relative to the matrix file.
@@ -363,6 +374,32 @@ pub fn failing_cases(report: &Report) -> Vec<FailingCase> {
             replay: c.replay.clone(),
         })
         .collect()
+}
+
+/// How many passed cases of a pair arrived with types, names or metadata
+/// changed, per path, and a few of them with what changed.
+pub fn changed_cases(report: &Report) -> (u64, BTreeMap<String, u64>, Vec<FailingCase>) {
+    let changed: Vec<&crate::report::Case> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Pass && !c.changed.is_empty())
+        .collect();
+    let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
+    for c in &changed {
+        *per_path.entry(c.path.clone()).or_default() += 1;
+    }
+    let examples = changed
+        .iter()
+        .take(FAILING_CASES_KEPT)
+        .map(|c| FailingCase {
+            id: c.id.clone(),
+            verdict: c.verdict,
+            message: None,
+            differences: c.changed.iter().take(5).cloned().collect(),
+            replay: c.replay.clone(),
+        })
+        .collect();
+    (changed.len() as u64, per_path, examples)
 }
 
 /// Merges shard files of one plan into one matrix. Every file must carry

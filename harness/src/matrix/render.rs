@@ -68,6 +68,21 @@ fn symbol(status: Status) -> &'static str {
     }
 }
 
+/// Marks a cell whose values all arrived but with types, nullability,
+/// names or metadata changed on the way (INFO, not a failure).
+const CHANGED: &str = "≈";
+
+/// A unit's symbol: its status, then [`CHANGED`] when passed cases
+/// arrived changed (a failing cell says only that it fails).
+fn unit_symbol(u: &Unit) -> String {
+    let base = symbol(u.status);
+    if u.changed > 0 && matches!(u.status, Status::Pass | Status::Partial) {
+        format!("{base}{CHANGED}")
+    } else {
+        base.to_string()
+    }
+}
+
 /// Cases that ran (not skipped).
 fn ran(s: &Summary) -> u64 {
     s.total - s.skipped
@@ -157,7 +172,8 @@ pub fn markdown(m: &Matrix) -> String {
         "\nRows produce, columns consume; the harness sits between them with all its \
          checks. ✔ everything arrived equal · ◐ some calls failed cleanly (unsupported \
          data) · ✘ data arrived different, or a crash or hang · ⚠ could not run · — no \
-         common interface path.\n"
+         common interface path · ≈ after a mark: every value arrived, but some cases' \
+         types, nullability, names or metadata changed (not a failure; listed below).\n"
     );
     let _ = write!(o, "| producer \\ consumer |");
     for c in &m.consumers {
@@ -174,7 +190,7 @@ pub fn markdown(m: &Matrix) -> String {
             let cell = match unit(m, UnitKind::Pair, Some(p), Some(c)) {
                 Some(u) => format!(
                     "{} {}/{}",
-                    symbol(u.status),
+                    unit_symbol(u),
                     u.summary.passed,
                     ran(&u.summary)
                 ),
@@ -242,6 +258,34 @@ pub fn markdown(m: &Matrix) -> String {
         }
     }
 
+    let changed = changed_units(m);
+    if !changed.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Values equal, types changed\n\nPairs whose passed cases arrived with every value \
+             equal but the types, nullability, names or metadata changed (what the consumer \
+             certification reports as `consumer.read.types` and `consumer.read.metadata`, INFO).\n"
+        );
+        for u in changed {
+            let _ = writeln!(
+                o,
+                "### {} ({} of {} passed cases)\n",
+                md(&u.id),
+                u.changed,
+                u.summary.passed
+            );
+            for c in &u.changed_cases {
+                let _ = writeln!(
+                    o,
+                    "- case {}: {}",
+                    md(&c.id),
+                    md(&clip(&c.differences.join("; "), 300))
+                );
+            }
+            let _ = writeln!(o);
+        }
+    }
+
     let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "\n## Failures\n");
@@ -300,6 +344,14 @@ fn adapter_notes(m: &Matrix) -> Vec<(&str, &str)> {
     notes
 }
 
+/// The pairs the "Values equal, types changed" section lists.
+fn changed_units(m: &Matrix) -> Vec<&Unit> {
+    m.units
+        .iter()
+        .filter(|u| u.changed > 0 && matches!(u.status, Status::Pass | Status::Partial))
+        .collect()
+}
+
 /// The units the Failures section explains.
 fn failing_units(m: &Matrix) -> Vec<&Unit> {
     m.units
@@ -327,7 +379,12 @@ fn path_cell(u: &Unit, path: &str) -> String {
             } else {
                 "✔"
             };
-            format!("{mark} {}/{}", s.passed, ran(s))
+            let changed = if u.changed_paths.get(path).copied().unwrap_or(0) > 0 && mark != "✘" {
+                CHANGED
+            } else {
+                ""
+            };
+            format!("{mark}{changed} {}/{}", s.passed, ran(s))
         }
     }
 }
@@ -388,8 +445,9 @@ pub fn page(m: &Matrix) -> String {
         "</ul>\n<p>Rows produce, columns consume; the harness sits between them with all its checks. \
          <span class=\"pass\">✔ everything arrived equal</span> · <span class=\"partial\">◐ some calls \
          failed cleanly</span> · <span class=\"fail\">✘ data arrived different, or a crash or hang</span> · \
-         <span class=\"error\">⚠ could not run</span> · <span class=\"na\">— no common interface path</span>. \
-         Each cell lists passed/run cases per interface path.</p>"
+         <span class=\"error\">⚠ could not run</span> · <span class=\"na\">— no common interface path</span> · \
+         ≈ after a mark: every value arrived, but some cases' types, nullability, names or metadata \
+         changed (not a failure; listed below). Each cell lists passed/run cases per interface path.</p>"
     );
     let _ = writeln!(
         o,
@@ -413,7 +471,7 @@ pub fn page(m: &Matrix) -> String {
                         html(&pair),
                         u.status.word(),
                         html(u.message.as_deref().unwrap_or("")),
-                        symbol(u.status),
+                        unit_symbol(u),
                         u.summary.passed,
                         ran(&u.summary)
                     );
@@ -478,6 +536,36 @@ pub fn page(m: &Matrix) -> String {
             let _ = writeln!(o, "<li><b>{}</b>: {}</li>", html(arg), html(adapter));
         }
         let _ = writeln!(o, "</ul>");
+    }
+
+    let changed = changed_units(m);
+    if !changed.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2 id=\"changed\">Values equal, types changed</h2>\n<p>Pairs whose passed cases arrived \
+             with every value equal but the types, nullability, names or metadata changed (what the \
+             consumer certification reports as <code>consumer.read.types</code> and \
+             <code>consumer.read.metadata</code>, INFO).</p>"
+        );
+        for u in changed {
+            let _ = writeln!(
+                o,
+                "<h3 id=\"changed-{}\">{} ({} of {} passed cases)</h3>\n<ul>",
+                html(&u.id),
+                html(&u.id),
+                u.changed,
+                u.summary.passed
+            );
+            for c in &u.changed_cases {
+                let _ = writeln!(
+                    o,
+                    "<li>case <code>{}</code>: <div class=\"ev\">{}</div></li>",
+                    html(&c.id),
+                    html(&clip(&c.differences.join("\n"), 600))
+                );
+            }
+            let _ = writeln!(o, "</ul>");
+        }
     }
 
     let failing = failing_units(m);

@@ -186,6 +186,13 @@ pub struct Case {
     /// (lossy UTF-8, truncated), when anything was printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Roundtrip: the case passed (every value arrived) but the data
+    /// arrived with these type, nullability, field name or metadata
+    /// changes, which the spec does not ask a consumer to keep (the
+    /// certification rules `consumer.read.types` and
+    /// `consumer.read.metadata`, both INFO).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
     /// Certification: the rules this case exercised (`arrowcert rules`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checked: Vec<String>,

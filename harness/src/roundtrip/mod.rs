@@ -219,6 +219,7 @@ pub fn run_case(
     } else {
         transfer(producer, consumer, scenario, spec, opts, &mut differences)
     };
+    let mut changed = Vec::new();
     let (verdict, message) = match outcome {
         Outcome::Skip(reason) => (Verdict::Skip, Some(reason)),
         Outcome::Error(msg) => (Verdict::Error, Some(msg)),
@@ -232,12 +233,13 @@ pub fn run_case(
                     ));
                 }
                 Ok(read) => {
-                    differences.extend(compare::streams(
-                        &schema,
-                        &batches,
-                        &read.schema,
-                        &read.batches,
-                    ));
+                    // Values lost fail the case; types, names and metadata
+                    // changed around equal values do not (the same tiers
+                    // as consumer.read.values / .types / .metadata).
+                    let tiers = compare::tiers(&schema, &batches, &read.schema, &read.batches);
+                    differences.extend(tiers.values);
+                    changed.extend(tiers.types);
+                    changed.extend(tiers.optional);
                 }
             }
             if differences.is_empty() {
@@ -256,10 +258,15 @@ pub fn run_case(
     } else {
         verdict
     };
+    // A failed case shows everything that differs.
+    if verdict == Verdict::Fail {
+        differences.append(&mut changed);
+    }
     Case {
         verdict,
         message,
         differences,
+        changed,
         duration_us: start.elapsed().as_micros() as u64,
         ..record(scenario, spec, opts)
     }
@@ -306,6 +313,7 @@ pub fn not_run(
         checked: Vec::new(),
         violations: Vec::new(),
         not_exercised: Vec::new(),
+        changed: Vec::new(),
     }
 }
 

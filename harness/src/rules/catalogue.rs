@@ -1170,7 +1170,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This callback MUST NOT call any methods of an ArrowAsyncProducer object.",
-        observation: "The harness marks the time on_error runs; request or cancel called while the mark is set (from any thread) fails.",
+        observation: "The harness marks the thread running on_error while it runs; request or cancel called on that thread while the mark is set (on_error calling the producer, directly or through anything it calls on its thread) fails. A call from another consumer thread at the same time is not on_error's and is not charged.",
     },
     Rule {
         id: "consumer.async.copies",
@@ -1217,7 +1217,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This must not call any methods of an ArrowAsyncProducer object.",
-        observation: "The harness marks the time the handler's release runs; request or cancel called while the mark is set (from any thread) fails.",
+        observation: "The harness marks the thread running the handler's release while it runs; request or cancel called on that thread while the mark is set fails. A call from another consumer thread at the same time is not the release callback's and is not charged.",
     },
     Rule {
         id: "consumer.async.release",

@@ -140,3 +140,16 @@ pub fn identity_source(abi_version: &str, name_expr: &str) -> String {
          const char* arrowcert_plugin_name(void) {{ return {name_expr}; }}\n"
     )
 }
+
+/// The consumer mutants (`consumers/mutants/mutant_consumer.c`), built
+/// once per test binary; `ARROWCERT_MUTANT` picks the mutation and
+/// `ARROWCERT_MUTANT_BASE` the consumer it wraps.
+pub fn mutant_consumer() -> &'static PathBuf {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let src = workspace_dir().join("consumers/mutants/mutant_consumer.c");
+        let lib = scratch("support-consumer-mutants").join("libarrowcert_mutant_consumer.so");
+        cc(&["-shared", "-fPIC", "-pthread", "-ldl"], &src, &lib);
+        lib
+    })
+}
