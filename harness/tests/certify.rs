@@ -599,8 +599,7 @@ fn the_async_suite_passes_and_repeats_exactly_for_a_seed() {
         // Every fixed schedule on each of the 9 built-in scenarios, but the
         // two invalid-request ones on a few of them only.
         let fixed = arrowcert::asynchronous::schedule::Schedule::fixed().len();
-        let invalid_on =
-            arrowcert::certify::asynchronous::INVALID_REQUEST_SCENARIOS.len();
+        let invalid_on = arrowcert::certify::asynchronous::INVALID_REQUEST_SCENARIOS.len();
         assert!(
             producer >= 120 + 9 * (fixed - 2) + 2 * invalid_on && consumer >= 120 + 9 * 5,
             "{producer} {consumer}"

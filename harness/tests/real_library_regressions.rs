@@ -124,3 +124,46 @@ fn arrow_rs_empty_sliced_strings_are_read_not_a_harness_crash() {
     assert!(!text.contains("internal error"), "{text}");
     assert_eq!(code, Some(0), "{text}");
 }
+
+/// pyarrow and duckdb (whose arrow_scan imports through pyarrow) raise
+/// Arrow C++'s refusal of a record batch at a non-zero offset as an
+/// ordinary error; the Arrow C++ adapter reports the same refusal as the
+/// limitation it is (ENOSYS). The PyCapsule glue now classifies it alike,
+/// so one library's behaviour gets one verdict whichever binding reaches
+/// it. Runs the glue's `describe` in plain python3 (no library needed).
+#[test]
+fn the_pycapsule_glue_declares_arrow_cpps_offset_limitation_as_enosys() {
+    let glue = workspace_dir().join("plugins/pycapsule/glue.py");
+    let script = format!(
+        r#"
+import errno
+ns = {{}}
+exec(compile(open({glue:?}).read(), "glue.py", "exec"), ns)
+d = ns["describe"]
+class ArrowInvalid(ValueError):
+    pass
+cases = [
+    (ArrowInvalid("ArrowArray struct has non-zero offset, cannot be imported as RecordBatch"), errno.ENOSYS),
+    (RuntimeError("Invalid Input Error: arrow_scan: get_next failed(): Invalid: ArrowArray struct has non-zero offset, cannot be imported as RecordBatch"), errno.ENOSYS),
+    (NotImplementedError("x"), errno.ENOSYS),
+    (ValueError("Number of rows in column 0 did not match batch"), errno.EINVAL),
+    (RuntimeError("boom"), errno.EIO),
+]
+for e, want in cases:
+    got = d(e)[0]
+    assert got == want, (e, got, want)
+print("ok")
+"#,
+        glue = glue.display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
