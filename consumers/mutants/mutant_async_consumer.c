@@ -68,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arrowcert_plugin.h"
 
@@ -105,7 +106,13 @@
   X(SCHEMA_POINTER_KEPT, "schema-pointer-kept")                                        \
   /* consumer.async.release-no-producer: the handler's release "cleans up" */          \
   /* by cancelling the producer */                                                     \
-  X(CANCEL_IN_RELEASE, "cancel-in-release")
+  X(CANCEL_IN_RELEASE, "cancel-in-release")                                            \
+  /* consumer.async.producer-lifetime: the reading side asks for the next */           \
+  /* batch after taking one without checking that the stream ended, so */             \
+  /* its request reaches the producer after the handler's release (Arrow */           \
+  /* C++ 26's AsyncRecordBatchIterator); here finish, once the release */              \
+  /* ran, calls request(1) */                                                           \
+  X(REQUEST_AFTER_RELEASE, "request-after-release")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -329,6 +336,7 @@ struct proxy {
   char* kept_task_metadata;             /* task-outlives-callback: a copy of its metadata */
   struct ArrowSchema* kept_schema;      /* schema-pointer-kept: the producer's pointer */
   int quiet;                            /* the base's request/cancel are dropped (atomic) */
+  int released;                         /* px_release ran (atomic) */
 };
 
 static void proxy_unref(struct proxy* p) {
@@ -584,6 +592,7 @@ static void px_release(Handler* outer) {
   /* release-keeps-schema: p->moved_schema (the harness's schema) is never
      released; everything else is. */
   if (p->inner.release) p->inner.release(&p->inner);
+  __atomic_store_n(&p->released, 1, __ATOMIC_RELEASE);
   proxy_unref(p);
 }
 
@@ -635,6 +644,20 @@ int arrowcert_consume_async_finish(void* token, int64_t timeout_ms, uint8_t** ou
   if (!token) return fail(EINVAL, "mutant async consumer: token is NULL");
   struct proxy* p = token;
   int rc = base_finish(p->base_token, timeout_ms, out_ipc, out_len);
+  if (M == REQUEST_AFTER_RELEASE) {
+    /* Waits (within the timeout) for the handler's release, then the bug:
+       one more request to a producer whose lifetime ended "just before
+       calling release on the stream handler object". */
+    for (int64_t waited = 0; !__atomic_load_n(&p->released, __ATOMIC_ACQUIRE) &&
+                             waited < (timeout_ms > 0 ? timeout_ms : 5000);
+         waited++) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+    struct ArrowAsyncProducer* real = real_producer(p);
+    if (__atomic_load_n(&p->released, __ATOMIC_ACQUIRE) && real && real->request)
+      real->request(real, 1);
+  }
   if (rc != 0 && M == KEEPS_MESSAGE_POINTER) {
     /* The bug shows: the kept pointer read now, after on_error returned. */
     const char* kept = __atomic_load_n(&p->kept_message, __ATOMIC_ACQUIRE);

@@ -207,6 +207,11 @@ const CONSUMER_MUTANTS: &[Mutant] = &[
         "consumer.async.release-no-producer",
         "calls cancel from the handler's release",
     ),
+    m(
+        "request-after-release",
+        "consumer.async.producer-lifetime",
+        "asks for one more batch from its reading thread once the handler's release ran",
+    ),
 ];
 
 fn certify(role: &str, mutant: &str) -> (Option<i32>, Report, String) {

@@ -493,6 +493,7 @@ const CONSUMER_RULES: &[&str] = &[
     "consumer.async.task-scope",
     "consumer.async.schema-moved",
     "consumer.async.release-no-producer",
+    "consumer.async.producer-lifetime",
     "consumer.async.release",
     "consumer.release.not-released",
     "consumer.release.no-children",

@@ -7,7 +7,10 @@
 //! the consumer does with it:
 //! - every `request(n)` and `cancel`, with whether it came from inside
 //!   on_error or the handler's release (on the thread running it:
-//!   `consumer.async.on-error`, `consumer.async.release-no-producer`); `request(n <= 0)` is
+//!   `consumer.async.on-error`, `consumer.async.release-no-producer`), or
+//!   from any other thread once the handler's release was called
+//!   (`consumer.async.producer-lifetime`; the producer structure is never
+//!   freed, so a late call is seen rather than a crash); `request(n <= 0)` is
 //!   `consumer.async.request` and is otherwise ignored;
 //! - a stall: no credit for [`AsyncPlan::stall_after`] while batches remain
 //!   and the consumer did not cancel is `consumer.async.request` ("never
@@ -29,7 +32,8 @@
 //! `consumer.async.release`.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -125,6 +129,10 @@ struct Session {
     in_on_error: Mutex<Option<ThreadId>>,
     /// The thread running the handler's release, while it runs.
     in_release: Mutex<Option<ThreadId>>,
+    /// Set just before the handler's release is called: from then on the
+    /// producer need not be valid ("*MUST* remain valid at least until
+    /// just before calling ``release`` on the stream handler object").
+    release_called: AtomicBool,
 }
 
 // SAFETY: the handler address is only used by the driver; all mutable
@@ -169,6 +177,17 @@ impl Session {
                 "consumer.async.release-no-producer",
                 "release",
                 format!("the consumer called ArrowAsyncProducer.{what} while the handler's release was running (\"This must not call any methods of an ArrowAsyncProducer object\")"),
+            );
+        } else if self.release_called.load(Ordering::SeqCst) {
+            let when = if self.lock().report.released {
+                "after the handler's release had returned"
+            } else {
+                "from another thread while the handler's release was running"
+            };
+            self.ledger.event_here(
+                "consumer.async.producer-lifetime",
+                what,
+                format!("the consumer called ArrowAsyncProducer.{what} {when}: the producer \"*MUST* remain valid at least until just before calling ``release`` on the stream handler object\" and is cleaned up \"*after* calling the release callback\", so from then on the call can reach freed memory (the harness keeps its producer alive to see the call)"),
             );
         }
     }
@@ -242,15 +261,20 @@ enum Stop {
     Stalled(String),
 }
 
+/// The session behind a producer the harness made, while the case that
+/// made it has not ended (a later call is ignored: it cannot be judged,
+/// and must not reach a freed session).
+///
 /// # Safety
-/// `p` is a producer the harness made (its private_data is a Session that
-/// outlives every call the consumer can still make).
-unsafe fn session_of<'a>(p: *mut ArrowAsyncProducer) -> Option<&'a Session> {
+/// `p` is a producer the harness made: never freed, its private_data a
+/// never freed `Weak<Session>`.
+unsafe fn session_of(p: *mut ArrowAsyncProducer) -> Option<Arc<Session>> {
     if p.is_null() {
         return None;
     }
     // SAFETY: as the caller guarantees.
-    unsafe { ((*p).private_data as *const Session).as_ref() }
+    let weak = unsafe { ((*p).private_data as *const Weak<Session>).as_ref() }?;
+    weak.upgrade()
 }
 
 unsafe extern "C" fn producer_request(p: *mut ArrowAsyncProducer, n: i64) {
@@ -363,13 +387,18 @@ fn drive(s: &Arc<Session>) {
     let session_ptr = Arc::as_ptr(s);
     let additional = metadata(&[("arrowcert.batches", &s.plan.chunks.len().to_string())]);
     let md = s.ledger.keep_bytes(&additional, false);
-    let producer = s.ledger.keep_box(ArrowAsyncProducer {
+    // The producer structure and what its private_data points to are
+    // never freed: a consumer that calls it after the handler's release
+    // (consumer.async.producer-lifetime), even after the case ended, must
+    // reach a live structure, not crash a later case.
+    let weak: &'static Weak<Session> = Box::leak(Box::new(Arc::downgrade(s)));
+    let producer: *mut ArrowAsyncProducer = Box::leak(Box::new(ArrowAsyncProducer {
         device_type: crate::abi::device::CPU,
         request: Some(producer_request),
         cancel: Some(producer_cancel),
         additional_metadata: md as *const c_char,
-        private_data: session_ptr as *mut c_void,
-    });
+        private_data: weak as *const Weak<Session> as *mut c_void,
+    }));
     let producer = ProducerPtr(producer);
     // "the producer *MUST* populate the ArrowAsyncProducer member before
     // calling this function [on_schema]".
@@ -559,6 +588,7 @@ impl Drop for Running<'_> {
 }
 
 fn release(s: &Session) {
+    s.release_called.store(true, Ordering::SeqCst);
     s.call(|h| {
         let _running = Running::on(&s.in_release);
         // SAFETY: h as in drive; release is called exactly once, last.
@@ -595,6 +625,7 @@ pub fn run_consumer(
         changed: Condvar::new(),
         in_on_error: Mutex::new(None),
         in_release: Mutex::new(None),
+        release_called: AtomicBool::new(false),
     });
     let stall = session.plan.stall_after;
     let driver = {

@@ -1217,7 +1217,23 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This must not call any methods of an ArrowAsyncProducer object.",
-        observation: "The harness marks the thread running the handler's release while it runs; request or cancel called on that thread while the mark is set fails. A call from another consumer thread at the same time is not the release callback's and is not charged.",
+        observation: "The harness marks the thread running the handler's release while it runs; request or cancel called on that thread while the mark is set fails. A call from another consumer thread at the same time is not the release callback's: it is consumer.async.producer-lifetime.",
+    },
+    // Added: the ArrowAsyncProducer's lifetime ends where the handler's
+    // release begins; a consumer thread that still calls it reaches freed
+    // memory in a producer that cleans up as the spec says (found in Arrow
+    // C++ 26: its AsyncRecordBatchIterator requests after the release,
+    // which crashes against the reference producer).
+    Rule {
+        id: "consumer.async.producer-lifetime",
+        level: Level::Must,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "it calls no ArrowAsyncProducer method once the handler's release was called",
+        spec_file: CDEVICE,
+        section: "ArrowAsyncProducer Lifetime",
+        quote: "It MUST be populated before calling any methods other than release and MUST remain valid at least until just before calling release on the stream handler object.",
+        observation: "The harness notes when it is about to call the handler's release; a request or cancel from any other thread than release's own from then on (while release runs, or after it returned and before the case is judged) fails. The harness's producer structure is never freed, so such a call is seen, not a crash; a call from inside release is consumer.async.release-no-producer.",
     },
     Rule {
         id: "consumer.async.release",
