@@ -427,9 +427,13 @@ static void check_streams(const struct plugin* mut, const struct plugin* ref, in
     CHECK(got.rc == 0 && same(&got, &expected) && st.releases == 0 && chunk_calls == 1,
           "stream not released");
   } else if (!strcmp(m, "concurrent-get-next")) {
-    CHECK(got.rc == 0 && same(&got, &expected) && st.releases == 1 && st.overlaps > 0 &&
-              st.n_schemas == 2 && st.schemas[1]->rschema.calls == 1,
-          "callbacks overlapped");
+    /* A get_schema from a second thread on every get_next (one batch and
+       the end: 3 get_schema calls in all); whether they overlap in time
+       depends on scheduling, so only the calls are checked here (the
+       harness's test judges the overlap). */
+    CHECK(got.rc == 0 && same(&got, &expected) && st.releases == 1 && st.n_schemas == 3 &&
+              st.schemas[1]->rschema.calls == 1 && st.schemas[2]->rschema.calls == 1,
+          "get_schema from a second thread");
   } else if (!strcmp(m, "bogus")) {
     CHECK(got.rc == EINVAL && st.releases == 1, "unknown mutation refused");
   } else {
@@ -446,7 +450,7 @@ static const char* const MUTATIONS[] = {
     "copy-without-marking", "ignore-offset", "string-length-from-first-offset",
     "null-buffers-of-empty", "drop-metadata", "ignore-flags", "keep-last-error",
     "get-next-after-error", "stream-never-released", "concurrent-get-next",
-    "accepts-released", "write-buffer", "bogus"};
+    "accepts-released", "write-buffer", "all-columns-nullable", "bogus"};
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -226,6 +226,38 @@ fn a_changed_nullability_is_caught() {
     assert!(d[0].contains("nullable"), "{d:?}");
 }
 
+/// A difference deep inside a union is named where it is, not as the
+/// whole union type (which can run to hundreds of characters).
+#[test]
+fn a_changed_nullability_inside_a_union_is_named_at_its_child() {
+    use arrow_schema::{DataType, UnionFields, UnionMode};
+    let union = |values_nullable: bool| {
+        let list = DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Int32,
+            values_nullable,
+        )));
+        DataType::Union(
+            UnionFields::try_new(
+                vec![5, 7],
+                vec![
+                    Field::new("a", DataType::Utf8, true),
+                    Field::new("b", list, true),
+                ],
+            )
+            .unwrap(),
+            UnionMode::Sparse,
+        )
+    };
+    let schema = |n: bool| Schema::new(vec![Field::new("u", union(n), true)]);
+    let d = compare::schemas(&schema(false), &schema(true));
+    assert_eq!(
+        d,
+        ["field [0].7.item \"item\": nullable is true, expected false"],
+        "{d:?}"
+    );
+}
+
 #[test]
 fn batch_boundaries_do_not_matter_but_rows_do() {
     let schema = Arc::new(Schema::new(vec![Field::new(

@@ -70,7 +70,13 @@ fn fields(prefix: &str, expected: &Fields, actual: &Fields, out: &mut Vec<String
 
 /// `path` names the field's position: `[0]`, `[0].item`, `[2][1]`, ...
 fn field(path: &str, expected: &Field, actual: &Field, out: &mut Vec<String>) {
-    let at = format!("field {path} {:?}", expected.name());
+    // Nameless fields (the comparison without names strips them) are
+    // named by their position alone.
+    let at = if expected.name().is_empty() {
+        format!("field {path}")
+    } else {
+        format!("field {path} {:?}", expected.name())
+    };
     if expected.name() != actual.name() {
         out.push(format!(
             "{at}: name is {:?}, expected {:?}",
@@ -143,6 +149,14 @@ fn data_type(path: &str, at: &str, expected: &DataType, actual: &DataType, out: 
         (RunEndEncoded(er, ev), RunEndEncoded(ar, av)) => {
             field(&format!("{path}.run_ends"), er, ar, out);
             field(&format!("{path}.values"), ev, av, out);
+        }
+        // Same mode and type ids: the children explain the difference.
+        (Union(e, em), Union(a, am))
+            if em == am && e.iter().map(|(id, _)| id).eq(a.iter().map(|(id, _)| id)) =>
+        {
+            for ((id, ef), (_, af)) in e.iter().zip(a.iter()) {
+                field(&format!("{path}.{id}"), ef, af, out);
+            }
         }
         (Dictionary(ek, ev), Dictionary(ak, av)) if ek == ak => {
             data_type(path, &format!("{at} dictionary"), ev, av, out)
