@@ -554,6 +554,9 @@ fn data_case(
         judge_sync(&first, obs);
     }
     let expected = expected_of(scenario, spec);
+    if let Ok(bytes) = &first.result {
+        keep_output(&spec.id, bytes);
+    }
     let wrong = match &first.result {
         Ok(bytes) => differences(expected, bytes).judge_all_but_values(obs),
         Err(CallError::Failed {
@@ -586,6 +589,20 @@ fn data_case(
         obs.check("consumer.read.values", false, "output", || evidence);
     }
     Ended::Ran
+}
+
+/// With `ARROWCERT_KEEP_OUTPUT=DIR`, writes what the consumer wrote back
+/// (Arrow IPC stream bytes) to `DIR/<case ID, '/' as '~'>.arrows`, to read
+/// with another implementation when a verdict needs a second opinion.
+/// Best effort: a failed write is reported on stderr, never a verdict.
+fn keep_output(id: &str, bytes: &[u8]) {
+    let Some(dir) = std::env::var_os("ARROWCERT_KEEP_OUTPUT") else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join(format!("{}.arrows", id.replace('/', "~")));
+    if let Err(e) = std::fs::write(&path, bytes) {
+        eprintln!("ARROWCERT_KEEP_OUTPUT: {}: {e}", path.display());
+    }
 }
 
 /// A stream that fails; the consumer must return the error and message and
