@@ -614,3 +614,43 @@ fn the_async_suite_passes_and_repeats_exactly_for_a_seed() {
     assert_eq!(runs[0], runs[1]);
     assert_eq!(runs[1], runs[2]);
 }
+
+/// `ARROWCERT_KEEP_OUTPUT=DIR` keeps what a consumer wrote back, one IPC
+/// stream per data case, for a second opinion on a verdict.
+#[test]
+fn keep_output_writes_what_the_consumer_wrote_back() {
+    bundled();
+    let dir = scratch("keep-output");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("r.json");
+    let id = "consumer/array/plain/primitive/batch:0";
+    let out = Command::new(arrowcert_exe())
+        .env("ARROWCERT_KEEP_OUTPUT", &dir)
+        .args([
+            "certify",
+            "--consumer",
+            "reference",
+            "--jobs",
+            "0",
+            "--report",
+        ])
+        .arg(&report)
+        .args(["--exact", id])
+        .output()
+        .expect("arrowcert runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let kept = dir.join(format!("{}.arrows", id.replace('/', "~")));
+    let bytes = std::fs::read(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display()));
+    let read = arrowcert::sdk::ipc::decode(&bytes).expect("an Arrow IPC stream");
+    let primitive = arrowcert::scenario::builtin()
+        .into_iter()
+        .find(|s| s.name == "primitive")
+        .unwrap();
+    assert_eq!(read.batches[0].num_rows(), primitive.batches[0].num_rows());
+}
