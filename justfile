@@ -61,6 +61,11 @@ real:
 matrix CASES="100" SEED="20261122" *ARGS: build real
     target/debug/arrowcert matrix --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --out reports {{ARGS}}
     bash scripts/screenshot.sh reports/matrix.html reports/matrix.png
+    # nanoarrow's own C data integration library, through the built-in
+    # integration adapter (no plugin); failures are its findings.
+    -target/debug/arrowcert certify --producer target/real/lib/libnanoarrow_c_data_integration.so --consumer target/real/lib/libnanoarrow_c_data_integration.so --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --report reports/runs/certify~both~nanoarrow-integration.json
+    # The published copies of the certification reports.
+    for f in reports/runs/certify~*.json; do b=$(basename "$f" .json); role=$(echo "$b" | cut -d~ -f2); lib=$(echo "$b" | cut -d~ -f3); gzip -9 -n -c "$f" > "reports/certify/$role-$lib.json.gz"; done
 
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build

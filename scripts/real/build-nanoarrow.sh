@@ -4,6 +4,13 @@
 #   target/real/lib/libarrowcert_producer_nanoarrow.so  (producers/nanoarrow/)
 #   target/real/lib/libarrowcert_consumer_nanoarrow.so  (consumers/nanoarrow/)
 #
+#   target/real/lib/libnanoarrow_c_data_integration.so
+#       nanoarrow's own C data integration library (its
+#       src/nanoarrow/integration/c_data_integration.cc and testing/testing.cc,
+#       built as upstream does, with the nlohmann/json headers of the
+#       nlohmann-json wheel setup.sh installs): no plugin at all, certified
+#       through arrowcert's built-in integration adapter by path.
+#
 # Each links nanoarrow's C library (common + device (CPU only: no CUDA, no
 # Metal) + IPC reader and writer, with the flatcc runtime; no zstd/lz4
 # codecs) from the pinned source distribution that scripts/real/setup.sh
@@ -106,6 +113,33 @@ for so in "$LIB/libarrowcert_producer_nanoarrow.so" "$LIB/libarrowcert_consumer_
     leaked=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^arrowcert_' || true)
     if [ -n "$leaked" ]; then
         echo "build-nanoarrow: $so exports non-plugin symbols:" $leaked >&2
+        exit 1
+    fi
+done
+# nanoarrow's C data integration library, with its four
+# nanoarrow_CDataIntegration_* entry points.
+CXX=${CXX:-g++}
+integration="$LIB/libnanoarrow_c_data_integration.so"
+int_sources=("$NANO/integration/c_data_integration.cc" "$NANO/testing/testing.cc")
+stale=0
+[ -f "$integration" ] || stale=1
+for f in "${int_sources[@]}" "${objects[@]}" "$0"; do [ "$f" -nt "$integration" ] && stale=1; done
+if [ "$stale" = 1 ]; then
+    json_include=$("$REAL/venv/bin/python" -c \
+        'import nlohmann_json, os; print(os.path.join(os.path.dirname(nlohmann_json.__file__), "include"))')
+    echo "build-nanoarrow: link $integration"
+    "$CXX" -std=c++17 -O2 -g -fPIC -fvisibility=hidden -DNDEBUG \
+        '-DNANOARROW_DLL=__attribute__((visibility("default")))' \
+        -I "$BUILD/include" -I "$SRC/arrow-nanoarrow/src" -I "$json_include" \
+        -shared -o "$integration.tmp" "${int_sources[@]}" "${objects[@]}" \
+        -Wl,--no-undefined -pthread
+    mv "$integration.tmp" "$integration"
+fi
+# (nanoarrow's testing classes are exported too, as upstream builds them.)
+for entry in ExportSchemaFromJson ExportBatchFromJson ImportSchemaAndCompareToJson \
+    ImportBatchAndCompareToJson; do
+    if ! nm -D --defined-only "$integration" | grep -q " nanoarrow_CDataIntegration_$entry\$"; then
+        echo "build-nanoarrow: $integration lacks nanoarrow_CDataIntegration_$entry" >&2
         exit 1
     fi
 done

@@ -19,7 +19,7 @@ if [ ! -x "$REAL/venv/bin/python" ]; then
     "$PY" -m venv "$REAL/venv"
 fi
 VPY="$REAL/venv/bin/python"
-want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION"
 have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
 missing=0
 for pkg in $want; do
