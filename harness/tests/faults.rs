@@ -142,10 +142,13 @@ fn a_panic_inside_an_extern_c_function_is_a_crash_with_its_message() {
         .expect("rustc runs");
     assert!(status.success(), "compiling {}", src.display());
     let (_, consumer) = bundled();
+    // A second case on the path the library exports (a path it lacks is
+    // skipped before any call).
+    const ANOTHER: &str = "array/binary/batch:0";
     let run = roundtrip(
         lib.to_str().unwrap(),
         consumer.to_str().unwrap(),
-        &[WHOLE, OTHER],
+        &[WHOLE, ANOTHER, OTHER],
         &[],
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
@@ -161,8 +164,19 @@ fn a_panic_inside_an_extern_c_function_is_a_crash_with_its_message() {
         out.contains("panicked") && out.contains("index out of bounds"),
         "{out:?}"
     );
-    // The other path panics too, in its own worker: the run went on.
-    assert_eq!(case(&r, OTHER).verdict, Verdict::Crash);
+    // The other case panics too, in its own worker: the run went on.
+    assert_eq!(case(&r, ANOTHER).verdict, Verdict::Crash);
+    // The library has no produce_device_array: skipped, never called.
+    let other = case(&r, OTHER);
+    assert_eq!(other.verdict, Verdict::Skip, "{other:?}");
+    assert!(
+        other
+            .message
+            .as_deref()
+            .unwrap_or("")
+            .contains("arrowcert_produce_device_array is not exported"),
+        "{other:?}"
+    );
 }
 
 #[test]
