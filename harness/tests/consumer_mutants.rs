@@ -6,20 +6,8 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use arrowcert::report::{Report, Verdict};
 use support::*;
-
-fn mutant_lib() -> &'static PathBuf {
-    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    LIB.get_or_init(|| {
-        let src = workspace_dir().join("consumers/mutants/mutant_consumer.c");
-        let lib = scratch("consumer-mutants").join("libarrowcert_mutant_consumer.so");
-        cc(&["-shared", "-fPIC", "-pthread", "-ldl"], &src, &lib);
-        lib
-    })
-}
 
 /// One mutant: its name (`ARROWCERT_MUTANT`), the rule it breaks, the case
 /// filters that exercise it, whether it runs in worker processes, the bug
@@ -171,7 +159,7 @@ fn certify(mutant: &str, filters: &[&str], workers: bool) -> (Option<i32>, Repor
     let (_, reference) = bundled();
     support::mutants::certify_mutant(
         "consumer",
-        mutant_lib(),
+        mutant_consumer(),
         reference,
         mutant,
         filters,
