@@ -432,7 +432,7 @@ fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &st
 
 pub(super) fn verdict_word(c: &Case) -> String {
     match c.verdict {
-        Verdict::Pass if !c.changed.is_empty() => {
+        Verdict::Pass if c.passed_with_changes() => {
             "ok (values equal; types, names or metadata changed)".into()
         }
         Verdict::Pass => "ok".into(),
@@ -489,7 +489,7 @@ fn print_summary(report: &Report) {
     let changed: Vec<&Case> = report
         .cases
         .iter()
-        .filter(|c| c.verdict == Verdict::Pass && !c.changed.is_empty())
+        .filter(|c| c.passed_with_changes())
         .collect();
     if !changed.is_empty() {
         println!(

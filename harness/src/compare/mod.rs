@@ -115,8 +115,9 @@ fn same_ordering(expected: &Fields, actual: &Fields) -> bool {
     })
 }
 
-/// The fields directly inside a type.
-fn nested_fields(dt: &DataType) -> Fields {
+/// The fields directly inside a type (a dictionary's value type is not a
+/// field: not included).
+pub(crate) fn nested_fields(dt: &DataType) -> Fields {
     use DataType::*;
     match dt {
         List(f)

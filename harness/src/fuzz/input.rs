@@ -147,20 +147,10 @@ pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
     // Names are NUL-terminated C strings in the C data interface: a name
     // with a NUL byte cannot be exported at all, so it is no scenario.
     fn nul(f: &arrow_schema::Field) -> bool {
-        use arrow_schema::DataType::*;
         f.name().contains('\0')
-            || match f.data_type() {
-                List(c)
-                | LargeList(c)
-                | ListView(c)
-                | LargeListView(c)
-                | FixedSizeList(c, _)
-                | Map(c, _) => nul(c),
-                Struct(fs) => fs.iter().any(|c| nul(c)),
-                Union(fs, _) => fs.iter().any(|(_, c)| nul(c)),
-                RunEndEncoded(a, b) => nul(a) || nul(b),
-                _ => false,
-            }
+            || crate::compare::nested_fields(f.data_type())
+                .iter()
+                .any(|c| nul(c))
     }
     if s.schema.fields().iter().any(|f| nul(f)) {
         return Err("a field name holds a NUL byte, which a C string cannot".into());
@@ -187,28 +177,15 @@ pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
 /// exporter writes its format string, and that string valid to the
 /// harness's format parser.
 fn exportable_type(dt: &arrow_schema::DataType) -> Result<(), String> {
-    use arrow_schema::DataType::*;
     let fmt = crate::export::format::format(dt)?;
     crate::inspect::format::parse(&fmt)
         .map_err(|e| format!("the type {dt} is no valid Arrow type here: {e}"))?;
-    match dt {
-        List(c)
-        | LargeList(c)
-        | ListView(c)
-        | LargeListView(c)
-        | FixedSizeList(c, _)
-        | Map(c, _) => exportable_type(c.data_type()),
-        Struct(fs) => fs.iter().try_for_each(|c| exportable_type(c.data_type())),
-        Union(fs, _) => fs
-            .iter()
-            .try_for_each(|(_, c)| exportable_type(c.data_type())),
-        RunEndEncoded(a, b) => {
-            exportable_type(a.data_type())?;
-            exportable_type(b.data_type())
-        }
-        Dictionary(_, v) => exportable_type(v),
-        _ => Ok(()),
+    if let arrow_schema::DataType::Dictionary(_, values) = dt {
+        exportable_type(values)?;
     }
+    crate::compare::nested_fields(dt)
+        .iter()
+        .try_for_each(|c| exportable_type(c.data_type()))
 }
 
 /// The scenario part of a seed: `source` then its bytes (a built-in

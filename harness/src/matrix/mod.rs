@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{PluginIdentity, Report, Summary, Tool, Verdict};
+use crate::report::{Case, PluginIdentity, Report, Summary, Tool, Verdict};
 
 /// Bumped when `matrix.json` changes incompatibly.
 pub const MATRIX_VERSION: u32 = 1;
@@ -366,23 +366,28 @@ pub fn failing_cases(report: &Report) -> Vec<FailingCase> {
         .iter()
         .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
         .take(FAILING_CASES_KEPT)
-        .map(|c| FailingCase {
-            id: c.id.clone(),
-            verdict: c.verdict,
-            message: c.message.clone(),
-            differences: c.differences.iter().take(5).cloned().collect(),
-            replay: c.replay.clone(),
-        })
+        .map(|c| kept_case(c, c.message.clone(), &c.differences))
         .collect()
+}
+
+/// A case as a unit keeps it: its first few `differences`.
+fn kept_case(c: &Case, message: Option<String>, differences: &[String]) -> FailingCase {
+    FailingCase {
+        id: c.id.clone(),
+        verdict: c.verdict,
+        message,
+        differences: differences.iter().take(5).cloned().collect(),
+        replay: c.replay.clone(),
+    }
 }
 
 /// How many passed cases of a pair arrived with types, names or metadata
 /// changed, per path, and a few of them with what changed.
 pub fn changed_cases(report: &Report) -> (u64, BTreeMap<String, u64>, Vec<FailingCase>) {
-    let changed: Vec<&crate::report::Case> = report
+    let changed: Vec<&Case> = report
         .cases
         .iter()
-        .filter(|c| c.verdict == Verdict::Pass && !c.changed.is_empty())
+        .filter(|c| c.passed_with_changes())
         .collect();
     let mut per_path: BTreeMap<String, u64> = BTreeMap::new();
     for c in &changed {
@@ -391,13 +396,7 @@ pub fn changed_cases(report: &Report) -> (u64, BTreeMap<String, u64>, Vec<Failin
     let examples = changed
         .iter()
         .take(FAILING_CASES_KEPT)
-        .map(|c| FailingCase {
-            id: c.id.clone(),
-            verdict: c.verdict,
-            message: None,
-            differences: c.changed.iter().take(5).cloned().collect(),
-            replay: c.replay.clone(),
-        })
+        .map(|c| kept_case(c, None, &c.changed))
         .collect();
     (changed.len() as u64, per_path, examples)
 }

@@ -72,11 +72,16 @@ fn symbol(status: Status) -> &'static str {
 /// names or metadata changed on the way (INFO, not a failure).
 const CHANGED: &str = "≈";
 
-/// A unit's symbol: its status, then [`CHANGED`] when passed cases
-/// arrived changed (a failing cell says only that it fails).
+/// Whether a unit shows [`CHANGED`]: passed cases arrived changed, and it
+/// does not fail (a failing cell says only that it fails).
+fn shows_changed(u: &Unit) -> bool {
+    u.changed > 0 && matches!(u.status, Status::Pass | Status::Partial)
+}
+
+/// A unit's symbol: its status, then [`CHANGED`] when [`shows_changed`].
 fn unit_symbol(u: &Unit) -> String {
     let base = symbol(u.status);
-    if u.changed > 0 && matches!(u.status, Status::Pass | Status::Partial) {
+    if shows_changed(u) {
         format!("{base}{CHANGED}")
     } else {
         base.to_string()
@@ -346,10 +351,7 @@ fn adapter_notes(m: &Matrix) -> Vec<(&str, &str)> {
 
 /// The pairs the "Values equal, types changed" section lists.
 fn changed_units(m: &Matrix) -> Vec<&Unit> {
-    m.units
-        .iter()
-        .filter(|u| u.changed > 0 && matches!(u.status, Status::Pass | Status::Partial))
-        .collect()
+    m.units.iter().filter(|u| shows_changed(u)).collect()
 }
 
 /// The units the Failures section explains.

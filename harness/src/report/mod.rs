@@ -205,6 +205,14 @@ pub struct Case {
     pub not_exercised: Vec<NotExercised>,
 }
 
+impl Case {
+    /// Passed, with every value equal but types, nullability, names or
+    /// metadata changed on the way (roundtrip's `changed`).
+    pub fn passed_with_changes(&self) -> bool {
+        self.verdict == Verdict::Pass && !self.changed.is_empty()
+    }
+}
+
 /// A rule a case could not exercise, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct NotExercised {
