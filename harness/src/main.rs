@@ -14,7 +14,8 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "arrowcert",
     version,
-    about = "Conformance testing for the Apache Arrow C data, stream, device and async interfaces"
+    about = "Conformance testing for the Apache Arrow C data, stream, device and async interfaces",
+    after_help = "Exit codes (certify, replay, roundtrip, matrix, merge):\n  0  pass: every MUST rule exercised held and every exported path ran data to a verdict\n  1  fail: a MUST rule failed, a case crashed or hung, or a call errored (not a declared limitation)\n  2  bad input: not a plugin, missing symbols, a wrong ABI version, a usage error\n  3  not certified: too little exercised (no case selected, every call errored or was declined, the device asked for is missing, an incomplete run or matrix)\n  4  harness error: arrowcert's own code failed; please report it\n  128+N  interrupted by signal N (the report is marked incomplete; resume with --resume)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -186,8 +187,10 @@ enum Command {
     /// exports and what a consumer does with what the harness exports, rule
     /// by rule (`arrowcert rules`), with evidence and a replay command for
     /// every failure. With neither --producer nor --consumer, the bundled
-    /// reference plugins are certified. Exit code 0 when every MUST rule
-    /// holds, 1 when one fails.
+    /// reference plugins are certified. Ends pass (exit 0: every MUST rule
+    /// exercised held, every exported path ran data to a verdict), fail
+    /// (1: a MUST rule failed, a crash, a hang, an error), not certified
+    /// (3: too little could be exercised) or harness error (4).
     Certify {
         /// Producer plugin to certify: a path, or a bundled name.
         #[arg(long)]
@@ -224,7 +227,9 @@ enum Command {
         /// Where to write the JSON report (default: reports/certify-<time>.json).
         #[arg(long)]
         report: Option<PathBuf>,
-        /// Also write JUnit XML (one test case per rule) here.
+        /// Also write JUnit XML here: one test case per rule and one per
+        /// case (crashes, timeouts and errors as <error>, limitations and
+        /// skips as <skipped>).
         #[arg(long)]
         junit: Option<PathBuf>,
         /// Run only cases whose ID contains one of these.

@@ -641,17 +641,12 @@ pub fn run_consumer(
             super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
             Ended::Ran
         }
-        Err(
-            e @ crate::plugin::CallError::Failed {
-                code: libc::ENOSYS, ..
-            },
-        ) => Ended::Skip(format!("the consumer does not support this: {e}")),
-        Err(crate::plugin::CallError::Missing(m)) => Ended::Skip(format!("{m} is not exported")),
+        Err(e @ crate::plugin::CallError::Missing(_)) => super::call_ended(e),
+        // The same permission as on every other path: a clean refusal is
+        // a limitation, never consumer.read.values.
         Err(e) => {
-            obs.check("consumer.read.values", false, "finish", || {
-                format!("the consumer refused a valid async stream: {e}")
-            });
-            Ended::Ran
+            obs.not_exercised("consumer.read.values", e.to_string());
+            super::consumer::refusal(&e)
         }
     }
 }

@@ -153,7 +153,7 @@ fn release_quietly<T: Owned>(g: &mut Guard<T>) {
 fn ended_text(e: Ended) -> String {
     match e {
         Ended::Ran => "ran".into(),
-        Ended::Skip(why) | Ended::Error(why) => why,
+        Ended::Skip(why) | Ended::Error(why) | Ended::Limitation(why) => why,
     }
 }
 

@@ -559,14 +559,10 @@ fn data_case(
     }
     let wrong = match &first.result {
         Ok(bytes) => differences(expected, bytes).judge_all_but_values(obs),
-        Err(CallError::Failed {
-            code: libc::ENOSYS, ..
-        }) => {
-            let why = first.result.as_ref().unwrap_err().to_string();
-            obs.not_exercised("consumer.read.values", why.clone());
-            return Ended::Skip(format!("the consumer does not support this: {why}"));
+        Err(e) => {
+            obs.not_exercised("consumer.read.values", e.to_string());
+            return refused(consumer, scenario, spec, kind, enc, e, obs);
         }
-        Err(e) => Some(format!("the consumer refused valid input: {e}")),
     };
     let Some(evidence) = wrong else {
         obs.check("consumer.read.values", true, "", String::new);
@@ -589,6 +585,85 @@ fn data_case(
         obs.check("consumer.read.values", false, "output", || evidence);
     }
     Ended::Ran
+}
+
+/// A consumer refused a data case cleanly ([`refusal`]). What it refused
+/// decides the verdict. The same data encoded plainly (offsets 0, every
+/// buffer allocated) is what a type refusal refuses: "Consumers MAY decide
+/// not to support all data types". A varied case whose plain twin the
+/// consumer reads is handed over once more, varied the same ways but with
+/// every offset 0: read then, the refusal was of the non-zero offsets
+/// ("Consumers MAY decide not to support ... non-0-offset arrays"), a
+/// limitation too; refused again, the consumer refuses an encoding the
+/// spec lets producers use (null_count -1, NULL pointers for zero-sized
+/// buffers, ...), which no permission covers: `consumer.read.accepts`.
+fn refused(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    enc: Encoding,
+    e: &CallError,
+    obs: &mut Observations,
+) -> Ended {
+    let limitation = refusal(e);
+    let Encoding::Varied(seed) = enc else {
+        return limitation;
+    };
+    if !matches!(limitation, Ended::Limitation(_)) {
+        return limitation;
+    }
+    let reads = |enc: Encoding| {
+        attempt(consumer, scenario, spec, kind, enc, true, None)
+            .is_ok_and(|a| a.result.is_ok())
+    };
+    if !reads(Encoding::Plain) {
+        return limitation;
+    }
+    if reads(Encoding::VariedAtOffsetZero(seed)) {
+        let Ended::Limitation(why) = limitation else {
+            unreachable!("checked above")
+        };
+        return Ended::Limitation(format!(
+            "{why} (non-zero offsets: the same data, varied the same ways at offset 0, was read)"
+        ));
+    }
+    obs.check("consumer.read.accepts", false, "input", || {
+        format!(
+            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it, even with every offset 0 (so not a refusal of offsets, which the spec permits): {e}"
+        )
+    });
+    Ended::Ran
+}
+
+/// A consumer's refusal of data the harness exported correctly. The spec
+/// lets consumers refuse: "Consumers MAY decide not to support all data
+/// types" and the same of "non-0-offset arrays" and "unaligned memory"
+/// (CDataInterface.rst); no sentence names the errno to use. A clean
+/// refusal, a non-zero code with a message saying why (its structures
+/// released, which the handover rules judge apart), is a limitation
+/// carrying the consumer's own words, whatever errno it uses; ENOSYS is
+/// the plugin contract's "cannot honour" and stands without a message. A
+/// refusal with neither is an error: not a pass, not a rule broken.
+pub(super) fn refusal(e: &CallError) -> Ended {
+    match e {
+        CallError::Missing(_) => call_ended(e.clone()),
+        CallError::Failed { code, message, .. } => {
+            let said = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
+            match (said, *code) {
+                (Some(m), code) => Ended::Limitation(format!(
+                    "the consumer declined: {} ({code}): {m}",
+                    errno_name(code)
+                )),
+                (None, libc::ENOSYS) => Ended::Limitation(
+                    "the consumer declined: ENOSYS (38) with no message (the plugin contract's \"cannot honour\")".into(),
+                ),
+                (None, _) => Ended::Error(format!(
+                    "the consumer refused the input with {e} and gave no message; a refusal the spec permits is a limitation when the consumer says why"
+                )),
+            }
+        }
+    }
 }
 
 /// With `ARROWCERT_KEEP_OUTPUT=DIR`, writes what the consumer wrote back

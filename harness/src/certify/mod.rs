@@ -306,6 +306,10 @@ pub enum Ended {
     Skip(String),
     /// A call failed, so the remaining steps could not run.
     Error(String),
+    /// The consumer declined the input cleanly, as the spec permits
+    /// ("Consumers MAY decide not to support all data types", non-zero
+    /// offsets, unaligned memory): its own words.
+    Limitation(String),
 }
 
 pub(crate) fn call_ended(e: CallError) -> Ended {
@@ -419,8 +423,6 @@ pub(crate) fn judged(
         })
         .collect();
     let (verdict, message) = match ended {
-        Ended::Skip(why) if obs.clean() => (Verdict::Skip, Some(why)),
-        Ended::Error(why) if obs.clean() => (Verdict::Error, Some(why)),
         _ if obs.any_must() => (
             Verdict::Fail,
             Some(format!(
@@ -435,8 +437,13 @@ pub(crate) fn judged(
                     .join(", ")
             )),
         ),
+        // A SHOULD or INFO finding beside a skip, an error or a
+        // limitation is recorded (violations) without making the case a
+        // pass: nothing was exercised to a verdict.
+        Ended::Skip(why) => (Verdict::Skip, Some(why)),
         Ended::Error(why) => (Verdict::Error, Some(why)),
-        _ => (Verdict::Pass, None),
+        Ended::Limitation(why) => (Verdict::Limitation, Some(why)),
+        Ended::Ran => (Verdict::Pass, None),
     };
     Case {
         verdict,

@@ -187,26 +187,45 @@ fn shrunk_lines(s: &ShrunkFailure) -> String {
     )
 }
 
-/// JUnit XML: one test case per rule (a rule is what a CI user tracks),
-/// failures carry the evidence. Every string is escaped.
-pub fn junit(rules: &[RuleSummary], suite: &str) -> String {
-    let fails = rules.iter().filter(|r| r.verdict == Verdict::Fail).count();
+/// JUnit XML for CI dashboards: two suites. `rules` has one test case per
+/// rule (what a CI user tracks over time): a broken rule is a
+/// `<failure>`, a rule no case exercised is `<skipped>` with the reason.
+/// `cases` has one test case per case, so that what is not a rule verdict
+/// shows too: a crash, a timeout, an error or a harness error is an
+/// `<error>` (its `type` says which), a failed case a `<failure>`, a
+/// limitation or a skip `<skipped>` with its message; each carries its
+/// replay command. Every string is escaped.
+pub fn junit(rules: &[RuleSummary], cases: &[Case], suite: &str) -> String {
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
+    let case_errors = count(Verdict::Crash)
+        + count(Verdict::Timeout)
+        + count(Verdict::Error)
+        + count(Verdict::HarnessError);
+    let rule_fails = rules.iter().filter(|r| r.verdict == Verdict::Fail).count();
+    out.push_str(&format!(
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{case_errors}\">\n",
+        xml(suite),
+        rules.len() + cases.len(),
+        rule_fails + count(Verdict::Fail),
+    ));
     let skips = rules.iter().filter(|r| r.verdict == Verdict::Skip).count();
-    let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"{}\" tests=\"{}\" failures=\"{fails}\" skipped=\"{skips}\">\n",
+    out.push_str(&format!(
+        "<testsuite name=\"{} rules\" tests=\"{}\" failures=\"{rule_fails}\" errors=\"0\" skipped=\"{skips}\">\n",
         xml(suite),
         rules.len()
-    );
+    ));
     for r in rules {
         let area = r.rule.split('.').next().unwrap_or("");
         out.push_str(&format!(
-            "  <testcase classname=\"arrowcert.{}\" name=\"{}\">",
+            "  <testcase classname=\"arrowcert.rules.{}\" name=\"{}\">",
             xml(area),
             xml(&r.rule)
         ));
         match r.verdict {
             Verdict::Fail => out.push_str(&format!(
-                "<failure message=\"{} {} broken in {} of {} cases\">{}</failure>",
+                "<failure type=\"{}\" message=\"{} {} broken in {} of {} cases\">{}</failure>",
+                xml(&r.level),
                 xml(&r.level),
                 xml(&r.rule),
                 r.failed,
@@ -225,8 +244,60 @@ pub fn junit(rules: &[RuleSummary], suite: &str) -> String {
         }
         out.push_str("</testcase>\n");
     }
+    out.push_str("</testsuite>\n");
+    out.push_str(&format!(
+        "<testsuite name=\"{} cases\" tests=\"{}\" failures=\"{}\" errors=\"{case_errors}\" skipped=\"{}\">\n",
+        xml(suite),
+        cases.len(),
+        count(Verdict::Fail),
+        count(Verdict::Skip) + count(Verdict::Limitation)
+    ));
+    for c in cases {
+        out.push_str(&junit_case(c));
+    }
     out.push_str("</testsuite>\n</testsuites>\n");
     out
+}
+
+/// One case as a JUnit test case: classname is the ID's directories
+/// (`arrowcert.cases.producer.array`), name the case ID.
+fn junit_case(c: &Case) -> String {
+    let class: Vec<&str> = c.id.split('/').take(2).collect();
+    let message = c.message.as_deref().unwrap_or("");
+    let body = || {
+        let mut text = String::new();
+        for d in &c.differences {
+            text.push_str(d);
+            text.push('\n');
+        }
+        text.push_str(&format!("replay: {}", c.replay));
+        xml(&text)
+    };
+    let inner = match c.verdict {
+        Verdict::Pass => String::new(),
+        Verdict::Fail => format!(
+            "<failure type=\"fail\" message=\"{}\">{}</failure>",
+            xml(message),
+            body()
+        ),
+        Verdict::Crash | Verdict::Timeout | Verdict::Error | Verdict::HarnessError => format!(
+            "<error type=\"{}\" message=\"{}\">{}</error>",
+            c.verdict.as_str(),
+            xml(message),
+            body()
+        ),
+        Verdict::Limitation => format!(
+            "<skipped type=\"limitation\" message=\"{}\"/>",
+            xml(&format!("limitation: {message}"))
+        ),
+        Verdict::Skip => format!("<skipped type=\"skip\" message=\"{}\"/>", xml(message)),
+    };
+    format!(
+        "  <testcase classname=\"arrowcert.cases.{}\" name=\"{}\" time=\"{:.3}\">{inner}</testcase>\n",
+        xml(&class.join(".")),
+        xml(&c.id),
+        c.duration_us as f64 / 1e6
+    )
 }
 
 /// Escapes text for XML attributes and content; characters XML 1.0 cannot

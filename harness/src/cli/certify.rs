@@ -11,12 +11,12 @@ use super::progress::Progress;
 use super::roundtrip::{
     not_yet_run, resumable, resume_command, shell_word, verdict_word, Checkpoint,
 };
-use super::{BadInput, EXIT_FAILURES};
+use super::BadInput;
 use crate::certify::{self, summary, CaseSpec};
 use crate::device::Kind as DeviceKind;
 use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
-use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
+use crate::report::{self, outcome, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
 use crate::run::{self, worker::identity};
 use crate::scenario::{Scenario, Sources};
@@ -159,11 +159,11 @@ impl Engine<'_> {
                     break;
                 }
                 let spec = &plan[i];
-                on_case(&certify::run_case(
-                    plugins,
-                    &scenarios[spec.scenario],
-                    spec,
-                    &self.opts,
+                let scenario = &scenarios[spec.scenario];
+                on_case(&run::panic::guarded(
+                    &spec.id,
+                    || certify::record(scenario, spec, &self.opts),
+                    || certify::run_case(plugins, scenario, spec, &self.opts),
                 ));
             }
             return Ok(run::proc::interrupted());
@@ -312,6 +312,8 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 .then_some(sources.seed),
             shrunk: Vec::new(),
             fuzz: Vec::new(),
+            outcome: None,
+            limitations: Vec::new(),
         },
         path: path.clone().unwrap_or_default(),
         position: plan
@@ -384,7 +386,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         checkpoint.borrow_mut().report.plugins = plugins.to_vec();
     };
     let mut on_case = |c: &Case| {
-        let failed = !matches!(c.verdict, Verdict::Pass | Verdict::Skip);
+        let failed = !matches!(
+            c.verdict,
+            Verdict::Pass | Verdict::Skip | Verdict::Limitation
+        );
         if args.verbose || args.replay || failed {
             progress.borrow_mut().clear();
             println!("case {} ... {}", c.id, verdict_word(c));
@@ -435,33 +440,49 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
         r.rules = summary::rule_verdicts(&r.cases, sides);
         r.shrunk = shrunk;
+        r.outcome = Some(outcome::judge(&outcome::Run {
+            cases: &r.cases,
+            rules: &r.rules,
+            planned: r.planned,
+            complete: r.complete,
+            data_rules: outcome::DATA_RULES,
+        }));
     })?;
     print!(
         "{}",
         summary::render(&report.rules, &report.cases, &report.shrunk)
     );
     let s = &report.summary;
-    let musts = summary::musts_pass(&report.rules);
-    let crashed = s.crashed + s.timed_out;
+    let judgement = report.outcome.clone().expect("finish judged the run");
     println!(
-        "\n{} result: {}. {} cases: {} passed; {} failed; {} errors; {} crashed; {} timed out; {} skipped; finished in {:.2}s",
+        "\n{} result: {}. {} cases: {} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
         if args.replay { "replay" } else { "certify" },
-        if musts && crashed == 0 { "ok" } else { "FAILED" },
+        judgement.outcome.words(),
         s.total,
         s.passed,
         s.failed,
         s.errors,
         s.crashed,
         s.timed_out,
+        s.limitations,
         s.skipped,
+        if s.harness_errors > 0 {
+            format!("; {} harness errors", s.harness_errors)
+        } else {
+            String::new()
+        },
         report.duration_ms as f64 / 1000.0
     );
+    for reason in &judgement.reasons {
+        println!("  {}", report::printable(reason));
+    }
     if let Some(seed) = report.seed {
         println!("seed: {seed} (--seed {seed} draws the same generated scenarios)");
     }
     if let Some(junit) = &args.junit {
         let xml = summary::junit(
             &report.rules,
+            &report.cases,
             &format!("arrowcert certify {}", args.subjects()),
         );
         std::fs::write(junit, xml)
@@ -486,12 +507,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
         return Ok(128 + sig);
     }
-    // Crashes and hangs are failures too: the case could not be judged.
-    Ok(if musts && crashed == 0 {
-        0
-    } else {
-        EXIT_FAILURES
-    })
+    // Crashes, hangs and errors are failures too; nothing exercised is
+    // not a pass (report::outcome).
+    Ok(judgement.exit_code())
 }
 
 /// Every violation of a case, in full (what `arrowcert replay` shows).

@@ -64,6 +64,8 @@ fn empty_report(command: &str, started: SystemTime) -> Report {
         seed: None,
         shrunk: Vec::new(),
         fuzz: Vec::new(),
+        outcome: None,
+        limitations: Vec::new(),
     }
 }
 

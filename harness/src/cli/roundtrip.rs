@@ -83,6 +83,9 @@ impl Checkpoint {
         self.report.duration_ms = clock.elapsed().as_millis() as u64;
         self.report.interrupted = interrupted.map(run::proc::signal_name);
         self.sort();
+        self.report.summary = Summary::of(&self.report.cases);
+        self.report.complete = complete;
+        self.report.limitations = limitations(&self.report);
         judge(&mut self.report);
         self.save(complete);
         match self.error {
@@ -105,6 +108,28 @@ impl Checkpoint {
                 .get_or_insert(format!("{}: cannot write report: {e}", self.path.display()));
         }
     }
+}
+
+/// Every limitation a consumer declared in this run, with the library's
+/// name (the consumer's: only consumers decline under the spec's
+/// permissions).
+pub(super) fn limitations(report: &Report) -> Vec<report::LimitationEntry> {
+    let library = report
+        .plugins
+        .iter()
+        .find(|p| p.role == "consumer")
+        .map_or_else(|| "consumer".to_string(), |p| p.name.clone());
+    report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == report::Verdict::Limitation)
+        .map(|c| report::LimitationEntry {
+            library: library.clone(),
+            case: c.id.clone(),
+            path: c.path.clone(),
+            message: c.message.clone().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// The selected plan positions whose case IDs the resumed report does not
@@ -280,6 +305,8 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             seed: (args.cases > 0).then_some(args.seed),
             shrunk: Vec::new(),
             fuzz: Vec::new(),
+            outcome: None,
+            limitations: Vec::new(),
         },
         path: path.clone(),
         position,
@@ -322,12 +349,11 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 break;
             }
             let spec = &plan[i];
-            print(&roundtrip::run_case(
-                &producer,
-                &consumer,
-                &scenarios[spec.scenario],
-                spec,
-                &opts,
+            let scenario = &scenarios[spec.scenario];
+            print(&run::panic::guarded(
+                &spec.id,
+                || roundtrip::record(scenario, spec, &opts),
+                || roundtrip::run_case(&producer, &consumer, scenario, spec, &opts),
             ));
         }
         run::proc::interrupted()
@@ -382,7 +408,16 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
         outcome.interrupted
     };
-    let report = checkpoint.into_inner().finish(interrupted, clock, |_| {})?;
+    let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
+        // Every pass of a round trip compared data (no data rules needed).
+        r.outcome = Some(report::outcome::judge(&report::outcome::Run {
+            cases: &r.cases,
+            rules: &[],
+            planned: r.planned,
+            complete: r.complete,
+            data_rules: &[],
+        }));
+    })?;
     print_summary(&report);
     println!("report: {}", path.display());
     if let Some(sig) = interrupted {
@@ -396,11 +431,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         );
         return Ok(128 + sig);
     }
-    Ok(if report.summary.ok() {
-        0
-    } else {
-        EXIT_FAILURES
-    })
+    Ok(report.outcome.as_ref().map_or(EXIT_FAILURES, |j| j.exit_code()))
 }
 
 /// The invocation without any earlier `--resume`, quoted for a shell.
@@ -440,6 +471,14 @@ pub(super) fn verdict_word(c: &Case) -> String {
         Verdict::Error => "ERROR".into(),
         Verdict::Crash => "CRASHED".into(),
         Verdict::Timeout => "TIMED OUT".into(),
+        Verdict::HarnessError => format!(
+            "HARNESS ERROR ({}; arrowcert's fault, not the library's: please report this)",
+            report::printable(c.message.as_deref().unwrap_or("no message"))
+        ),
+        Verdict::Limitation => format!(
+            "limitation ({})",
+            report::printable(c.message.as_deref().unwrap_or("no message"))
+        ),
         Verdict::Skip => format!(
             "skipped ({})",
             report::printable(c.message.as_deref().unwrap_or("no reason given"))
@@ -454,7 +493,11 @@ fn print_summary(report: &Report) {
         .filter(|c| {
             matches!(
                 c.verdict,
-                Verdict::Fail | Verdict::Error | Verdict::Crash | Verdict::Timeout
+                Verdict::Fail
+                    | Verdict::Error
+                    | Verdict::Crash
+                    | Verdict::Timeout
+                    | Verdict::HarnessError
             )
         })
         .collect();
@@ -508,16 +551,57 @@ fn print_summary(report: &Report) {
         }
         println!();
     }
+    print_limitations(report);
     let s = &report.summary;
+    let judgement = report.outcome.clone().unwrap_or(report::outcome::Judgement {
+        outcome: report::outcome::Outcome::NotCertified,
+        reasons: vec!["the run was not judged".into()],
+    });
     println!(
-        "roundtrip result: {}. {} passed; {} failed; {} errors; {} crashed; {} timed out; {} skipped; finished in {:.2}s",
-        if s.ok() { "ok" } else { "FAILED" },
+        "roundtrip result: {}. {} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
+        judgement.outcome.words(),
         s.passed,
         s.failed,
         s.errors,
         s.crashed,
         s.timed_out,
+        s.limitations,
         s.skipped,
+        if s.harness_errors > 0 {
+            format!("; {} harness errors", s.harness_errors)
+        } else {
+            String::new()
+        },
         report.duration_ms as f64 / 1000.0
     );
+    for reason in &judgement.reasons {
+        println!("  {}", report::printable(reason));
+    }
+}
+
+/// The limitations a library declared, grouped by its message (a library
+/// that does not support a type says so once per case).
+pub(super) fn print_limitations(report: &Report) {
+    if report.limitations.is_empty() {
+        return;
+    }
+    let mut by_message: Vec<(String, &str, usize)> = Vec::new();
+    for l in &report.limitations {
+        let key = format!("{}: {}", l.library, l.message);
+        match by_message.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, n)) => *n += 1,
+            None => by_message.push((key, &l.case, 1)),
+        }
+    }
+    println!(
+        "\nlimitations ({} cases the consumer declined cleanly, as the spec permits; not failures):",
+        report.limitations.len()
+    );
+    const SHOWN: usize = 10;
+    for (key, first, n) in by_message.iter().take(SHOWN) {
+        println!("  {n} x {} (first: {first})", report::printable(key));
+    }
+    if by_message.len() > SHOWN {
+        println!("  ... and {} more messages (the report lists each)", by_message.len() - SHOWN);
+    }
 }

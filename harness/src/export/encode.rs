@@ -41,6 +41,13 @@ pub enum Encoding {
     /// buffers (some empty), dense union slots sharing child elements,
     /// unused dictionary values, NULL names for empty names.
     Varied(u64),
+    /// [`Encoding::Varied`] with every `offset` member 0: the same kinds of
+    /// variation but none of the non-zero offsets the spec lets consumers
+    /// refuse ("Consumers MAY decide not to support ... non-0-offset
+    /// arrays"). Certification hands it over when a consumer refused a
+    /// varied case, to tell a refusal of offsets (a limitation) from a
+    /// refusal of the rest.
+    VariedAtOffsetZero(u64),
 }
 
 impl Encoding {
@@ -49,6 +56,7 @@ impl Encoding {
         match self {
             Encoding::Plain => "plain",
             Encoding::Varied(_) => "varied",
+            Encoding::VariedAtOffsetZero(_) => "varied-at-offset-0",
         }
     }
 }
@@ -121,6 +129,8 @@ enum Room {
 
 struct Encoder {
     rng: Option<Rng>,
+    /// Non-zero `offset` members allowed (all but VariedAtOffsetZero).
+    offsets: bool,
     /// Elements laid out so far, over every node of this tree.
     elements: usize,
     /// Bytes of fixed-width values laid out so far.
@@ -132,8 +142,11 @@ impl Encoder {
         Encoder {
             rng: match enc {
                 Encoding::Plain => None,
-                Encoding::Varied(seed) => Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9))),
+                Encoding::Varied(seed) | Encoding::VariedAtOffsetZero(seed) => {
+                    Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9)))
+                }
             },
+            offsets: !matches!(enc, Encoding::VariedAtOffsetZero(_)),
             elements: 0,
             bytes: 0,
         }
@@ -253,7 +266,7 @@ impl Encoder {
         room: Room,
     ) -> Result<Node, String> {
         let l = data.len();
-        let (m, tail) = if room == Room::Any && self.varied() {
+        let (m, tail) = if room == Room::Any && self.varied() && self.offsets {
             let prefixes: [usize; 7] = [0, 0, 1, 3, 5, 8, 13];
             let tails = [0, 0, 0, 1, 2];
             (

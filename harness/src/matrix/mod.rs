@@ -261,8 +261,16 @@ const FAILING_CASES_KEPT: usize = 5;
 pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec<FailingRule>) {
     let s = &report.summary;
     match planned.kind {
+        _ if s.harness_errors > 0 => (
+            Status::Error,
+            Some(format!(
+                "arrowcert's own code failed in {} case(s): the unit's verdicts cannot be trusted (please report this)",
+                s.harness_errors
+            )),
+            Vec::new(),
+        ),
         UnitKind::Pair => {
-            let ran = s.passed + s.failed + s.errors + s.crashed + s.timed_out;
+            let ran = s.passed + s.failed + s.errors + s.crashed + s.timed_out + s.limitations;
             if ran == 0 {
                 return (
                     Status::NotApplicable,
@@ -270,23 +278,32 @@ pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec
                     Vec::new(),
                 );
             }
+            // A consumer that declines data the spec lets it decline is
+            // not failing the pair; one that declines everything leaves
+            // nothing compared, which is partial, not a pass.
             let status = if s.failed + s.crashed + s.timed_out > 0 {
                 Status::Fail
-            } else if s.errors > 0 {
+            } else if s.errors > 0 || s.passed == 0 {
                 Status::Partial
             } else {
                 Status::Pass
             };
+            let limited = (s.limitations > 0).then(|| {
+                format!(
+                    "{} cases declined by the consumer as a limitation the spec permits",
+                    s.limitations
+                )
+            });
             let message = match status {
                 Status::Fail => Some(format!(
                     "{} cases arrived different, {} crashed, {} hung",
                     s.failed, s.crashed, s.timed_out
                 )),
-                Status::Partial => Some(format!(
-                    "{} cases failed cleanly (a call returned an error)",
+                Status::Partial if s.errors > 0 => Some(format!(
+                    "{} cases failed cleanly (a call returned an error with no word of a limitation)",
                     s.errors
                 )),
-                _ => None,
+                _ => limited,
             };
             (status, message, Vec::new())
         }
@@ -313,6 +330,12 @@ pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec
                 Status::Partial
             } else if s.passed == 0 && s.failed == 0 {
                 Status::NotApplicable
+            } else if report.outcome.as_ref().is_some_and(|j| {
+                j.outcome == crate::report::outcome::Outcome::NotCertified
+            }) {
+                // Some cases passed, but a path the library exports ran
+                // no data case to a verdict.
+                Status::Partial
             } else {
                 Status::Pass
             };
@@ -337,6 +360,16 @@ pub fn judge(planned: &Planned, report: &Report) -> (Status, Option<String>, Vec
                 }
                 parts.join("; ")
             });
+            let message = match (message, report.outcome.as_ref()) {
+                (None, Some(j)) if j.outcome == crate::report::outcome::Outcome::NotCertified => {
+                    Some(format!("not certified: {}", j.reasons.join("; ")))
+                }
+                (m, _) if s.limitations > 0 => Some(
+                    m.map_or_else(String::new, |m| format!("{m}; "))
+                        + &format!("{} limitations declared", s.limitations),
+                ),
+                (m, _) => m,
+            };
             (status, message, failing)
         }
     }
@@ -364,7 +397,7 @@ pub fn failing_cases(report: &Report) -> Vec<FailingCase> {
     report
         .cases
         .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip))
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip | Verdict::Limitation))
         .take(FAILING_CASES_KEPT)
         .map(|c| kept_case(c, c.message.clone(), &c.differences))
         .collect()

@@ -111,7 +111,7 @@ impl CallError {
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CallError::Missing(e) => write!(f, "{e} is not exported by the plugin"),
+            CallError::Missing(e) => write!(f, "{e} {}", crate::report::outcome::NOT_EXPORTED),
             CallError::Failed {
                 entry,
                 code,

@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod outcome;
 pub mod time;
 
 use schemars::JsonSchema;
@@ -55,6 +56,26 @@ pub struct Report {
     /// `replay` reruns its minimised input.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fuzz: Vec<FuzzRun>,
+    /// How the run ended as a whole ([`outcome`]): `pass`, `fail`,
+    /// `not_certified` or `harness_error`, with the reasons. Absent in
+    /// reports written before outcomes existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<outcome::Judgement>,
+    /// Cases a consumer declined under a permission of the spec, by
+    /// library: what each declined and its own message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limitations: Vec<LimitationEntry>,
+}
+
+/// One limitation a library declared: the case, the path and its message.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct LimitationEntry {
+    /// The plugin that declined (its `arrowcert_plugin_name`), or its role.
+    pub library: String,
+    pub case: String,
+    pub path: String,
+    /// What the library said.
+    pub message: String,
 }
 
 /// One fuzz target run against one plugin for a time budget.
@@ -134,7 +155,7 @@ pub struct PluginIdentity {
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Everything checked held.
     Pass,
@@ -149,6 +170,16 @@ pub enum Verdict {
     Crash,
     /// The case did not finish within its deadline; its process was killed.
     Timeout,
+    /// A consumer declined the input cleanly (a non-zero code with a
+    /// message, everything released) under a permission of the spec:
+    /// "Consumers MAY decide not to support all data types" (and
+    /// non-zero offsets, unaligned memory). `message` carries its words.
+    /// Counted apart from passes and failures.
+    Limitation,
+    /// arrowcert's own code failed (a panic) while running the case: the
+    /// harness's fault, never the library's. `message` has the panic
+    /// message and location.
+    HarnessError,
 }
 
 impl Verdict {
@@ -161,6 +192,8 @@ impl Verdict {
             Verdict::Skip => "skip",
             Verdict::Crash => "crash",
             Verdict::Timeout => "timeout",
+            Verdict::Limitation => "limitation",
+            Verdict::HarnessError => "harness_error",
         }
     }
 }
@@ -272,6 +305,12 @@ pub struct Summary {
     pub crashed: u64,
     #[serde(default)]
     pub timed_out: u64,
+    /// Cases a consumer declined under a permission of the spec.
+    #[serde(default)]
+    pub limitations: u64,
+    /// Cases arrowcert's own code failed (please report these).
+    #[serde(default)]
+    pub harness_errors: u64,
 }
 
 impl Summary {
@@ -293,11 +332,17 @@ impl Summary {
             Verdict::Skip => &mut self.skipped,
             Verdict::Crash => &mut self.crashed,
             Verdict::Timeout => &mut self.timed_out,
+            Verdict::Limitation => &mut self.limitations,
+            Verdict::HarnessError => &mut self.harness_errors,
         } += 1;
     }
     /// True when nothing failed, errored, crashed or timed out.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.errors == 0 && self.crashed == 0 && self.timed_out == 0
+        self.failed == 0
+            && self.errors == 0
+            && self.crashed == 0
+            && self.timed_out == 0
+            && self.harness_errors == 0
     }
 }
 

@@ -202,6 +202,8 @@ enum Outcome {
     Error(String),
     /// Not runnable with these plugins.
     Skip(String),
+    /// The consumer declined the data cleanly, as the spec permits.
+    Limitation(String),
 }
 
 /// Runs one case.
@@ -225,6 +227,7 @@ pub fn run_case(
     let (verdict, message) = match outcome {
         Outcome::Skip(reason) => (Verdict::Skip, Some(reason)),
         Outcome::Error(msg) => (Verdict::Error, Some(msg)),
+        Outcome::Limitation(msg) => (Verdict::Limitation, Some(msg)),
         Outcome::Read(bytes) => {
             let (schema, batches) = expected(scenario, spec);
             match ipc::decode(&bytes) {
@@ -255,7 +258,9 @@ pub fn run_case(
         }
     };
     // A contract violation observed around a failed call still fails.
-    let verdict = if verdict == Verdict::Error && !differences.is_empty() {
+    let verdict = if matches!(verdict, Verdict::Error | Verdict::Limitation)
+        && !differences.is_empty()
+    {
         Verdict::Fail
     } else {
         verdict
@@ -479,7 +484,32 @@ fn transfer(
     };
     match result {
         Ok(bytes) => Outcome::Read(bytes),
-        Err(e) => call_outcome(e),
+        Err(e) => consumer_outcome(e),
+    }
+}
+
+/// The consumer's failed call: as in certification
+/// (`certify::consumer::refusal`), a clean refusal with a message (or the
+/// contract's ENOSYS) is a limitation the spec permits ("Consumers MAY
+/// decide not to support all data types"); one with no word of why is an
+/// error.
+fn consumer_outcome(e: CallError) -> Outcome {
+    match &e {
+        CallError::Missing(_) => Outcome::Skip(e.to_string()),
+        CallError::Failed { code, message, .. } => {
+            match message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+                Some(m) => Outcome::Limitation(format!(
+                    "the consumer declined: {} ({code}): {m}",
+                    crate::plugin::errno_name(*code)
+                )),
+                None if *code == libc::ENOSYS => Outcome::Limitation(
+                    "the consumer declined: ENOSYS (38) with no message".into(),
+                ),
+                None => Outcome::Error(format!(
+                    "{e}, with no message (a refusal is a limitation when the consumer says why)"
+                )),
+            }
+        }
     }
 }
 

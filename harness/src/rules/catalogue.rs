@@ -45,6 +45,12 @@ pub static LEVEL_CHANGES: &[LevelChange] = &[
     },
 ];
 
+/// Rules kept above their quote's RFC 2119 word: the quote describes a
+/// structure without "must", but without the property the structure
+/// cannot be read at all (a consumer that trusts it reads out of bounds).
+/// Short on purpose; `rules::tests` checks each one is still needed.
+pub static EXCEPTIONS: &[super::Exception] = &[];
+
 pub static RULES: &[Rule] = &[
     // ------------------------------------------------------------------
     // schema
@@ -60,6 +66,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Mandatory. A null-terminated, UTF8-encoded string describing the data type.",
         observation: "After every schema export (produce_schema, a stream's get_schema, an async on_schema) the harness walks the root, its children and its dictionaries and fails on a NULL format pointer, or on a format that is not valid UTF-8 up to its NUL (read inside the allocation where the tracker knows its bounds).",
+        inferred: None,
     },
     Rule {
         id: "schema.format.valid",
@@ -71,6 +78,7 @@ pub static RULES: &[Rule] = &[
         section: "Data type description -- format strings",
         quote: "The timezone string is appended as-is after the colon character :, without any quotes. If the timezone is empty, the colon : must still be included.",
         observation: "The harness parses every format string in the schema tree with its own grammar of the spec's tables (one-letter primitives, z Z vz u U vu, d:P,S[,W] with W in 32/64/128/256, w:N and +w:N with N > 0, the temporal formats, tss: tsm: tsu: tsn: always with the colon, +l +L +vl +vL +s +m +r, +ud:/+us: with distinct ids in 0..=127) and fails on anything else, naming the format and its path in the tree.",
+        inferred: None,
     },
     Rule {
         id: "schema.children.count",
@@ -82,6 +90,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "There must be ArrowSchema.n_children pointers. MAY be NULL only if ArrowSchema.n_children is 0.",
         observation: "For each schema node the harness derives the child count its format implies (a struct's comes from the requested type) and compares it with n_children; when n_children > 0 it reads that many entries of children and fails on a NULL children array or a NULL entry.",
+        inferred: None,
     },
     Rule {
         id: "schema.map.entries",
@@ -93,6 +102,7 @@ pub static RULES: &[Rule] = &[
         section: "Data type description -- format strings",
         quote: "As specified in the Arrow columnar format, the map type has a single child type named entries, itself a 2-child struct type of (key, value).",
         observation: "For every +m node the harness checks n_children is 1, the child's format is +s with n_children 2, and that ARROW_FLAG_NULLABLE is clear on both the entries struct and its first (key) child.",
+        inferred: None,
     },
     Rule {
         id: "schema.ree.run-ends",
@@ -104,6 +114,7 @@ pub static RULES: &[Rule] = &[
         section: "Data Types",
         quote: "The run end type of a Run-End Encoded type can only be a signed integer type with width 16 to 64 bits.",
         observation: "For every +r node the harness checks that the first child's format is s, i or l and that its flags do not have ARROW_FLAG_NULLABLE set.",
+        inferred: None,
     },
     Rule {
         id: "schema.dictionary.shape",
@@ -115,6 +126,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "MUST be present if the ArrowSchema represents a dictionary-encoded type. MUST be NULL otherwise.",
         observation: "The harness compares each node's dictionary pointer with the requested type (dictionary-encoded in the IPC schema or not) and, where it is present, checks that the node's format is one of c C s S i I l L; the dictionary schema is then checked like any other node.",
+        inferred: None,
     },
     Rule {
         id: "schema.flags.known",
@@ -126,6 +138,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "A bitfield of flags enriching the type description. Its value is computed by OR'ing together the flag values.",
         observation: "The harness checks every node's flags against the mask 7, fails on ARROW_FLAG_DICTIONARY_ORDERED (1) where the node has no dictionary and on ARROW_FLAG_MAP_KEYS_SORTED (4) where its format is not +m.",
+        inferred: None,
     },
     Rule {
         id: "schema.metadata.encoding",
@@ -137,6 +150,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Optional. A binary string describing the type's metadata. If the data type is nested, child types are not encoded here but in the ArrowSchema.children structures. This string is not null-terminated but follows a specific format",
         observation: "The harness decodes every non-NULL metadata string in native byte order: a count >= 0, then per pair an int32 length >= 0 and that many key bytes, the same for the value, every read inside the allocation where the tracker knows its bounds; keys and values must be valid UTF-8. The decoded pairs are compared with the requested metadata under array.values.roundtrip.",
+        inferred: None,
     },
     Rule {
         id: "schema.name.utf8",
@@ -148,6 +162,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Optional. A null-terminated, UTF8-encoded string of the field or array name.",
         observation: "The harness reads each non-NULL name up to its NUL and reports a name that is not valid UTF-8, with its path in the schema tree.",
+        inferred: None,
     },
     // schema.release.* in RULES.md, expanded.
     Rule {
@@ -160,6 +175,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Mandatory. A pointer to a producer-provided release callback.",
         observation: "The harness fills the out structure with a poison pattern, calls the producer, and on success checks that release is non-NULL and no longer the poison value on the root, every child and every dictionary, before it reads anything else.",
+        inferred: None,
     },
     Rule {
         id: "schema.release.marks-released",
@@ -171,6 +187,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST mark the structure as released, by setting its release member to NULL.",
         observation: "The harness calls the root's release and reads the structure back: release must be NULL. A child moved out beforehand is checked the same way after its own release.",
+        inferred: None,
     },
     Rule {
         id: "schema.release.frees",
@@ -182,6 +199,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST free any data area directly owned by the structure (such as the buffers and children members).",
         observation: "The allocation tracker preloaded into worker processes counts net live bytes (every malloc-family call and free, on every thread) around repeated export-validate-release of the same schema: 2 unmeasured repetitions, then 3 measured; only growth in every measured repetition, confirmed by 3 more after 16 further repetitions, is a leak, so lazy statics and caches that fill up are not. The plugin's arrowcert_bytes_allocated, when it exports one, is read the same way (the only counter in --in-process runs); with no counter the rule is not exercised, with the reason.",
+        inferred: None,
     },
     Rule {
         id: "schema.release.relocatable",
@@ -193,6 +211,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST not assume that the structure will be located at the same memory location as when it was originally produced.",
         observation: "The harness checks that no pointer member (private_data included) points inside the structure, bitwise-copies the exported root to a fresh address, poisons and marks released the original, and releases the copy: a crash, a leak, or a write into the old address (its poison is checked afterwards) fails.",
+        inferred: None,
     },
     Rule {
         id: "schema.release.walks-children",
@@ -204,6 +223,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST walk all children structures (including the optional dictionary) and call their own release callbacks.",
         observation: "Before releasing the root (after moving child 0 out) the harness swaps the release of every live child and dictionary, at every depth, for a recording trampoline that forwards the first call to the original; after the root's release each must have been called exactly once (a second call is recorded, not forwarded). The moved-out child is marked released and not the parent's; its own release is watched the same way afterwards.",
+        inferred: None,
     },
     Rule {
         id: "schema.move.child",
@@ -215,6 +235,7 @@ pub static RULES: &[Rule] = &[
         section: "Moving child arrays",
         quote: "It is also possible to move one or several child arrays, but the parent ArrowArray structure MUST be released immediately afterwards, as it won't point to valid child arrays anymore.",
         observation: "The harness moves one child out (bitwise copy, source release set to NULL), releases the parent, then reads the moved child's format, name, flags and descendants and releases it: a crash, changed or poisoned contents, a second release or a leak fails.",
+        inferred: None,
     },
     // ------------------------------------------------------------------
     // array
@@ -229,6 +250,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "Mandatory. A pointer to a producer-provided release callback.",
         observation: "The harness fills the out structure with a poison pattern, calls the producer, and on success checks that release is non-NULL and no longer the poison value on the root array, every child and every dictionary.",
+        inferred: None,
     },
     Rule {
         id: "array.release.marks-released",
@@ -240,6 +262,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST mark the structure as released, by setting its release member to NULL.",
         observation: "The harness calls the base structure's release and reads the structure back: release must be NULL. Moved-out children are checked the same way after their own release.",
+        inferred: None,
     },
     Rule {
         id: "array.release.frees",
@@ -251,6 +274,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST free any data area directly owned by the structure (such as the buffers and children members).",
         observation: "The allocation tracker preloaded into worker processes counts net live host bytes (every malloc-family call and free, on every thread) around repeated export-validate-release of the first whole batch, once per scenario and path: 2 unmeasured repetitions, then 3 measured; only growth in every measured repetition, confirmed by 3 more after 16 further repetitions, is a leak, so lazy statics and caches that fill up are not. The plugin's arrowcert_bytes_allocated, when it exports one, is read the same way (the only counter in --in-process runs); with no counter the rule is not exercised, with the reason. Device memory is not counted yet.",
+        inferred: None,
     },
     Rule {
         id: "array.release.relocatable",
@@ -262,6 +286,7 @@ pub static RULES: &[Rule] = &[
         section: "Moving child arrays",
         quote: "Therefore, pointer members inside the ArrowArray structure (including private_data) MUST not point inside the structure itself.",
         observation: "The harness checks that no pointer member (buffers, children, dictionary, private_data) points inside the structure, bitwise-copies the exported array to a fresh address, poisons and marks released the original, then reads and releases the copy: a crash, a leak, or a write into the old address fails.",
+        inferred: None,
     },
     Rule {
         id: "array.release.walks-children",
@@ -273,6 +298,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST walk all children structures (including the optional dictionary) and call their own release callbacks.",
         observation: "Before releasing the base structure (after moving child 0 out) the harness swaps the release of every live child and dictionary, at every depth, for a recording trampoline that forwards the first call to the original; after the parent's release each must have been called exactly once (a second call is recorded, not forwarded, so a double release is a verdict rather than a double free). The moved-out child is marked released and not the parent's; its own release is watched the same way afterwards.",
+        inferred: None,
     },
     Rule {
         id: "array.move.child",
@@ -284,6 +310,7 @@ pub static RULES: &[Rule] = &[
         section: "Moving child arrays",
         quote: "The main use case for this is to keep alive only a subset of child arrays (for example if you are only interested in certain columns of the data), while releasing the others.",
         observation: "The harness moves one column out of an exported record batch (bitwise copy, source release set to NULL), releases the parent, validates the moved column and compares it with a deep copy taken before the parent's release, then releases it: a crash, a broken layout, changed values, a second release or a leak fails (a column that no longer holds what it did is not released, since it may point to freed memory).",
+        inferred: None,
     },
     Rule {
         id: "array.layout.n-buffers",
@@ -295,6 +322,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The number of buffers is a function of the data type, as described in the Columnar format specification, except for the the binary or utf-8 view type, which has one additional buffer compared to the Columnar format specification",
         observation: "For every array node the harness derives the buffer count from the schema node (Columnar's buffer listing; dictionary-encoded arrays as their index type; view types at least 3, the extra ones being variadic data buffers) and compares it with n_buffers.",
+        inferred: None,
     },
     Rule {
         id: "array.layout.n-children",
@@ -306,6 +334,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The number of children is a function of the data type, as described in the Columnar format specification.",
         observation: "The harness compares each array node's n_children with its schema node's and fails on a NULL children array or a NULL entry when n_children > 0.",
+        inferred: None,
     },
     Rule {
         id: "array.layout.null-buffer",
@@ -317,6 +346,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The buffer pointers MAY be null only in two situations: 1. for the null bitmap buffer, if ArrowArray.null_count is 0; 2. for any buffer (including variadic buffers), if the size in bytes of the corresponding buffer would be 0.",
         observation: "For every NULL entry of buffers the harness checks one of the two allowed cases: it is the validity bitmap and null_count is exactly 0, or the byte size the layout needs for offset + length slots is 0 (for example the data buffer of an all-empty string array). The offsets buffer of an array with offset + length = 0 may be NULL too, although Columnar gives it one entry: nanoarrow and Arrow C++ import that, so it is not reported. Anything else fails, naming the buffer.",
+        inferred: None,
     },
     Rule {
         id: "array.layout.lengths",
@@ -328,6 +358,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The producer MUST ensure that each contiguous buffer is large enough to represent length + offset values encoded according to the Columnar format specification.",
         observation: "The harness checks length >= 0 and offset >= 0, computes each buffer's required size from offset + length and the layout (bits for bitmaps, slots x width, length + 1 offsets), compares it with the allocation the pointer lies in where the allocation tracker or device backend knows it, and checks child lengths against the parent (struct and sparse union children at least offset + length, fixed-size list children at least (offset + length) x N).",
+        inferred: None,
     },
     Rule {
         id: "array.null-count",
@@ -339,6 +370,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "Mandatory. The number of null items in the array. MAY be -1 if not yet computed.",
         observation: "After export, the harness counts zero bits of the validity bitmap in [offset, offset + length) (none when the bitmap is NULL) and compares the count with null_count unless null_count is -1. A null-type array must have null_count equal to its length (or -1); unions and run-end encoded arrays have no validity bitmap and are not judged here (see array.ree.null-count).",
+        inferred: None,
     },
     // Added: alignment is "recommended, but not required"; RFC 2119 makes
     // RECOMMENDED the same level as SHOULD, and RULES.md already reads the
@@ -353,6 +385,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "It is recommended, but not required, that the memory addresses of the buffers be aligned at least according to the type of primitive data that they contain.",
         observation: "For every non-NULL buffer the harness checks the address is a multiple of the natural alignment of the C type the layout stores in it (1 for bitmaps and bytes, 2/4/8 for integers and floats of that width, 4 for int32 offsets and view structs, 8 for int64 offsets, sizes and the variadic sizes buffer, 8 for decimals) and reports the misaligned ones. A consumer may refuse unaligned memory, so this is reported, never a failure of the MUST rules.",
+        inferred: None,
     },
     Rule {
         id: "array.offsets.valid",
@@ -364,6 +397,7 @@ pub static RULES: &[Rule] = &[
         section: "Variable-size Binary Layout",
         quote: "Offsets must be monotonically increasing, that is offsets[j+1] >= offsets[j] for 0 <= j < length, even for null slots.",
         observation: "For binary, string, list and map arrays the harness reads offsets[offset ..= offset + length] and checks they are non-negative, non-decreasing and end inside the data buffer or the child; for list views it checks 0 <= offsets[i] and offsets[i] + sizes[i] <= child length for every slot, null ones included; for dense unions every offset must be < the length of the child its type id selects.",
+        inferred: None,
     },
     Rule {
         id: "array.union.type-ids",
@@ -375,6 +409,7 @@ pub static RULES: &[Rule] = &[
         section: "Dense Union",
         quote: "Each type in the union has a corresponding type id whose values are found in this buffer.",
         observation: "The harness reads the type ids buffer for slots [offset, offset + length) and fails on any value that is not in the format's +ud:/+us: type id list.",
+        inferred: None,
     },
     Rule {
         id: "array.ree.run-ends",
@@ -386,6 +421,7 @@ pub static RULES: &[Rule] = &[
         section: "Run-End Encoded Layout",
         quote: "A run must have a length of at least 1. This means the values in the run ends array all are positive and in strictly ascending order. A run end cannot be null.",
         observation: "The harness reads the run_ends child (its own offset and length applied) and checks every value is valid, positive and greater than the previous one, that the last is >= the parent's offset + length, and that the values child is at least as long as run_ends.",
+        inferred: None,
     },
     // Added: Columnar's REE section gives the parent's null count.
     Rule {
@@ -398,6 +434,7 @@ pub static RULES: &[Rule] = &[
         section: "Run-End Encoded Layout",
         quote: "The REE parent has no validity bitmap, and it's null count field should always be 0.",
         observation: "The harness reads null_count of every run-end encoded array and reports any value other than 0; -1 is accepted, since the C data interface lets every array leave null_count uncomputed.",
+        inferred: None,
     },
     Rule {
         id: "array.view.sizes",
@@ -409,6 +446,7 @@ pub static RULES: &[Rule] = &[
         section: "Binary view arrays",
         quote: "For binary or utf-8 view arrays, an extra buffer is appended which stores the lengths of each variadic data buffer as int64_t.",
         observation: "The harness reads the last buffer as n_buffers - 3 int64 sizes, checks each against the allocation of its data buffer where known, and for every view in [offset, offset + length) longer than 12 bytes checks buffer index < n_buffers - 3, offset >= 0 and offset + length <= that buffer's size.",
+        inferred: None,
     },
     // Added: the view layout's contents (found missing by the validate fuzz
     // target, which compares the validator with arrow-rs).
@@ -422,6 +460,7 @@ pub static RULES: &[Rule] = &[
         section: "Variable-size Binary View Layout",
         quote: "A copy of the first four bytes of the string is stored inline in the prefix, after the length.",
         observation: "For every non-null view in [offset, offset + length) longer than 12 bytes whose bytes lie inside their variadic buffer (array.view.sizes), the harness compares view bytes 4-7 with the first four bytes of the value; the first mismatch is reported. Null slots may hold anything.",
+        inferred: None,
     },
     Rule {
         id: "array.view.inline-padding",
@@ -433,6 +472,7 @@ pub static RULES: &[Rule] = &[
         section: "Variable-size Binary View Layout",
         quote: "Any remaining bytes after the string itself are padded with 0.",
         observation: "For every non-null view in [offset, offset + length) of 12 bytes or fewer, the harness checks that the view's bytes after the value (up to byte 16) are 0; the first non-zero byte is reported. Null slots may hold anything.",
+        inferred: None,
     },
     // Added: the dictionary pointer of the array, as schema.dictionary.shape
     // is for the schema.
@@ -446,6 +486,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "MUST be present if the ArrowArray represents a dictionary-encoded array. MUST be NULL otherwise.",
         observation: "The harness compares each array node's dictionary pointer with its schema node's: it must be non-NULL exactly when the schema node has a dictionary; the dictionary array is then checked like any other array against the schema's dictionary.",
+        inferred: None,
     },
     Rule {
         id: "array.dictionary.indices",
@@ -457,6 +498,7 @@ pub static RULES: &[Rule] = &[
         section: "Dictionary-encoded Layout",
         quote: "When a field is dictionary encoded, the values are represented by an array of non-negative integers representing the index of the value in the dictionary.",
         observation: "For every non-null slot in [offset, offset + length) the harness reads the index and checks 0 <= index < the dictionary array's length.",
+        inferred: None,
     },
     Rule {
         id: "array.values.roundtrip",
@@ -468,6 +510,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The ArrowArray describes the data of an exported array or record batch.",
         observation: "Producer side: after the structural checks the harness imports the export (arrow-rs) and compares it logically with the batch or slice the IPC input asked for: types, field names, nullability, metadata, validity and values, nulls' hidden bytes ignored. Consumer side: it decodes the IPC stream the consumer wrote back and compares it the same way with what the harness exported.",
+        inferred: None,
     },
     // Added: the producer-side counterpart of consumer.read.types. A
     // library that loads the requested data into its own types (every field
@@ -483,6 +526,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
         observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
+        inferred: None,
     },
     // ------------------------------------------------------------------
     // device
@@ -497,6 +541,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "These bytes MUST be zero'd out after initialization by the producer in order to ensure safe evolution of the ABI in the future.",
         observation: "The harness fills the whole ArrowDeviceArray with a non-zero poison pattern before each produce_device_array, get_next and extract_data call and checks afterwards that all 24 reserved bytes are zero.",
+        inferred: None,
     },
     Rule {
         id: "device.type.known",
@@ -508,6 +553,7 @@ pub static RULES: &[Rule] = &[
         section: "ArrowDeviceType",
         quote: "The ArrowDeviceType typedef is used to indicate what type of device the provided memory buffers were allocated on.",
         observation: "The harness checks that device_type is one of the ARROW_DEVICE_* values the spec defines (1-4 and 7-16).",
+        inferred: None,
     },
     Rule {
         id: "device.type.requested",
@@ -519,6 +565,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "Mandatory. The type of the device which can access the buffers in the array.",
         observation: "The harness asks for a device type and id; a successful export must carry exactly those. A call that fails with ENOSYS is a limitation (device not supported), not a failure; any other result fails.",
+        inferred: None,
     },
     Rule {
         id: "device.cpu.id",
@@ -530,6 +577,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "For device types that do not have an intrinsic notion of a device identifier (e.g., ARROW_DEVICE_CPU), it is recommended to use a device_id of -1 as a convention.",
         observation: "For arrays with device_type ARROW_DEVICE_CPU the harness reports a device_id other than -1.",
+        inferred: None,
     },
     // Level changed from MUST (RULES.md): the spec's sentence says "should".
     Rule {
@@ -542,6 +590,7 @@ pub static RULES: &[Rule] = &[
         section: "Synchronization event types",
         quote: "If no event type is supported (\"N/A\"), then the sync_event member should always be null.",
         observation: "For arrays whose device_type has N/A as event type in the spec's table (CPU, VPI, WebGPU, Hexagon) the harness reports a non-NULL sync_event.",
+        inferred: None,
     },
     Rule {
         id: "device.event.type",
@@ -553,6 +602,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "Since different devices will use different types to specify this, we use a void* which can be coerced into a pointer to whatever the device appropriate type is.",
         observation: "With the CUDA backend the harness reads a non-NULL sync_event as cudaEvent_t* from host memory and queries the event it points to (cuEventQuery); an invalid handle, for example the event itself passed instead of a pointer to it, fails. With the emulated device the pointer must lead to an event that device handed out.",
+        inferred: None,
     },
     Rule {
         id: "device.event.covers-data",
@@ -564,6 +614,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "If an event is provided, then the producer MUST ensure that the exported data is available on the device before the event is triggered.",
         observation: "The harness waits on the event (not at all when it is NULL), then copies every buffer to the host on its own stream and compares it with the expected data. On the emulated device writes become visible only when their stream reaches them, so data the event does not cover reads wrong every time, not by luck.",
+        inferred: None,
     },
     Rule {
         id: "device.buffers.memory-kind",
@@ -575,6 +626,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "The values in the void** buffers (along with the buffers of any children) are what is allocated on the device.",
         observation: "With the CUDA backend the harness reads the pointer attributes of every non-NULL buffer (cuPointerGetAttribute: memory type, device ordinal, managed flag): CUDA needs device memory on device_id, CUDA_HOST pinned host memory, CUDA_MANAGED managed memory, CPU no device memory; with the emulated device every buffer must lie in one of its allocations.",
+        inferred: None,
     },
     Rule {
         id: "device.buffers.in-allocation",
@@ -586,6 +638,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "The producer MUST ensure that each contiguous buffer is large enough to represent length + offset values encoded according to the Columnar format specification.",
         observation: "For every buffer the harness computes the byte extent the array implies (as in array.layout.lengths) and asks the device backend for the allocation holding the start pointer (cuMemGetAddressRange, or the emulated device's table); the extent must end inside that same allocation.",
+        inferred: None,
     },
     // Level changed from MUST (RULES.md): the spec's sentence says "should".
     Rule {
@@ -598,6 +651,7 @@ pub static RULES: &[Rule] = &[
         section: "Memory management",
         quote: "Out of everything in this interface, it is only the data buffers themselves which reside in device memory (i.e. the buffers member of the ArrowArray struct). Everything else should be in CPU memory.",
         observation: "With the CUDA backend the harness checks by pointer attributes that the buffers and children arrays, the child and dictionary structures, the format, name and metadata strings and the sync_event pointer are not device memory, then reads them from the host.",
+        inferred: None,
     },
     Rule {
         id: "device.move",
@@ -609,6 +663,7 @@ pub static RULES: &[Rule] = &[
         section: "Moving an array",
         quote: "Then it MUST mark the source structure released by setting the release member of the embedded ArrowArray structure to NULL, but without calling that release callback.",
         observation: "Consumer side (judged on every consumer device-array case): when the instrumented release of the ArrowDeviceArray the harness handed over ran on a copy at another address, the source must have array.release NULL. Producer side: the harness moves every exported device array to a fresh address and poisons the source before it reads or releases it, so an export that depends on its address fails there, under the rule its failure breaks (array.release.relocatable, device.event.type, ...).",
+        inferred: None,
     },
     // Added: the device stream's own device_type member is mandatory.
     Rule {
@@ -621,6 +676,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArrayStream structure",
         quote: "Mandatory. The device type that this stream produces data on.",
         observation: "The harness poisons the ArrowDeviceArrayStream, calls produce_device_stream, and before the first callback checks that device_type is a defined ARROW_DEVICE_* value equal to the requested device type.",
+        inferred: None,
     },
     // ------------------------------------------------------------------
     // stream
@@ -635,6 +691,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "Mandatory. This callback allows the consumer to query the schema of the chunks of data in the stream.",
         observation: "The harness calls get_schema before the first get_next and again after it, checks both return 0, validates both schemas with the schema rules, compares them with each other and with the IPC schema, and releases both.",
+        inferred: None,
     },
     Rule {
         id: "stream.chunk.schema",
@@ -646,6 +703,7 @@ pub static RULES: &[Rule] = &[
         section: "Semantics",
         quote: "An Arrow C stream exposes a streaming source of data chunks, each with the same schema.",
         observation: "Every chunk from get_next is a record batch, a struct array: one whose number of columns is not the number of fields of the schema from get_schema fails here (and is not judged further against a schema it does not belong to); the others are checked with the array rules against that schema.",
+        inferred: None,
     },
     Rule {
         id: "stream.chunk.device",
@@ -657,6 +715,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArrayStream structure",
         quote: "The next chunk of data MUST be accessible from a device type matching the ArrowDeviceArrayStream.device_type.",
         observation: "The harness reads the stream's device_type before the first call and compares every chunk's device_type with it.",
+        inferred: None,
     },
     Rule {
         id: "stream.eos.released",
@@ -668,6 +727,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "On success, the consumer must check whether the ArrowArray is marked released. If the ArrowArray is released, then the end of stream has been reached.",
         observation: "After the input's last batch the harness expects get_next to return 0 with the out structure's release set to NULL; the out structure is poisoned before each call, so a structure left untouched does not pass as released.",
+        inferred: None,
     },
     Rule {
         id: "stream.eos.repeat",
@@ -679,6 +739,7 @@ pub static RULES: &[Rule] = &[
         section: "Semantics",
         quote: "Chunks are obtained by calling a blocking pull-style iteration function.",
         observation: "After end of stream the harness calls get_next once more and records what comes back; anything other than 0 with a released array is reported for information (the spec leaves it open), never as a failure.",
+        inferred: None,
     },
     Rule {
         id: "stream.error.errno",
@@ -690,6 +751,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "Return value: 0 on success, a non-zero error code otherwise.",
         observation: "In scenarios that make the producer fail (an IPC stream cut off mid-batch, injected errors) get_schema or get_next must return non-zero; a 0 return there fails, and a code that is not a positive errno value is named in the evidence.",
+        inferred: None,
     },
     Rule {
         id: "stream.error.message",
@@ -701,6 +763,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "Return value: a pointer to a NULL-terminated character string (UTF8-encoded). NULL can also be returned if no detailed description is available.",
         observation: "Right after a failing call the harness calls get_last_error once and checks the result is NULL or points to readable memory holding valid UTF-8 up to a NUL.",
+        inferred: None,
     },
     Rule {
         id: "stream.results.outlive",
@@ -712,6 +775,7 @@ pub static RULES: &[Rule] = &[
         section: "Result lifetimes",
         quote: "The data returned by the get_schema and get_next callbacks must be released independently. Their lifetimes are not tied to that of the ArrowArrayStream.",
         observation: "The harness takes the schema and one or more chunks, releases the stream first, then validates and compares them and releases them: a crash, changed data or a leak fails.",
+        inferred: None,
     },
     // stream.release.* in RULES.md, expanded.
     Rule {
@@ -724,6 +788,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "Mandatory. A pointer to a producer-provided release callback.",
         observation: "The harness poisons the out structure, calls produce_stream or produce_device_stream, and on success checks that release and the three callbacks are non-NULL and no longer the poison value.",
+        inferred: None,
     },
     Rule {
         id: "stream.release.marks-released",
@@ -735,6 +800,7 @@ pub static RULES: &[Rule] = &[
         section: "Stream lifetime",
         quote: "Lifetime of the C stream is managed using a release callback with similar usage as in the C data interface.",
         observation: "The harness calls the stream's release and reads the structure back: release must be NULL.",
+        inferred: None,
     },
     Rule {
         id: "stream.release.frees",
@@ -746,6 +812,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST free any data area directly owned by the structure (such as the buffers and children members).",
         observation: "The allocation tracker preloaded into worker processes counts net live bytes over repeated lives of the same stream (produce, get_schema, get_next, release; schema and chunks released too), once fully drained and once released after one chunk; only growth in every measured repetition, confirmed after 16 further repetitions, fails. The plugin's arrowcert_bytes_allocated is read the same way when it exports one; with no counter the rule is not exercised, with the reason.",
+        inferred: None,
     },
     Rule {
         id: "stream.release.relocatable",
@@ -757,6 +824,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST not assume that the structure will be located at the same memory location as when it was originally produced.",
         observation: "The harness checks that private_data does not point inside the stream structure, bitwise-moves the stream to a fresh address before the first call, poisons and marks released the original, goes on calling get_next on the copy and releases it there: a crash, wrong chunks, a leak or a write into the old address fails.",
+        inferred: None,
     },
     Rule {
         id: "stream.threads.serial",
@@ -768,6 +836,7 @@ pub static RULES: &[Rule] = &[
         section: "Thread safety",
         quote: "The stream source is not assumed to be thread-safe. Consumers wanting to call get_next from several threads should ensure those calls are serialized.",
         observation: "The harness calls get_next from a fresh thread every other call, each call starting after the previous one returned; wrong data, a crash or a hang fails. A call from another thread that fails is replayed on a fresh stream with every call from one thread: if the replay succeeds there, the failure came from the thread and fails this rule (a failure the replay repeats is the producer's own error, judged by the stream.error rules).",
+        inferred: None,
     },
     // ------------------------------------------------------------------
     // async
@@ -782,6 +851,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "Unless the on_error handler is called, this will always get called exactly once and will be the first method called on this object.",
         observation: "The harness's handler records every callback in order, with its thread; the first must be on_schema or on_error, and on_schema must not come a second time.",
+        inferred: None,
     },
     Rule {
         id: "async.producer.ready",
@@ -793,6 +863,7 @@ pub static RULES: &[Rule] = &[
         section: "ArrowAsyncProducer Lifetime",
         quote: "It MUST be populated before calling any methods other than release and MUST remain valid at least until just before calling release on the stream handler object.",
         observation: "The harness leaves handler->producer as poison before the call; inside on_schema it must point to a producer with callable request and cancel and the device_type asked for. The harness copies the structure then, and at every later callback before release (on_next_task, on_next_task(NULL), on_error) the structure must read the same: a producer freed or overwritten before the handler's release fails.",
+        inferred: None,
     },
     Rule {
         id: "async.request.reentrant",
@@ -804,6 +875,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "As a result, this function MUST NOT synchronously call on_next_task or on_error to avoid recursive and reentrant callbacks.",
         observation: "The harness marks its thread while it is inside request (also when calling it from on_schema and on_next_task); a handler callback that arrives on that thread while the mark is set fails.",
+        inferred: None,
     },
     // Added: the same constraint for cancel, which the spec states separately.
     Rule {
@@ -816,6 +888,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "This MUST NOT call any consumer-side handlers other than on_error.",
         observation: "The harness marks its thread while it is inside cancel (also when calling it from on_schema and on_next_task); on_schema, on_next_task or release arriving on that thread while the mark is set fails.",
+        inferred: None,
     },
     Rule {
         id: "async.backpressure",
@@ -827,6 +900,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "A producer should only call the appropriate on_next_task callback up to a maximum of the total sum of calls to this method before propagating back-pressure / waiting.",
         observation: "The harness requests tasks in small, delayed increments and counts non-NULL tasks delivered; a count above the running sum of request(n) at any moment is reported.",
+        inferred: None,
     },
     Rule {
         id: "async.eos.null-task",
@@ -838,6 +912,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "The producer signals the end of the stream by passing NULL for the ArrowAsyncTask pointer instead of a valid address.",
         observation: "After the input's last batch the harness expects on_next_task(NULL); any callback after it other than release fails, and so does a stream that was not cancelled and reaches release without on_next_task(NULL) or on_error.",
+        inferred: None,
     },
     Rule {
         id: "async.callbacks.serial",
@@ -849,6 +924,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "A producer MUST NOT call this concurrently from multiple threads.",
         observation: "Every handler callback, release included, records the threads inside a callback on entry and holds for 200 microseconds; entering while another callback runs on a different thread fails (a callback nested on the same thread is judged by the re-entry rules instead). A callback that overlapped is not also judged by the outcome of the one it overlapped.",
+        inferred: None,
     },
     Rule {
         id: "async.release.last",
@@ -860,6 +936,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "After calling this, the release callback will be called as the last call on this struct.",
         observation: "In every schedule (normal end, on_error, refused schema or task, cancel) the harness waits up to 3 s for the handler's release and 3 ms more for anything after it: release must come exactly once, nothing may follow it, and after on_error only release may come. A release that never comes is reported with the state the stream was stuck in (tasks delivered and requested, cancelled or not).",
+        inferred: None,
     },
     Rule {
         id: "async.schema-refused",
@@ -871,6 +948,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "A producer that receives a non-zero result here must not subsequently call anything other than the release callback on this object.",
         observation: "The harness's on_schema releases the schema and returns EINVAL; after that any callback other than release fails, and release must come.",
+        inferred: None,
     },
     Rule {
         id: "async.task-refused",
@@ -882,6 +960,7 @@ pub static RULES: &[Rule] = &[
         section: "Error Handling",
         quote: "If on_schema or on_next_task returns a non-zero integer value, the producer should not call the on_error callback, but instead should eventually call release at some point before or after any logging or processing of the error code.",
         observation: "The harness's on_next_task calls extract_data(task, NULL) and returns EINVAL for the first task; an on_error after that is reported, and so is a release that never comes.",
+        inferred: None,
     },
     Rule {
         id: "async.request.invalid",
@@ -893,6 +972,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "It is invalid to call this function with a value of n that is <= 0. Producers should error (e.g. call on_error) if receiving such a value for n.",
         observation: "The harness calls request(0) (schedule r0) or request(-1) (r-1) from on_schema and nothing else; it expects on_error and then release. A release without on_error, or a stall until the deadline, fails.",
+        inferred: None,
     },
     Rule {
         id: "async.cancel.idempotent",
@@ -904,6 +984,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "Calls to cancel must be idempotent and thread-safe. After calling it once, subsequent calls MUST be a NOP.",
         observation: "The harness cancels twice in a row (cancel@k:twice) or from three threads released together by a barrier (cancel@k:race). If that stream breaks any async rule, the same schedule is run with one cancel: if that one is clean, the repeated cancel is the cause and this rule fails (with the other findings as evidence, instead of them).",
+        inferred: None,
     },
     Rule {
         id: "async.cancel.no-error",
@@ -915,6 +996,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "Successful cancelling MUST NOT result in a producer calling ArrowAsyncDeviceStreamHandler.on_error, instead it should finish out any remaining tasks (calling on_next_task accordingly) and eventually just call release.",
         observation: "The harness cancels mid-stream (from on_next_task, and from another thread); on_next_task calls may still arrive, on_error fails, and release must come within the timeout.",
+        inferred: None,
     },
     Rule {
         id: "async.cancel.request-nop",
@@ -926,6 +1008,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "After cancel is called, additional calls to this function must be a NOP, but allowed.",
         observation: "After cancel the harness calls request(n) again; it must return without a crash, and no task beyond those requested before the cancel may be delivered.",
+        inferred: None,
     },
     Rule {
         id: "async.task.extract-null",
@@ -937,6 +1020,7 @@ pub static RULES: &[Rule] = &[
         section: "Result lifetimes",
         quote: "The ArrowAsyncTask object provided to on_next_task is owned by the producer and will be cleaned up during the invocation of calling extract_data on it.",
         observation: "For the schedule that extracts every task with NULL (rmax,extract-null) the whole stream is repeated: 2 unmeasured runs, then 3 measured with the allocation tracker's count of bytes held read before and after each (after the count stops moving); growth in every measured run, confirmed by a second round after 16 more, fails. Streams that broke other async rules are not measured (the harness leaks its handler for those on purpose).",
+        inferred: None,
     },
     Rule {
         id: "async.metadata.encoding",
@@ -948,6 +1032,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "This MUST either be NULL or a valid string that is encoded in the same way as ArrowSchema.metadata.",
         observation: "The harness decodes producer->additional_metadata and the metadata argument of every on_next_task and on_error as in schema.metadata.encoding.",
+        inferred: None,
     },
     // async.array.* in RULES.md.
     Rule {
@@ -960,6 +1045,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncTask structure",
         quote: "Mandatory. A callback to populate the provided ArrowDeviceArray with the available data.",
         observation: "Each ArrowDeviceArray that extract_data fills goes through the checks of a produced device array (device.* and array.*) against the schema from on_schema; this rule fails when any of them fails, and the evidence names the underlying rule.",
+        inferred: None,
     },
     // ------------------------------------------------------------------
     // consumer
@@ -974,6 +1060,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for consumers",
         quote: "Consumers MUST call a base structure's release callback when they won't be using it anymore",
         observation: "The harness exports with instrumented release callbacks; when the consume call returns, every base structure it handed over (schema, array, device array, and their moved copies) must have been released exactly once.",
+        inferred: None,
     },
     Rule {
         id: "consumer.release.no-children",
@@ -985,6 +1072,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for consumers",
         quote: "they MUST not call any of its children's release callbacks (including the optional dictionary)",
         observation: "Children's and dictionaries' release callbacks are instrumented too; a call to one of them that does not come from the harness's own parent release fails, unless the consumer moved that child out first (it is then a base structure).",
+        inferred: None,
     },
     Rule {
         id: "consumer.release.not-released",
@@ -996,6 +1084,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for consumers",
         quote: "In any case, a consumer MUST not try to access the base structure anymore after calling its release callback",
         observation: "The instrumented release records every structure it released; a second call for the same export, or a call on a structure whose release is already NULL, fails.",
+        inferred: None,
     },
     // Added: the consumer-side counterpart of the released-structure marker.
     Rule {
@@ -1008,6 +1097,7 @@ pub static RULES: &[Rule] = &[
         section: "Released structure",
         quote: "Before reading and interpreting a structure's data, consumers SHOULD check for a NULL release callback and treat it accordingly (probably by erroring out).",
         observation: "The harness hands the consumer an ArrowArray whose release is NULL and whose other members are poison (and, in another case, such an ArrowSchema); an error return passes, and reading the poison or a crash is reported.",
+        inferred: None,
     },
     Rule {
         id: "consumer.move.marks-source",
@@ -1019,6 +1109,7 @@ pub static RULES: &[Rule] = &[
         section: "Moving an array",
         quote: "Then it MUST mark the source structure released (see \"released structure\" above for how to do it) but without calling the release callback.",
         observation: "After the consume call the harness inspects the structures it passed in: each must have release NULL, and the instrumented release must have run exactly once per export, on the copy the consumer moved it to, never on the source's address after the move.",
+        inferred: None,
     },
     Rule {
         id: "consumer.read.values",
@@ -1030,6 +1121,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArray structure",
         quote: "Mandatory. The logical offset inside the array (i.e. the number of items from the physical start of the buffers).",
         observation: "The harness's own exporter hands over every scenario twice, plainly and in a varied encoding made to be misread (non-zero offsets at every level, children longer than their parent, null_count -1, validity buffers NULL or all-valid, NULL pointers for zero-sized buffers, garbage under null slots and outside windows, unused bitmap bits set, views inline and out of line over several variadic buffers, dense union slots sharing child elements, unused dictionary values, run-end encoding with filler runs), and compares the IPC stream the consumer writes back with the logical data. Refusing valid input with any error but ENOSYS fails; ENOSYS is a declared limitation (the case is skipped).",
+        inferred: None,
     },
     // Added: names and metadata apart from values. The spec lets consumers
     // ignore both, so dropping them is reported (INFO), never a failure.
@@ -1043,6 +1135,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "Consumers MAY choose to ignore this information.",
         observation: "The harness compares what the consumer wrote back with the data twice: as is, and with every field name and all metadata left out on both sides. Differences only in names or metadata (the plugin contract compares them; the spec lets consumers ignore both) are reported here, at INFO; everything else is consumer.read.values.",
+        inferred: None,
     },
     // Added: the type a consumer keeps apart from the values it read. The
     // C data interface gives the consumer the type; nothing in it asks the
@@ -1060,6 +1153,22 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
         observation: "When what the consumer wrote back differs from the data in more than names and metadata, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode) and nullability flags. Type flags (dictionary ordered, map keys sorted) are part of the type. Equal then: the values arrived and only the types changed, reported here (INFO). Different: consumer.read.values fails.",
+        inferred: None,
+    },
+    // Added: a clean refusal is a limitation only where a permission
+    // covers it (types, non-zero offsets, unaligned memory); no sentence
+    // says a consumer must accept the rest, so this is inferred: SHOULD.
+    Rule {
+        id: "consumer.read.accepts",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "it does not refuse an encoding the spec lets producers use (null_count -1, NULL pointers for zero-sized buffers, all-valid bitmaps, garbage under nulls) for data it otherwise reads",
+        spec_file: CDATA,
+        section: "The ArrowArray structure",
+        quote: "The buffer pointers MAY be null only in two situations: 1. for the null bitmap buffer, if ArrowArray.null_count is 0; 2. for any buffer (including variadic buffers), if the size in bytes of the corresponding buffer would be 0.",
+        observation: "When a consumer refuses a varied case cleanly, the harness hands it the same data twice more: plainly (offsets 0, every buffer allocated) and varied the same ways with every offset 0. Refusing the plain twin is a type limitation, reading the offset-0 twin an offset limitation (both permitted, never failures); reading the plain twin but refusing the offset-0 one fails this rule.",
+        inferred: Some("what the spec lets a producer export (this sentence, and \"MAY be -1 if not yet computed\" for null_count) a consumer that reads the type must be prepared to receive, or it cannot read conforming producers; no sentence says so of consumers"),
     },
     Rule {
         id: "consumer.read.after-release",
@@ -1071,6 +1180,7 @@ pub static RULES: &[Rule] = &[
         section: "Release callback semantics -- for consumers",
         quote: "In any case, a consumer MUST not try to access the base structure anymore after calling its release callback -- including any associated data such as its children.",
         observation: "When an instrumented release runs, the harness overwrites that node's buffers and strings with 0xDB bytes, keeping the memory mapped. A case whose consumer reads wrong is run again with that overwriting off: if it then reads right, it read released memory, and this rule fails instead of consumer.read.values.",
+        inferred: None,
     },
     Rule {
         id: "consumer.sync.waits",
@@ -1082,6 +1192,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowDeviceArray structure",
         quote: "If this is non-null then it MUST be used to call the appropriate sync method for the device (e.g. cudaStreamWaitEvent or hipStreamWaitEvent) before attempting to access the memory in the buffers.",
         observation: "On the emulated device (and on CUDA, by a slow kernel that writes the data late) the harness exports buffers whose final contents land only when the sync_event fires; a consumer that reads without waiting reports the earlier contents, which differ from the expected data every time.",
+        inferred: None,
     },
     Rule {
         id: "consumer.data.immutable",
@@ -1093,6 +1204,7 @@ pub static RULES: &[Rule] = &[
         section: "Mutability",
         quote: "Both the producer and the consumer SHOULD consider the exported data (that is, the data reachable through the buffers member of ArrowArray) to be immutable, as either party could otherwise see inconsistent data while the other is mutating it.",
         observation: "The harness keeps a copy of every exported buffer and compares it with the buffer when the buffer's release runs (and, for buffers never released, when the consume call returns); a difference is reported with its byte position.",
+        inferred: None,
     },
     Rule {
         id: "consumer.stream.release",
@@ -1104,6 +1216,7 @@ pub static RULES: &[Rule] = &[
         section: "Stream lifetime",
         quote: "Lifetime of the C stream is managed using a release callback with similar usage as in the C data interface.",
         observation: "The harness's stream release is instrumented: by the time the consume call returns it must have run exactly once, and no stream callback may be called after it.",
+        inferred: None,
     },
     Rule {
         id: "consumer.stream.last-error",
@@ -1115,6 +1228,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "This callback must ONLY be called if the last operation on the ArrowArrayStream returned an error.",
         observation: "The harness's get_last_error fails the rule when the previous stream call succeeded; its message buffer is overwritten at the next stream call, so a consumer that keeps the pointer instead of copying reports a corrupted message.",
+        inferred: None,
     },
     // Level changed from MUST (RULES.md): the spec's sentence says "should".
     Rule {
@@ -1127,6 +1241,7 @@ pub static RULES: &[Rule] = &[
         section: "Thread safety",
         quote: "Consumers wanting to call get_next from several threads should ensure those calls are serialized.",
         observation: "The harness's stream callbacks count calls in flight (each holding briefly to widen the window); a callback entered while another runs is reported.",
+        inferred: None,
     },
     Rule {
         id: "consumer.stream.error",
@@ -1138,6 +1253,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowArrayStream structure",
         quote: "Return value: 0 on success, a non-zero error code otherwise.",
         observation: "The harness's get_next fails mid-stream with EIO and a message; the consume call must return an error (the plugin contract asks for that code) with a last error that contains the harness's message, and everything handed over must still be released.",
+        inferred: None,
     },
     Rule {
         id: "consumer.async.request",
@@ -1149,6 +1265,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncProducer structure",
         quote: "It is invalid to call this function with a value of n that is <= 0.",
         observation: "The harness's producer records every request(n): n <= 0 fails (and is otherwise ignored). It delivers only against credits, so a consumer that stops requesting while batches remain (the rows delivery sends one row per task, up to 24 tasks) stalls: after 2 s without a credit, not cancelled, the rule fails with the counts, and the harness ends the stream with on_error(ETIMEDOUT) and release so the consumer can finish.",
+        inferred: None,
     },
     Rule {
         id: "consumer.async.extract-once",
@@ -1160,6 +1277,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncTask structure",
         quote: "It is only valid to call this method exactly once.",
         observation: "The harness's extract_data counts calls per task: a second call fails, and so does a task never extracted by the time the handler is released.",
+        inferred: None,
     },
     Rule {
         id: "consumer.async.on-error",
@@ -1171,6 +1289,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This callback MUST NOT call any methods of an ArrowAsyncProducer object.",
         observation: "The harness marks the thread running on_error while it runs; request or cancel called on that thread while the mark is set (on_error calling the producer, directly or through anything it calls on its thread) fails. A call from another consumer thread at the same time is not on_error's and is not charged.",
+        inferred: None,
     },
     Rule {
         id: "consumer.async.copies",
@@ -1182,6 +1301,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "A consumer who wants to maintain the additional metadata beyond the lifetime of this call MUST copy the value themselves.",
         observation: "The harness overwrites the task metadata as soon as on_next_task returns, and on_error's message and metadata as soon as on_error returns. The consume call must then report the original message (PLUGIN_ABI.md); a last error that is the harness's overwrite text fails. Task metadata is not part of what a consumer reports, so keeping it is only seen if it crashes the consumer.",
+        inferred: None,
     },
     // Added: the task passed to on_next_task is valid only during the call.
     Rule {
@@ -1194,6 +1314,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "If the consumer wants to use the task beyond the scope of this method, it must copy or move its contents to a new ArrowAsyncTask object.",
         observation: "As soon as on_next_task returns, the ArrowAsyncTask structure the harness passed is re-pointed at a tombstone record (extract_data stays callable); an extract_data that arrives through it (the consumer kept the pointer instead of copying or moving the task) fails, returns EINVAL, and the task counts as not extracted only under this rule.",
+        inferred: None,
     },
     // Added: the schema passed to on_schema must be moved, not kept.
     Rule {
@@ -1206,6 +1327,7 @@ pub static RULES: &[Rule] = &[
         section: "Result lifetimes",
         quote: "The ArrowSchema* passed as a parameter to the callback MUST NOT be stored and kept.",
         observation: "When on_schema returns, the ArrowSchema the harness passed must have been moved out (or released): one still live fails, and the harness releases it. Either way the structure is then overwritten with poison and release NULL, so a consumer that kept the pointer finds a released schema.",
+        inferred: None,
     },
     // Added: the handler's release has the same restriction as on_error.
     Rule {
@@ -1218,6 +1340,7 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "This must not call any methods of an ArrowAsyncProducer object.",
         observation: "The harness marks the thread running the handler's release while it runs; request or cancel called on that thread while the mark is set fails. A call from another consumer thread at the same time is not the release callback's: it is consumer.async.producer-lifetime.",
+        inferred: None,
     },
     // Added: the ArrowAsyncProducer's lifetime ends where the handler's
     // release begins; a consumer thread that still calls it reaches freed
@@ -1234,6 +1357,7 @@ pub static RULES: &[Rule] = &[
         section: "ArrowAsyncProducer Lifetime",
         quote: "It MUST be populated before calling any methods other than release and MUST remain valid at least until just before calling release on the stream handler object.",
         observation: "The harness notes when it is about to call the handler's release; a request or cancel from any other thread than release's own from then on (while release runs, or after it returned and before the case is judged) fails. The harness's producer structure is never freed, so such a call is seen, not a crash; a call from inside release is consumer.async.release-no-producer.",
+        inferred: None,
     },
     Rule {
         id: "consumer.async.release",
@@ -1245,5 +1369,6 @@ pub static RULES: &[Rule] = &[
         section: "The ArrowAsyncDeviceStreamHandler structure",
         quote: "Mandatory. A pointer to a consumer-provided release callback for the handler.",
         observation: "Everything the harness handed over through the handler (the schema passed to on_schema, each array extract_data filled) is registered with an instrumented release; once finish returned, each must have been released exactly once. One never released (kept by the handler, or freed without its release) fails.",
+        inferred: None,
     },
 ];

@@ -13,7 +13,7 @@ mod catalogue;
 
 use std::fmt;
 
-pub use catalogue::{LevelChange, LEVEL_CHANGES, RULES};
+pub use catalogue::{LevelChange, EXCEPTIONS, LEVEL_CHANGES, RULES};
 
 /// How strongly the spec requires a rule: its own word for the quoted
 /// sentence, never stronger. `Info` is behaviour the spec leaves open.
@@ -49,6 +49,126 @@ impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.as_str())
     }
+}
+
+/// The RFC 2119 word of a spec sentence (the spec's "Mandatory." member
+/// marker counts as REQUIRED, i.e. MUST): the strongest one it uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Modal {
+    /// No RFC 2119 word: the sentence describes; a rule on it is inferred.
+    None,
+    /// MAY, OPTIONAL: a permission.
+    May,
+    /// SHOULD, SHOULD NOT, RECOMMENDED.
+    Should,
+    /// MUST, MUST NOT, REQUIRED, SHALL, "Mandatory."
+    Must,
+}
+
+impl Modal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Modal::None => "none",
+            Modal::May => "MAY",
+            Modal::Should => "SHOULD",
+            Modal::Must => "MUST",
+        }
+    }
+
+    /// The strongest level a rule resting on a sentence with this word can
+    /// have without being inferred.
+    pub fn max_level(self) -> Level {
+        match self {
+            Modal::Must => Level::Must,
+            Modal::Should => Level::Should,
+            Modal::May | Modal::None => Level::Info,
+        }
+    }
+}
+
+/// The strongest RFC 2119 word of `sentence` (case-insensitive, as the
+/// spec writes "must" and "MUST" alike). "not required" (as in "It is
+/// recommended, but not required") is no requirement.
+pub fn modal(sentence: &str) -> Modal {
+    let lower = sentence.to_lowercase().replace("not required", "");
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    if has("must") || has("required") || has("shall") || has("mandatory") {
+        Modal::Must
+    } else if has("should") || has("recommended") {
+        Modal::Should
+    } else if has("may") || has("optional") {
+        Modal::May
+    } else {
+        Modal::None
+    }
+}
+
+impl Level {
+    /// Order of strength: INFO < SHOULD < MUST.
+    fn rank(self) -> u8 {
+        match self {
+            Level::Info => 0,
+            Level::Should => 1,
+            Level::Must => 2,
+        }
+    }
+}
+
+/// A rule whose level is stronger than its quote's word would give, kept
+/// so on purpose: each with the reason, shown by `explain` and RULES.md.
+#[derive(Debug, Clone, Copy)]
+pub struct Exception {
+    pub id: &'static str,
+    pub reason: &'static str,
+}
+
+/// Why a rule's level is what it is, in one line: the word of its quote,
+/// inferred, or a justified exception.
+pub fn level_basis(rule: &Rule) -> String {
+    let word = modal(rule.quote);
+    if let Some(from) = rule.inferred {
+        return format!(
+            "inferred (no sentence states it; at most SHOULD): {from}; the quote's word is {}",
+            word.as_str()
+        );
+    }
+    if let Some(e) = catalogue::EXCEPTIONS.iter().find(|e| e.id == rule.id) {
+        return format!(
+            "{}, the quote's word being {}: {}",
+            rule.level,
+            word.as_str(),
+            e.reason
+        );
+    }
+    format!("{} (the quote's word: {})", rule.level, word.as_str())
+}
+
+/// Whether `rule`'s level is one its quote supports: no stronger than the
+/// quote's word, at most SHOULD when inferred, or a listed exception.
+pub fn level_supported(rule: &Rule) -> Result<(), String> {
+    if rule.inferred.is_some() {
+        return if rule.level.rank() <= Level::Should.rank() {
+            Ok(())
+        } else {
+            Err(format!("{}: inferred but {}", rule.id, rule.level))
+        };
+    }
+    if rule.level.rank() <= modal(rule.quote).max_level().rank() {
+        return Ok(());
+    }
+    if catalogue::EXCEPTIONS.iter().any(|e| e.id == rule.id) {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: level {} but its quote's word is {} (quote a sentence that says so, mark it inferred, or justify an exception)",
+        rule.id,
+        rule.level,
+        modal(rule.quote).as_str()
+    ))
 }
 
 /// Which side of the interface a rule judges.
@@ -117,6 +237,10 @@ pub struct Rule {
     pub quote: &'static str,
     /// How the harness decides it: what it does and what it observes.
     pub observation: &'static str,
+    /// `Some(from what)` when the spec implies the requirement but no
+    /// sentence states it: such a rule is at most SHOULD, and `explain`
+    /// says it is inferred and from what.
+    pub inferred: Option<&'static str>,
 }
 
 /// Display titles of the areas, in catalogue order.
@@ -199,7 +323,8 @@ pub fn explain(rule: &Rule) -> String {
         rule.spec_file, rule.section
     ));
     out.push_str(&wrap(rule.quote, "    ", 78));
-    out.push_str("\nHow arrowcert decides:\n");
+    out.push_str(&format!("\nLevel: {}\n", level_basis(rule)));
+    out.push_str("How arrowcert decides:\n");
     out.push_str(&wrap(rule.observation, "    ", 78));
     if let Some(change) = LEVEL_CHANGES.iter().find(|c| c.id == rule.id) {
         out.push('\n');
@@ -257,8 +382,11 @@ pub fn markdown() -> String {
     out.push_str(&format!(
         "{} rules: {} MUST, {} SHOULD, {} INFO. Side: P judges a producer (the library \
          exports, the harness consumes), C judges a consumer (the harness exports), P/C both. \
-         The level is the spec's own word for the quoted sentence, never stronger; INFO is \
-         behaviour the spec leaves open. Quotes are verbatim from the spec texts (Apache Arrow \
+         The level is the spec's own word for the quoted sentence (its RFC 2119 word: \
+         MUST, SHOULD, MAY; the spec's \"Mandatory.\" counts as MUST), never stronger; a \
+         rule the spec implies but never states is marked inferred and is at most SHOULD; \
+         the few justified exceptions are listed at the end. INFO is behaviour the spec \
+         leaves open. Quotes are verbatim from the spec texts (Apache Arrow \
          `docs/source/format/`), with RST markup and line breaks dropped. \
          `arrowcert explain ID` prints one rule; `arrowcert rules` lists them all.\n\n",
         RULES.len(),
@@ -274,12 +402,16 @@ pub fn markdown() -> String {
     out.push('\n');
     for (area, rules) in &areas {
         out.push_str(&format!("## {}\n\n", area_title(area)));
-        out.push_str("| ID | Level | Side | Requirement | Spec |\n|---|---|---|---|---|\n");
+        out.push_str(
+            "| ID | Level | Quote's word | Inferred | Side | Requirement | Spec |\n|---|---|---|---|---|---|---|\n",
+        );
         for r in rules {
             out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {}: {} |\n",
+                "| `{}` | {} | {} | {} | {} | {} | {}: {} |\n",
                 r.id,
                 r.level,
+                modal(r.quote).as_str(),
+                if r.inferred.is_some() { "yes" } else { "no" },
                 r.side.letter(),
                 cell(r.summary),
                 r.spec_file,
@@ -298,9 +430,20 @@ pub fn markdown() -> String {
                 md(r.section)
             ));
             out.push_str(&format!("> {}\n\n", md(r.quote)));
+            out.push_str(&format!("Level: {}\n\n", md(&level_basis(r))));
             out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
         }
     }
+    out.push_str("## Levels above their quote's word\n\n");
+    out.push_str(
+        "Rules whose quoted sentence carries no RFC 2119 word, kept at their level because \
+         the requirement is definitional (without it the structure cannot be read at all):\n\n",
+    );
+    for e in EXCEPTIONS {
+        let level = find(e.id).map_or(Level::Info, |r| r.level);
+        out.push_str(&format!("- `{}`: {}: {}.\n", e.id, level, md(e.reason)));
+    }
+    out.push('\n');
     out.push_str("## Levels that differ from the starting list\n\n");
     out.push_str(
         "`shared/RULES.md` gave these rules a stronger level than the spec's own word for \
@@ -645,6 +788,48 @@ mod tests {
                 r.level.as_str()
             );
             assert!(line.ends_with(r.summary));
+        }
+    }
+
+    #[test]
+    fn modal_words_are_read_as_rfc_2119_reads_them() {
+        assert_eq!(modal("The release callback MUST mark the structure"), Modal::Must);
+        assert_eq!(modal("Mandatory. The number of null items."), Modal::Must);
+        assert_eq!(modal("There must be n pointers. MAY be NULL only if"), Modal::Must);
+        assert_eq!(modal("the sync_event member should always be null."), Modal::Should);
+        assert_eq!(
+            modal("It is recommended, but not required, that the memory addresses"),
+            Modal::Should
+        );
+        assert_eq!(modal("Consumers MAY choose to ignore this information."), Modal::May);
+        assert_eq!(modal("The ArrowArray describes the data."), Modal::None);
+        assert_eq!(modal("A run end cannot be null."), Modal::None);
+        assert_eq!(modal("the mustard"), Modal::None);
+    }
+
+    /// Every rule's level rests on its quote: no stronger than the quote's
+    /// RFC 2119 word, at most SHOULD when inferred, or one of the short
+    /// list of justified exceptions (each a rule that still needs it).
+    #[test]
+    fn every_rules_level_rests_on_its_quoted_sentence() {
+        let failures: Vec<String> = RULES
+            .iter()
+            .filter_map(|r| level_supported(r).err())
+            .collect();
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        for e in EXCEPTIONS {
+            let r = find(e.id).unwrap_or_else(|| panic!("exception {}: no such rule", e.id));
+            assert!(
+                r.inferred.is_none()
+                    && r.level.rank() > modal(r.quote).max_level().rank(),
+                "exception {} is not needed: its quote supports its level",
+                e.id
+            );
+            assert!(!e.reason.trim().is_empty());
+        }
+        assert!(EXCEPTIONS.len() <= 12, "the exceptions list is meant to be short");
+        for r in RULES.iter().filter(|r| r.inferred.is_some()) {
+            assert!(explain(r).contains("inferred"), "{}", r.id);
         }
     }
 

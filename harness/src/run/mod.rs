@@ -11,6 +11,7 @@
 //! verdict, and a fresh worker takes the remaining cases.
 
 pub mod breadcrumb;
+pub mod panic;
 pub mod proc;
 pub mod protocol;
 pub mod worker;
@@ -250,7 +251,9 @@ impl Worker {
                 worker.stop();
                 Err(StartError(message))
             }
-            Ok(Some(FromWorker::Done { .. } | FromWorker::Step { .. })) => {
+            Ok(Some(
+                FromWorker::Done { .. } | FromWorker::Step { .. } | FromWorker::HarnessPanic { .. },
+            )) => {
                 worker.stop();
                 Err(StartError(
                     "the worker sent a result before it was ready".into(),
@@ -303,6 +306,9 @@ impl Worker {
         // Breadcrumbs come first: the last one names the step a crash or
         // a hang happened in.
         let mut step: Option<String> = None;
+        // A panic of arrowcert's code the worker told of: if the worker
+        // then dies, that is why (a harness error, not a plugin crash).
+        let mut panicked: Option<String> = None;
         let answer = loop {
             let wait = deadline
                 .saturating_duration_since(Instant::now())
@@ -313,6 +319,7 @@ impl Worker {
                 .and_then(|_| self.read_message())
             {
                 Ok(Some(FromWorker::Step { step: s })) => step = Some(s),
+                Ok(Some(FromWorker::HarnessPanic { message })) => panicked = Some(message),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -367,6 +374,18 @@ impl Worker {
                 // that its status says how it died.
                 let status = self.wait_briefly();
                 proc::kill_group(self.child.id());
+                if let Some(text) = panicked {
+                    failed.verdict = Verdict::HarnessError;
+                    failed.message = Some(format!(
+                        "{} (the worker {} after it)",
+                        panic::harness_error_message(&text),
+                        status
+                            .map(describe_exit)
+                            .unwrap_or_else(|| "stopped answering".into())
+                    ));
+                    failed.output = output_since(&self.capture_file, output_from, limit);
+                    return Err(Box::new(failed));
+                }
                 failed.verdict = Verdict::Crash;
                 failed.message = Some(match other {
                     Ok(Some(FromWorker::Fatal { message })) => {

@@ -34,4 +34,8 @@ pub enum FromWorker {
     Step { step: String },
     /// The worker cannot go on (bad input it discovered); it exits next.
     Fatal { message: String },
+    /// arrowcert's own code panicked in the running case ("panicked at
+    /// FILE:LINE:COL: MESSAGE"); sent by the panic hook before anything
+    /// else, so that a worker that dies of it is a harness error.
+    HarnessPanic { message: String },
 }

@@ -182,12 +182,11 @@ pub fn run(args: WorkerArgs) -> i32 {
                 ids,
                 Box::new(move |i, id| {
                     let spec = plan.get(i).filter(|s| s.id == id)?;
-                    Some(roundtrip::run_case(
-                        producer,
-                        consumer,
-                        &scenarios[spec.scenario],
-                        spec,
-                        options,
+                    let scenario = &scenarios[spec.scenario];
+                    Some(super::panic::guarded(
+                        id,
+                        || roundtrip::record(scenario, spec, options),
+                        || roundtrip::run_case(producer, consumer, scenario, spec, options),
                     ))
                 }),
             )
@@ -222,11 +221,11 @@ pub fn run(args: WorkerArgs) -> i32 {
                             &extra
                         }
                     };
-                    Some(certify::run_case(
-                        plugins,
-                        &scenarios[spec.scenario],
-                        spec,
-                        opts,
+                    let scenario = &scenarios[spec.scenario];
+                    Some(super::panic::guarded(
+                        id,
+                        || certify::record(scenario, spec, opts),
+                        || certify::run_case(plugins, scenario, spec, opts),
                     ))
                 }),
             )
@@ -266,6 +265,26 @@ pub fn run(args: WorkerArgs) -> i32 {
             };
             if let Ok(mut s) = crumbs.lock() {
                 let _ = send(&mut s, &msg);
+            }
+        });
+    }
+    // A panic of arrowcert's code that cannot unwind to the case (one in
+    // a callback a plugin called aborts) is told to the orchestrator
+    // first, so the worker's death is a harness error, not a crash.
+    super::panic::install_hook();
+    if let Ok(notes) = stream.try_clone() {
+        let notes = std::sync::Mutex::new(notes);
+        super::panic::set_notify(move |text| {
+            if std::process::id() != me {
+                return;
+            }
+            if let Ok(mut s) = notes.lock() {
+                let _ = send(
+                    &mut s,
+                    &FromWorker::HarnessPanic {
+                        message: text.to_string(),
+                    },
+                );
             }
         });
     }

@@ -1,0 +1,166 @@
+//! Harness faults are not library faults. A panic in arrowcert's own code
+//! while it runs a case is caught here, per case, and reported as a
+//! `harness_error` verdict with the panic's message and location ("please
+//! report this"), never as the library crashing and never charged to a
+//! rule.
+//!
+//! Two ways a panic can surface:
+//! - it unwinds to the case boundary: [`guarded`] catches it and the case
+//!   gets its harness-error verdict; the run goes on;
+//! - it cannot unwind (a panic inside an `extern "C"` callback the plugin
+//!   called aborts the process): the hook installed by [`install_hook`]
+//!   has already told the orchestrator, so the worker's death is reported
+//!   as a harness error too, not a crash.
+//!
+//! Tests plant a panic with the hook [`test_hook`] reads: in debug builds
+//! only, `ARROWCERT_TEST_PANIC_IN_CASE=TEXT` panics inside every case whose
+//! ID contains TEXT. Release builds ignore it.
+
+#![forbid(unsafe_code)]
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Mutex, Once};
+
+use crate::report::{Case, Verdict};
+
+/// The environment variable of the test-only panic hook.
+pub const TEST_PANIC_ENV: &str = "ARROWCERT_TEST_PANIC_IN_CASE";
+
+/// The last panic seen in this process, as "panicked at FILE:LINE:COL:
+/// MESSAGE".
+static LAST: Mutex<Option<String>> = Mutex::new(None);
+
+type Notify = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Called with the panic's description as soon as it happens (before an
+/// abort can end the process): the worker sends it to the orchestrator.
+static NOTIFY: Mutex<Option<Notify>> = Mutex::new(None);
+
+static INSTALL: Once = Once::new();
+
+/// Installs the panic hook (once per process): it records where and why
+/// the panic happened, tells [`set_notify`]'s callback, then prints as
+/// Rust's default hook does.
+pub fn install_hook() {
+    INSTALL.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with a non-text payload".into());
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_else(|| "an unknown location".into());
+            let text = format!("panicked at {at}: {message}");
+            if let Ok(mut last) = LAST.lock() {
+                *last = Some(text.clone());
+            }
+            if let Ok(notify) = NOTIFY.lock() {
+                if let Some(f) = notify.as_ref() {
+                    f(&text);
+                }
+            }
+            default(info);
+        }));
+    });
+}
+
+/// Sets the callback the hook calls with each panic's description.
+pub fn set_notify(f: impl Fn(&str) + Send + Sync + 'static) {
+    if let Ok(mut n) = NOTIFY.lock() {
+        *n = Some(Box::new(f));
+    }
+}
+
+/// The message a harness error carries.
+pub fn harness_error_message(panic: &str) -> String {
+    format!(
+        "arrowcert's own code failed ({panic}); this is a bug in arrowcert, not in the library under test: please report it with this case's replay command"
+    )
+}
+
+/// Panics when the test-only hook names this case (debug builds only).
+pub fn test_hook(case_id: &str) {
+    if cfg!(debug_assertions) {
+        if let Some(text) = std::env::var_os(TEST_PANIC_ENV) {
+            let text = text.to_string_lossy();
+            if !text.is_empty() && case_id.contains(text.as_ref()) {
+                panic!("test hook {TEST_PANIC_ENV} planted a panic in case {case_id}");
+            }
+        }
+    }
+}
+
+/// Runs one case, turning a panic of arrowcert's code into a harness-error
+/// verdict on `record` (the case's entry before it ran).
+pub fn guarded(case_id: &str, record: impl FnOnce() -> Case, run: impl FnOnce() -> Case) -> Case {
+    install_hook();
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        test_hook(case_id);
+        run()
+    }));
+    match result {
+        Ok(case) => case,
+        Err(payload) => {
+            let text = LAST
+                .lock()
+                .ok()
+                .and_then(|l| l.clone())
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let mut case = record();
+            case.verdict = Verdict::HarnessError;
+            case.message = Some(harness_error_message(&text));
+            case
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Case {
+        Case {
+            id: "x".into(),
+            path: "array".into(),
+            scenario: "s".into(),
+            batch: None,
+            slice: None,
+            verdict: Verdict::Skip,
+            message: Some("not run".into()),
+            differences: Vec::new(),
+            duration_us: 0,
+            replay: "arrowcert certify --exact x".into(),
+            output: None,
+            changed: Vec::new(),
+            checked: Vec::new(),
+            violations: Vec::new(),
+            not_exercised: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_panic_becomes_a_harness_error_with_its_location() {
+        let case = guarded("x", record, || panic!("boom in the harness"));
+        assert_eq!(case.verdict, Verdict::HarnessError);
+        let m = case.message.unwrap();
+        assert!(m.contains("boom in the harness"), "{m}");
+        assert!(m.contains("panic.rs:"), "{m}");
+        assert!(m.contains("please report"), "{m}");
+        assert!(case.violations.is_empty(), "never charged to a rule");
+    }
+
+    #[test]
+    fn no_panic_is_no_change() {
+        let mut c = record();
+        c.verdict = Verdict::Pass;
+        let out = guarded("x", record, || c.clone());
+        assert_eq!(out, c);
+    }
+}
