@@ -18,6 +18,22 @@
  * The list of mutations, with the rule each one breaks and the bug it
  * models, is MUTANTS below.
  *
+ * Two mutations break no rule: they are *limitations*, consumers that use
+ * a permission of the spec to refuse input cleanly (everything released,
+ * a non-zero code, a message through arrowcert_last_error):
+ *  - refuse-offsets: "Consumers MAY decide not to support ... non-0-offset
+ *    arrays": any array, device array or stream chunk with a non-zero
+ *    offset at any node (children and dictionaries included) is refused
+ *    with EINVAL, "non-zero offsets are not supported" (a stream chunk:
+ *    released by this wrapper, the base told EINVAL by get_next, the
+ *    consume call then fails with EINVAL and that message);
+ *  - refuse-unions: "Consumers MAY decide not to support all data types":
+ *    any schema with a union type anywhere (format "+u...") is refused with
+ *    EINVAL, "union types are not supported" (a stream's schema is peeked
+ *    with get_schema before the base gets the stream).
+ * Certification must report them as limitations, never as failures, and
+ * the run must still pass (harness/tests/consumer_mutants.rs).
+ *
  * How the mutations work. The base only ever sees structures this wrapper
  * built or passed on:
  *  - a *move*: the harness's structure is bitwise copied and the source
@@ -73,7 +89,8 @@
   /* consumer.read.values: a sliced string column's data copied up to */               \
   /* offsets[length] instead of offsets[offset + length] */                            \
   X(STRING_LENGTH_FROM_FIRST_OFFSET, "string-length-from-first-offset")                \
-  /* consumer.read.values: NULL data/offset buffers of an empty array refused */       \
+  /* consumer.read.accepts: NULL data/offset buffers of an empty array refused */      \
+  /* (no permission covers it: the same data, buffers allocated, is read) */          \
   X(NULL_BUFFERS_OF_EMPTY, "null-buffers-of-empty")                                    \
   /* consumer.read.metadata: metadata dropped on import (the spec lets consumers ignore it: INFO) */ \
   X(DROP_METADATA, "drop-metadata")                                                    \
@@ -97,7 +114,11 @@
   X(ACCEPTS_RELEASED, "accepts-released")                                              \
   /* consumer.data.immutable: an in-place fix-up of a byte of the producer's */        \
   /* buffers (first column's first data buffer) */                                    \
-  X(WRITE_BUFFER, "write-buffer")
+  X(WRITE_BUFFER, "write-buffer")                                                      \
+  /* none (a limitation): input with a non-zero offset at any node refused */          \
+  X(REFUSE_OFFSETS, "refuse-offsets")                                                  \
+  /* none (a limitation): schemas with a union type anywhere refused */                \
+  X(REFUSE_UNIONS, "refuse-unions")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -425,6 +446,27 @@ static void shorten_strings(struct tree* t, const struct ArrowSchema* s, struct 
   shorten_strings(t, s->dictionary, a->dictionary, failed);
 }
 
+/* refuse-offsets: a non-zero offset at any node of the array tree. */
+static int nonzero_offset(const struct ArrowArray* a) {
+  if (!a) return 0;
+  if (a->offset != 0) return 1;
+  for (int64_t i = 0; i < a->n_children && a->children; i++)
+    if (nonzero_offset(a->children[i])) return 1;
+  return nonzero_offset(a->dictionary);
+}
+
+/* refuse-unions: a union type (format "+u...") anywhere in the schema. */
+static int has_union(const struct ArrowSchema* s) {
+  if (!s) return 0;
+  if (s->format && strncmp(s->format, "+u", 2) == 0) return 1;
+  for (int64_t i = 0; i < s->n_children && s->children; i++)
+    if (has_union(s->children[i])) return 1;
+  return has_union(s->dictionary);
+}
+
+static const char OFFSETS_REFUSED[] = "non-zero offsets are not supported";
+static const char UNIONS_REFUSED[] = "union types are not supported";
+
 static int null_buffer_in_empty(const struct ArrowArray* a) {
   if (!a) return 0;
   if (a->length == 0)
@@ -606,6 +648,13 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
       release_schema(schema);
       release_array(array);
       return fail(EINVAL, "NULL buffer in an empty array");
+    case REFUSE_OFFSETS:
+    case REFUSE_UNIONS:
+      if (M == REFUSE_OFFSETS ? !nonzero_offset(array) : !has_union(schema))
+        return base_batch(schema, array, dev, out, len);
+      release_schema(schema);
+      release_array(array);
+      return fail(EINVAL, M == REFUSE_OFFSETS ? OFFSETS_REFUSED : UNIONS_REFUSED);
     case DROP_METADATA:
     case IGNORE_FLAGS:
     case ALL_COLUMNS_NULLABLE:
@@ -652,7 +701,12 @@ struct wstream {
   struct ArrowArrayStream inner;        /* the moved original, plain */
   struct ArrowDeviceArrayStream dinner; /* the moved original, device */
   int get_next_calls;
+  int refused; /* refuse-offsets: a chunk was refused (get_last_error says why) */
 };
+
+/* refuse-offsets: set when the wrapper refused a stream chunk, read by the
+ * consume call once the base returned (the wrapper stream is freed by then). */
+static volatile int chunk_refused;
 
 static int w_inner_get_schema(struct wstream* w, struct ArrowSchema* out) {
   return w->device ? w->dinner.get_schema(&w->dinner, out) : w->inner.get_schema(&w->inner, out);
@@ -719,10 +773,17 @@ static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* ch
     struct ArrowArray clone;
     if (clone_array(chunk, &clone, 0) == 0) *chunk = clone; /* the original: never released */
   }
+  if (rc == 0 && M == REFUSE_OFFSETS && chunk->release && nonzero_offset(chunk)) {
+    chunk->release(chunk); /* refused: the chunk released, the base told EINVAL */
+    w->refused = 1;
+    chunk_refused = 1;
+    return EINVAL;
+  }
   return rc;
 }
 
 static const char* w_get_last_error_common(struct wstream* w) {
+  if (w->refused) return OFFSETS_REFUSED;
   const char* message = w_inner_get_last_error(w);
   if (M == KEEP_LAST_ERROR) kept_error = message;
   return message;
@@ -763,15 +824,36 @@ static void wd_release(struct ArrowDeviceArrayStream* s) {
 
 static int wraps_streams(void) {
   return M == LEAK || M == KEEP_LAST_ERROR || M == GET_NEXT_AFTER_ERROR ||
-         M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT;
+         M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT || M == REFUSE_OFFSETS;
 }
 
 /* What the base returned, with the kept message as last error when
  * keep-last-error has one. */
 static int stream_result(int rc) {
   if (rc != 0 && M == KEEP_LAST_ERROR && kept_error) use_kept = 1;
+  if (chunk_refused) {
+    chunk_refused = 0;
+    return fail(EINVAL, OFFSETS_REFUSED);
+  }
   return rc;
 }
+
+/* refuse-unions: peeks at a stream's schema; 1 (the stream released, the
+ * refusal set) when it has a union. A schema the stream cannot give is left
+ * for the base to report. */
+#define PEEK_UNIONS(stream)                                                 \
+  do {                                                                      \
+    struct ArrowSchema peeked;                                              \
+    memset(&peeked, 0, sizeof peeked);                                      \
+    if ((stream)->get_schema && (stream)->get_schema((stream), &peeked) == 0) { \
+      int u = has_union(&peeked);                                           \
+      release_schema(&peeked);                                              \
+      if (u) {                                                              \
+        (stream)->release(stream);                                          \
+        return fail(EINVAL, UNIONS_REFUSED);                                \
+      }                                                                     \
+    }                                                                       \
+  } while (0)
 
 int arrowcert_consume_stream(struct ArrowArrayStream* stream, uint8_t** out_ipc,
                              int64_t* out_len) {
@@ -785,8 +867,11 @@ int arrowcert_consume_stream(struct ArrowArrayStream* stream, uint8_t** out_ipc,
     if (stream && stream->release) stream->release(stream);
     return fail(ENOSYS, "mutant consumer: the base has no arrowcert_consume_stream");
   }
+  if (M == REFUSE_UNIONS && stream && stream->release && out_ipc && out_len)
+    PEEK_UNIONS(stream);
   if (!wraps_streams() || !stream || !stream->release || !out_ipc || !out_len)
     return f(stream, out_ipc, out_len);
+  chunk_refused = 0;
   struct wstream* w = calloc(1, sizeof *w);
   if (!w) {
     stream->release(stream);
@@ -817,8 +902,11 @@ int arrowcert_consume_device_stream(struct ArrowDeviceArrayStream* stream, uint8
     if (stream && stream->release) stream->release(stream);
     return fail(ENOSYS, "mutant consumer: the base has no arrowcert_consume_device_stream");
   }
+  if (M == REFUSE_UNIONS && stream && stream->release && out_ipc && out_len)
+    PEEK_UNIONS(stream);
   if (!wraps_streams() || !stream || !stream->release || !out_ipc || !out_len)
     return f(stream, out_ipc, out_len);
+  chunk_refused = 0;
   struct wstream* w = calloc(1, sizeof *w);
   if (!w) {
     stream->release(stream);

@@ -448,7 +448,11 @@ fn junit_has_one_test_case_per_rule() {
     assert_eq!(code, Some(0), "{out}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.starts_with("<?xml"));
-    assert_eq!(xml.matches("<testcase ").count(), r.rules.len());
+    // One test case per rule and one per case (two suites).
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        r.rules.len() + r.cases.len()
+    );
     assert!(xml.contains("name=\"array.null-count\""));
 }
 

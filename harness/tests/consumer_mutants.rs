@@ -1,7 +1,9 @@
 //! Every mutant consumer breaks exactly its rule: consumer certification
 //! reports that rule (and only rules that follow from it), while the same
 //! wrapper with no mutation, and the reference consumer, pass everything.
-//! The table of mutant -> rule verdicts is generated into
+//! The limitation mutants break no rule: they refuse input cleanly under a
+//! permission of the spec, and certification reports limitations, never
+//! failures. The table of mutant -> rule verdicts is generated into
 //! docs/CONSUMER_MUTANTS.md.
 
 mod support;
@@ -83,9 +85,9 @@ const MUTANTS: &[Mutant] = &[
     ),
     m(
         "null-buffers-of-empty",
-        "consumer.read.values",
+        "consumer.read.accepts",
         &["batch:2"],
-        "refuses the NULL buffer pointers the spec allows for zero-sized buffers of empty arrays",
+        "refuses the NULL buffer pointers the spec allows for zero-sized buffers of empty arrays (it reads the same data with the buffers allocated: no permission covers the refusal)",
     ),
     m(
         "drop-metadata",
@@ -141,6 +143,33 @@ const MUTANTS: &[Mutant] = &[
         &["consumer/array/plain/primitive"],
         "writes into an imported buffer (in place) before releasing it",
     ),
+];
+
+/// A mutant that breaks no rule: it refuses input cleanly (everything
+/// released, EINVAL, a message) under a permission of the spec.
+struct Limitation {
+    name: &'static str,
+    /// What the mutant's arrowcert_last_error says when it refuses.
+    message: &'static str,
+    /// What it refuses.
+    refuses: &'static str,
+    /// The sentence of CDataInterface.rst that permits it.
+    permission: &'static str,
+}
+
+const LIMITATIONS: &[Limitation] = &[
+    Limitation {
+        name: "refuse-offsets",
+        message: "non-zero offsets are not supported",
+        refuses: "any array, device array or stream chunk with a non-zero offset at any node",
+        permission: "Consumers MAY decide not to support all data types, and likewise for non-0-offset arrays",
+    },
+    Limitation {
+        name: "refuse-unions",
+        message: "union types are not supported",
+        refuses: "any schema with a union type anywhere (format `+u...`), streams included",
+        permission: "Consumers MAY decide not to support all data types",
+    },
 ];
 
 /// Consumer rules with no mutant here, and why.
@@ -202,7 +231,11 @@ fn mutations_in_source() -> Vec<String> {
 
 #[test]
 fn every_mutation_is_tested_and_every_consumer_rule_has_a_mutant_or_a_reason() {
-    let tested: Vec<&str> = MUTANTS.iter().map(|m| m.name).collect();
+    let tested: Vec<&str> = MUTANTS
+        .iter()
+        .map(|m| m.name)
+        .chain(LIMITATIONS.iter().map(|l| l.name))
+        .collect();
     for name in mutations_in_source() {
         assert!(
             name == "none" || tested.contains(&name.as_str()),
@@ -279,6 +312,13 @@ fn every_mutant_breaks_exactly_its_rule() {
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    table.push_str("\n## Limitations, not failures\n\nThese mutants break no rule: they refuse input cleanly (everything released, EINVAL, a message through `arrowcert_last_error`) under a permission of the spec. `limitation_mutants_are_limitations_and_the_run_passes` certifies each one on every built-in consumer case and checks that no MUST rule fails, that the refused cases are limitations carrying the mutant's message, and that the run passes (every path still reads some data).\n\n| mutant | what it refuses | its message | the spec's permission |\n|---|---|---|---|\n");
+    for l in LIMITATIONS {
+        table.push_str(&format!(
+            "| `{}` | {} | \"{}\" | \"{}\" |\n",
+            l.name, l.refuses, l.message, l.permission
+        ));
+    }
     table.push_str("\n## Consumer rules without a mutant\n\n| rule | why |\n|---|---|\n");
     for (id, why) in NO_MUTANT {
         table.push_str(&format!("| `{id}` | {why} |\n"));
@@ -291,5 +331,99 @@ fn every_mutant_breaks_exactly_its_rule() {
     assert_eq!(
         committed, table,
         "docs/CONSUMER_MUTANTS.md is stale: rerun with ARROWCERT_BLESS=1"
+    );
+}
+
+/// A consumer that refuses what the spec lets it refuse is limited, not
+/// broken: on every built-in consumer case, the refusals are limitations
+/// with the consumer's own message, no MUST rule fails, and the run passes
+/// because every path still reads some data.
+#[test]
+fn limitation_mutants_are_limitations_and_the_run_passes() {
+    let mut problems = Vec::new();
+    for l in LIMITATIONS {
+        let (code, r, out) = certify(l.name, &[], false);
+        let name = l.name;
+        let musts: Vec<String> = r
+            .rules
+            .iter()
+            .filter(|s| s.verdict == Verdict::Fail && s.level == "MUST")
+            .map(|s| s.rule.clone())
+            .collect();
+        if !musts.is_empty() {
+            problems.push(format!("{name}: MUST rules failed: {musts:?}\n{out}"));
+        }
+        if r.summary.limitations == 0 {
+            problems.push(format!("{name}: no limitation reported\n{out}"));
+        }
+        if r.limitations.len() as u64 != r.summary.limitations {
+            problems.push(format!(
+                "{name}: {} limitation entries for {} limitation cases",
+                r.limitations.len(),
+                r.summary.limitations
+            ));
+        }
+        for e in &r.limitations {
+            if !e.message.contains(l.message) {
+                problems.push(format!("{name}: limitation of {} says {:?}", e.case, e.message));
+            }
+            if !e.library.contains(name) {
+                problems.push(format!("{name}: limitation of {} names {:?}", e.case, e.library));
+            }
+        }
+        for c in r.cases.iter().filter(|c| c.verdict == Verdict::Limitation) {
+            if !c.message.as_deref().unwrap_or("").contains(l.message) {
+                problems.push(format!("{name}: {} is a limitation saying {:?}", c.id, c.message));
+            }
+        }
+        // Every data path the wrapper exports refused something and still
+        // read data.
+        for path in ["consume_array", "consume_device_array", "consume_stream", "consume_device_stream"] {
+            let limited = r
+                .limitations
+                .iter()
+                .any(|e| e.path == path);
+            let passed = r
+                .cases
+                .iter()
+                .any(|c| c.path == path && c.verdict == Verdict::Pass);
+            if !passed {
+                problems.push(format!("{name}: no case passed on {path}"));
+            }
+            if !limited {
+                problems.push(format!("{name}: nothing refused on {path}"));
+            }
+        }
+        if r.summary.failed + r.summary.errors + r.summary.crashed + r.summary.timed_out > 0 {
+            problems.push(format!("{name}: a case failed, errored, crashed or hung\n{out}"));
+        }
+        let outcome = r.outcome.as_ref().map(|o| o.outcome);
+        if outcome != Some(arrowcert::report::outcome::Outcome::Pass) || code != Some(0) {
+            problems.push(format!("{name}: outcome {outcome:?}, exit code {code:?}\n{out}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Refusing the NULL buffers the spec allows for zero-sized buffers is no
+/// permitted limitation: the consumer reads the same data with the buffers
+/// allocated, and refuses it varied even with every offset 0. That breaks
+/// `consumer.read.accepts` (SHOULD), not `consumer.read.values`, and the
+/// run still passes.
+#[test]
+fn refusing_null_buffers_of_empty_arrays_fails_accepts_not_values() {
+    let (code, r, out) = certify("null-buffers-of-empty", &["batch:2"], false);
+    let rule = |id: &str| r.rules.iter().find(|s| s.rule == id).unwrap_or_else(|| panic!("{id}\n{out}"));
+    let accepts = rule("consumer.read.accepts");
+    assert_eq!(accepts.verdict, Verdict::Fail, "{out}");
+    assert_eq!(accepts.level, "SHOULD");
+    assert_ne!(rule("consumer.read.values").verdict, Verdict::Fail, "{out}");
+    assert_eq!(failing(&r), ["consumer.read.accepts"], "{out}");
+    assert_eq!(r.summary.limitations, 0, "{:#?}", r.limitations);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        r.outcome.as_ref().map(|o| o.outcome),
+        Some(arrowcert::report::outcome::Outcome::Pass),
+        "{out}"
     );
 }

@@ -120,6 +120,17 @@ pub mod device {
         })
     }
 
+    /// Whether buffers a chunk declares on `chunk` are "accessible from a
+    /// device type matching" `stream` (CDeviceDataInterface.rst): the same
+    /// type; host memory (pinned CUDA or ROCm host memory, CUDA managed
+    /// memory) from the CPU; managed memory from CUDA.
+    pub fn accessible_from(chunk: ArrowDeviceType, stream: ArrowDeviceType) -> bool {
+        const ROCM_HOST: ArrowDeviceType = 11;
+        chunk == stream
+            || (stream == CPU && matches!(chunk, CUDA_HOST | ROCM_HOST | CUDA_MANAGED))
+            || (stream == CUDA && chunk == CUDA_MANAGED)
+    }
+
     /// Every defined device type, in numeric order.
     pub const ALL: [ArrowDeviceType; 14] = [1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
 }

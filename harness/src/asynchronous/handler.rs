@@ -323,8 +323,10 @@ impl Session {
             }
         }
         if prod.device_type != o.device_type {
+            // "All ArrowDeviceArray structs that are produced by this
+            // producer should have the same device type as is set here."
             self.note(
-                "async.producer.ready",
+                "async.producer.device-type",
                 "on_schema",
                 format!(
                     "ArrowAsyncProducer.device_type is {}, asked for {}",
@@ -336,9 +338,17 @@ impl Session {
         if !md.is_null() && !crate::abi::is_poison_ptr(md as usize) {
             // SAFETY: non-NULL metadata "MUST be valid for at least the
             // lifetime of this object"; the reader checks each length.
-            if let Some(why) = unsafe { crate::inspect::validate::metadata_problem(md) } {
+            let found = unsafe { crate::inspect::validate::metadata_problems(md) };
+            if let Some(why) = found.framing {
                 self.note(
                     "async.metadata.encoding",
+                    "additional_metadata",
+                    format!("ArrowAsyncProducer.additional_metadata: {why}"),
+                );
+            }
+            if let Some(why) = found.not_utf8 {
+                self.note(
+                    "schema.metadata.utf8",
                     "additional_metadata",
                     format!("ArrowAsyncProducer.additional_metadata: {why}"),
                 );
@@ -405,12 +415,16 @@ impl Session {
         }
         // SAFETY: non-NULL metadata is valid for the callback's scope
         // (spec); the reader checks each count and length.
-        if let Some(why) = unsafe { crate::inspect::validate::metadata_problem(md) } {
+        let found = unsafe { crate::inspect::validate::metadata_problems(md) };
+        if let Some(why) = found.framing {
             self.note(
                 "async.metadata.encoding",
                 at,
                 format!("{at} metadata: {why}"),
             );
+        }
+        if let Some(why) = found.not_utf8 {
+            self.note("schema.metadata.utf8", at, format!("{at} metadata: {why}"));
         }
     }
 }
@@ -617,7 +631,7 @@ unsafe extern "C" fn on_error(
         return;
     };
     guarded((), || {
-        s.enter(Callback::Error, 0);
+        s.enter(Callback::Error, code);
         s.producer_still_valid(handler, "on_error");
         let text = (!message.is_null()).then(|| {
             // SAFETY: a non-NULL message is a NUL-terminated string valid

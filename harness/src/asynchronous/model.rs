@@ -58,6 +58,7 @@ pub struct Entered {
     /// The thread it came on was inside this producer method.
     pub inside: Option<Inside>,
     /// What the handler answered (on_schema and on_next_task): 0 accepts.
+    /// For on_error: the error code the producer passed.
     pub answer: i32,
 }
 
@@ -190,8 +191,17 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
         };
         let at = format!("#{i} {}", e.callback.name());
         if e.overlapped {
+            // MUST for on_next_task: "A producer MUST NOT call this
+            // concurrently from multiple threads." For the other
+            // callbacks the spec says SHOULD: "All handler functions ...
+            // should only be called in a serialized manner".
+            let rule = if e.callback == Callback::Task {
+                "async.callbacks.serial"
+            } else {
+                "async.callbacks.serialized"
+            };
             report(
-                "async.callbacks.serial",
+                rule,
                 at.clone(),
                 format!(
                     "{} entered while another handler callback was still running on another thread ({phase})",
@@ -341,9 +351,15 @@ fn step(
         }
         (Phase::Open, Task) => {
             c.delivered += 1;
+            // Tasks past what was requested before the cancel break the
+            // NOP rule only when a request came after the cancel; with
+            // none, they are tasks delivered past the requests
+            // (back-pressure, SHOULD): "a consumer MUST be prepared to
+            // receive one or more calls to on_next_task or on_error even
+            // after calling cancel".
             let nop_broken = c
                 .requested_before_cancel
-                .is_some_and(|before| c.delivered > before);
+                .is_some_and(|before| c.delivered > before && c.requested > before);
             if nop_broken {
                 report(
                     "async.cancel.request-nop",
@@ -372,7 +388,16 @@ fn step(
         }
         (Phase::Open, EndOfStream) => Phase::Ended,
         (Phase::Open, Error) => {
-            if c.cancels > 0 && c.invalid_request.is_none() {
+            // "a consumer MUST be prepared to receive one or more calls to
+            // on_next_task or on_error even after calling cancel if there
+            // are still requested arrays pending": on_error after a cancel
+            // breaks "Successful cancelling MUST NOT result in a producer
+            // calling on_error" only when nothing requested was pending.
+            let pending = c
+                .requested_before_cancel
+                .is_some_and(|before| before > c.delivered);
+            let reports_the_cancel = e.answer == libc::ECANCELED;
+            if c.cancels > 0 && c.invalid_request.is_none() && (reports_the_cancel || !pending) {
                 report(
                     "async.cancel.no-error",
                     at.into(),
@@ -589,6 +614,72 @@ mod tests {
             cb(Release),
         ];
         assert_eq!(rules(&t, DONE), vec!["async.callbacks.serial"]);
+        // Another callback overlapping: the spec's SHOULD ("should only
+        // be called in a serialized manner").
+        let late_error = Event::Callback(Entered {
+            callback: Error,
+            overlapped: true,
+            inside: None,
+            answer: libc::EIO,
+        });
+        let t = [
+            cb(Schema),
+            Event::Request(2),
+            cb(Task),
+            late_error,
+            cb(Release),
+        ];
+        assert_eq!(rules(&t, DONE), vec!["async.callbacks.serialized"]);
+        // on_error after a cancel with requested tasks still pending is
+        // what a consumer "MUST be prepared to receive": no rule; the
+        // same with nothing pending, or reporting the cancel itself, is
+        // async.cancel.no-error.
+        let error = |code| {
+            Event::Callback(Entered {
+                callback: Error,
+                overlapped: false,
+                inside: None,
+                answer: code,
+            })
+        };
+        let pending = [
+            cb(Schema),
+            Event::Request(3),
+            cb(Task),
+            Event::Cancel,
+            error(libc::EIO),
+            cb(Release),
+        ];
+        assert!(rules(&pending, DONE).is_empty(), "{:?}", rules(&pending, DONE));
+        let cancelled = [
+            cb(Schema),
+            Event::Request(3),
+            cb(Task),
+            Event::Cancel,
+            error(libc::ECANCELED),
+            cb(Release),
+        ];
+        assert_eq!(rules(&cancelled, DONE), vec!["async.cancel.no-error"]);
+        let nothing_pending = [
+            cb(Schema),
+            Event::Request(1),
+            cb(Task),
+            Event::Cancel,
+            error(libc::EIO),
+            cb(Release),
+        ];
+        assert_eq!(rules(&nothing_pending, DONE), vec!["async.cancel.no-error"]);
+        // Tasks past the requests after a cancel with no request after it:
+        // back-pressure (SHOULD), not the request-after-cancel NOP rule.
+        let over = [
+            cb(Schema),
+            Event::Request(1),
+            Event::Cancel,
+            cb(Task),
+            cb(Task),
+            cb(Release),
+        ];
+        assert_eq!(rules(&over, DONE), vec!["async.backpressure"]);
         // on_error from inside cancel is allowed ("other than on_error").
         let err = Event::Callback(Entered {
             callback: Error,

@@ -143,7 +143,9 @@ fn exercised(s: &Schedule) -> Vec<&'static str> {
     let mut r = vec![
         "async.schema.first",
         "async.producer.ready",
+        "async.producer.device-type",
         "async.callbacks.serial",
+        "async.callbacks.serialized",
         "async.release.last",
         "async.metadata.encoding",
     ];
@@ -291,13 +293,9 @@ fn judge_run(
     arrays.sort_by_key(|a| a.index);
     if let Some(schema) = &schema {
         let bad = probe::check_schema(schema);
-        let schema_ok = bad.is_empty();
+        let schema_ok = !bad.iter().any(|v| is_must(v.rule));
         for v in bad {
-            found.push((
-                "async.array.valid",
-                format!("schema {}", v.at),
-                format!("{}: {}", v.rule, v.message),
-            ));
+            found.push(carried(v.rule, format!("schema {}", v.at), v.message));
         }
         if schema_ok {
             check_arrays(schema, &mut arrays, scenario, sched, &trace, opts, found);
@@ -327,15 +325,22 @@ fn check_arrays(
     for (i, x) in arrays.iter_mut().enumerate() {
         let at = format!("task {}", x.index);
         let mut sub = Observations::default();
-        super::checks::device_members(&x.array, opts, &at, &mut sub);
         let bad = probe::check_array(schema, &x.array.array);
-        let valid = bad.is_empty();
+        // Only a MUST finding keeps the array from being read (a
+        // misaligned buffer, SHOULD, does not stop the values check).
+        let valid = !bad.iter().any(|v| is_must(v.rule));
+        // Async chunks, like a device stream's, "should all be providing
+        // data on the same device type (but not necessarily the same
+        // device id)": the id is not judged here.
+        super::checks::device_members(
+            &x.array,
+            opts,
+            super::checks::DeviceId::Any,
+            &at,
+            &mut sub,
+        );
         for v in sub.violations.into_iter().chain(bad) {
-            found.push((
-                "async.array.valid",
-                format!("{at} {}", v.at),
-                format!("{}: {}", v.rule, v.message),
-            ));
+            found.push(carried(v.rule, format!("{at} {}", v.at), v.message));
         }
         contiguous &= x.index == i;
         if valid && contiguous {
@@ -379,24 +384,55 @@ fn check_arrays(
             return;
         }
     };
-    let mut diffs = crate::compare::schemas(
-        &scenario.schema,
-        &read
-            .first()
-            .map(|b| b.schema())
-            .unwrap_or_else(|| scenario.schema.clone()),
-    );
+    // The same tiers as every other path (checks::values): values lost
+    // fail; every value right but names, metadata, nullability or type
+    // flavours changed is array.values.types, INFO.
+    let read_schema = read
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| scenario.schema.clone());
+    let mut diffs = crate::compare::schemas(&scenario.schema, &read_schema);
     diffs.extend(crate::compare::batches(&expect, &read));
     if !diffs.is_empty() {
-        found.push((
-            "async.array.valid",
-            "values".into(),
-            format!(
-                "{}: {}",
-                "array.values.roundtrip",
-                diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
-            ),
-        ));
+        let logical =
+            crate::compare::logical::streams(&scenario.schema, &expect, &read_schema, &read);
+        let shown = |first: &[String]| {
+            first
+                .iter()
+                .chain(&diffs)
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        if logical.is_empty() {
+            found.push(("array.values.types", "values".into(), shown(&[])));
+        } else {
+            found.push((
+                "async.array.valid",
+                "values".into(),
+                format!("{}: {}", "array.values.roundtrip", shown(&logical)),
+            ));
+        }
+    }
+}
+
+/// True when `rule` is a MUST rule of the catalogue.
+fn is_must(rule: &str) -> bool {
+    crate::rules::find(rule).is_some_and(|r| r.level == crate::rules::Level::Must)
+}
+
+/// A finding of the array, device or schema checks on an async path, at
+/// its own level: a MUST finding is `async.array.valid` ("Mandatory. A
+/// callback to populate the provided ArrowDeviceArray with the available
+/// data": data that breaks a MUST rule is not that), naming the rule it
+/// broke; a SHOULD or INFO finding stays under its own rule, so an async
+/// path never judges more strictly than the array path does.
+fn carried(rule: &'static str, at: String, message: String) -> (&'static str, String, String) {
+    if is_must(rule) {
+        ("async.array.valid", at, format!("{rule}: {message}"))
+    } else {
+        (rule, at, message)
     }
 }
 
@@ -489,6 +525,7 @@ pub const FINISH_TIMEOUT: Duration = Duration::from_secs(6);
 /// The rules every consumer-side async case exercises.
 const CONSUMER_RULES: &[&str] = &[
     "consumer.async.request",
+    "consumer.async.request-positive",
     "consumer.async.extract-once",
     "consumer.async.task-scope",
     "consumer.async.schema-moved",

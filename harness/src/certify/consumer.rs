@@ -558,7 +558,13 @@ fn data_case(
         keep_output(&spec.id, bytes);
     }
     let wrong = match &first.result {
-        Ok(bytes) => differences(expected, bytes).judge_all_but_values(obs),
+        Ok(bytes) => {
+            if matches!(enc, Encoding::Varied(_)) {
+                // It took the encoding variations: the rule held.
+                obs.check("consumer.read.accepts", true, "", String::new);
+            }
+            differences(expected, bytes).judge_all_but_values(obs)
+        }
         Err(e) => {
             obs.not_exercised("consumer.read.values", e.to_string());
             return refused(consumer, scenario, spec, kind, enc, e, obs);
@@ -759,6 +765,27 @@ fn stream_error(
                 obs.check("consumer.stream.last-error", false, "last error", || {
                     format!("the consumer's last error is the harness's overwritten message buffer ({m:?}): it kept get_last_error's pointer past the next stream call instead of copying the string")
                 });
+            } else if !(*got == code && m.contains(&message))
+                && at == ErrorAt::Middle
+                && declines_without_the_failure(consumer, scenario, spec, kind)
+            {
+                // The consumer declined the data itself (a type it does not
+                // support, a chunk's offsets) before the injected get_next
+                // failure could matter: the same stream with no failure is
+                // refused too. A clean refusal is the limitation the stream
+                // case of this scenario shows; the rule is not exercised.
+                // (A get_schema failure comes before any data: no excuse.)
+                let e = a.result.as_ref().unwrap_err();
+                obs.not_exercised(
+                    "consumer.stream.error",
+                    format!("the consumer declines this stream before the injected failure, with no failure injected too: {e}"),
+                );
+                return match refusal(e) {
+                    Ended::Limitation(why) => Ended::Limitation(format!(
+                        "{why} (it refuses the same stream with no failure injected too, so the injected failure never mattered)"
+                    )),
+                    other => other,
+                };
             } else {
                 obs.check("consumer.stream.error", *got == code && m.contains(&message), "last error", || {
                     format!(
@@ -771,6 +798,19 @@ fn stream_error(
         }
     }
     Ended::Ran
+}
+
+/// True when the consumer refuses the stream of an error case (plainly
+/// encoded, as stream-error cases are) even with no failure injected: what
+/// it declined was the data, not the failure.
+fn declines_without_the_failure(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+) -> bool {
+    attempt(consumer, scenario, spec, kind, Encoding::Plain, true, None)
+        .is_ok_and(|a| matches!(a.result, Err(CallError::Failed { .. })))
 }
 
 /// An already released structure: a consumer should refuse it.

@@ -137,24 +137,39 @@ fn checked_read(
     obs: &mut Observations,
 ) -> Result<Vec<u8>, String> {
     let memory = dev.memory_kind(b.addr);
+    let shown = || match &memory {
+        Ok(m) => m.to_string(),
+        Err(why) => why.clone(),
+    };
+    // MUST: memory the declared device can access at all.
+    let accessible = matches!(&memory, Ok(m) if m.accessible(kind, device_id));
+    obs.check("device.buffers.accessible", accessible, &b.at, || {
+        format!(
+            "the buffer at {:#x} is {}, which a {} device cannot access",
+            b.addr,
+            shown(),
+            kind
+        )
+    });
+    if !accessible {
+        return Err("not memory the declared device can access".into());
+    }
+    // SHOULD: "The buffer values should be device pointers": exactly the
+    // declared kind (managed or pinned memory in a CUDA array is
+    // accessible, not a failure of the MUST above).
     let fits = matches!(&memory, Ok(m) if m.fits(kind, device_id));
     obs.check("device.buffers.memory-kind", fits, &b.at, || {
         format!(
-            "the buffer at {:#x} is {}; an array on {} needs {}",
+            "the buffer at {:#x} is {}; an array on {} should hold {}",
             b.addr,
-            match &memory {
-                Ok(m) => m.to_string(),
-                Err(why) => why.clone(),
-            },
+            shown(),
             kind,
             MemoryKind::wanted(kind, device_id)
         )
     });
-    if !fits {
-        return Err("not memory of the declared device".into());
-    }
-    // The host has no allocation table (and CPU buffers never get here).
-    if kind != Kind::Cpu {
+    // The host has no allocation table (and CPU buffers never get here);
+    // the device's table knows only its own kind of allocation.
+    if kind != Kind::Cpu && fits {
         let inside = match dev.allocation_of(b.addr) {
             Some((base, len)) => b.addr.checked_add(b.len).is_some_and(|e| e <= base + len),
             None => false,

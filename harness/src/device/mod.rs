@@ -150,6 +150,22 @@ impl MemoryKind {
         }
     }
 
+    /// Whether an array declared on `kind` with `device_id` may hold data
+    /// buffers of this memory at all: memory "the device which can access
+    /// the buffers" can access (device_type is "Mandatory. The type of the
+    /// device which can access the buffers in the array."). Wider than
+    /// [`MemoryKind::fits`]: the host reads pinned and managed memory, a
+    /// CUDA device reads managed and (mapped) pinned host memory.
+    pub fn accessible(&self, kind: Kind, device_id: i64) -> bool {
+        self.fits(kind, device_id)
+            || match (kind, self) {
+                (Kind::Cpu, MemoryKind::Managed { .. }) => true,
+                (Kind::Cuda, MemoryKind::Managed { .. } | MemoryKind::PinnedHost) => true,
+                (Kind::CudaManaged, MemoryKind::Device { ordinal }) => *ordinal == device_id,
+                _ => false,
+            }
+    }
+
     /// What a data buffer on `kind` should be, for evidence.
     pub fn wanted(kind: Kind, device_id: i64) -> String {
         match kind {

@@ -11,7 +11,8 @@
 //!   from any other thread once the handler's release was called
 //!   (`consumer.async.producer-lifetime`; the producer structure is never
 //!   freed, so a late call is seen rather than a crash); `request(n <= 0)` is
-//!   `consumer.async.request` and is otherwise ignored;
+//!   `consumer.async.request-positive` (SHOULD: "It is invalid", no RFC
+//!   word) and is otherwise ignored;
 //! - a stall: no credit for [`AsyncPlan::stall_after`] while batches remain
 //!   and the consumer did not cancel is `consumer.async.request` ("never
 //!   needs more tasks than it asked for"); the harness then ends the stream
@@ -288,7 +289,7 @@ unsafe extern "C" fn producer_request(p: *mut ArrowAsyncProducer, n: i64) {
     if n <= 0 {
         drop(st);
         s.ledger.event_here(
-            "consumer.async.request",
+            "consumer.async.request-positive",
             "request",
             format!("the consumer called request({n}): \"It is invalid to call this function with a value of n that is <= 0\""),
         );

@@ -37,10 +37,14 @@ pub mod rule {
     pub const SCHEMA_FORMAT_VALID: &str = "schema.format.valid";
     pub const SCHEMA_CHILDREN_COUNT: &str = "schema.children.count";
     pub const SCHEMA_MAP_ENTRIES: &str = "schema.map.entries";
+    pub const SCHEMA_MAP_NON_NULLABLE: &str = "schema.map.non-nullable";
     pub const SCHEMA_REE_RUN_ENDS: &str = "schema.ree.run-ends";
+    pub const SCHEMA_REE_RUN_ENDS_FLAG: &str = "schema.ree.run-ends-flag";
     pub const SCHEMA_DICTIONARY_SHAPE: &str = "schema.dictionary.shape";
     pub const SCHEMA_FLAGS_KNOWN: &str = "schema.flags.known";
+    pub const SCHEMA_FLAGS_PLACEMENT: &str = "schema.flags.placement";
     pub const SCHEMA_METADATA_ENCODING: &str = "schema.metadata.encoding";
+    pub const SCHEMA_METADATA_UTF8: &str = "schema.metadata.utf8";
     pub const SCHEMA_NAME_UTF8: &str = "schema.name.utf8";
     pub const SCHEMA_RELEASE_SET: &str = "schema.release.set";
     pub const SCHEMA_RELEASE_RELOCATABLE: &str = "schema.release.relocatable";
@@ -51,6 +55,7 @@ pub mod rule {
     pub const ARRAY_NULL_BUFFER: &str = "array.layout.null-buffer";
     pub const ARRAY_LENGTHS: &str = "array.layout.lengths";
     pub const ARRAY_NULL_COUNT: &str = "array.null-count";
+    pub const ARRAY_UNION_NULL_COUNT: &str = "array.union.null-count";
     pub const ARRAY_BUFFERS_ALIGNED: &str = "array.buffers.aligned";
     pub const ARRAY_OFFSETS_VALID: &str = "array.offsets.valid";
     pub const ARRAY_UNION_TYPE_IDS: &str = "array.union.type-ids";
@@ -68,10 +73,14 @@ pub mod rule {
         SCHEMA_FORMAT_VALID,
         SCHEMA_CHILDREN_COUNT,
         SCHEMA_MAP_ENTRIES,
+        SCHEMA_MAP_NON_NULLABLE,
         SCHEMA_REE_RUN_ENDS,
+        SCHEMA_REE_RUN_ENDS_FLAG,
         SCHEMA_DICTIONARY_SHAPE,
         SCHEMA_FLAGS_KNOWN,
+        SCHEMA_FLAGS_PLACEMENT,
         SCHEMA_METADATA_ENCODING,
+        SCHEMA_METADATA_UTF8,
         SCHEMA_NAME_UTF8,
         SCHEMA_RELEASE_SET,
         SCHEMA_RELEASE_RELOCATABLE,
@@ -82,6 +91,7 @@ pub mod rule {
         ARRAY_NULL_BUFFER,
         ARRAY_LENGTHS,
         ARRAY_NULL_COUNT,
+        ARRAY_UNION_NULL_COUNT,
         ARRAY_BUFFERS_ALIGNED,
         ARRAY_OFFSETS_VALID,
         ARRAY_UNION_TYPE_IDS,
@@ -424,14 +434,20 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
     }
 
     if !s.metadata.is_null() {
-        let problem = if is_poison_ptr(s.metadata.addr()) {
-            Some("metadata pointer is the poison pattern (never written)".to_string())
+        let found = if is_poison_ptr(s.metadata.addr()) {
+            MetadataProblems {
+                framing: Some("metadata pointer is the poison pattern (never written)".to_string()),
+                not_utf8: None,
+            }
         } else {
             // SAFETY: non-NULL, non-poison metadata; the reader is bounded.
-            unsafe { metadata_problem(s.metadata) }
+            unsafe { metadata_problems(s.metadata) }
         };
-        if let Some(p) = problem {
+        if let Some(p) = found.framing {
             sink.push(SCHEMA_METADATA_ENCODING, at, p);
+        }
+        if let Some(p) = found.not_utf8 {
+            sink.push(SCHEMA_METADATA_UTF8, at, p);
         }
     }
 
@@ -447,7 +463,7 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
     }
     if flags & ARROW_FLAG_DICTIONARY_ORDERED != 0 && s.dictionary.is_null() {
         sink.push(
-            SCHEMA_FLAGS_KNOWN,
+            SCHEMA_FLAGS_PLACEMENT,
             at,
             "ARROW_FLAG_DICTIONARY_ORDERED is set but the type is not dictionary-encoded (dictionary is NULL)",
         );
@@ -455,7 +471,7 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
     if flags & ARROW_FLAG_MAP_KEYS_SORTED != 0 {
         if let Some(f) = format.as_ref().filter(|f| **f != Format::Map) {
             sink.push(
-                SCHEMA_FLAGS_KNOWN,
+                SCHEMA_FLAGS_PLACEMENT,
                 at,
                 format!(
                     "ARROW_FLAG_MAP_KEYS_SORTED is set on format {}, not a map (+m)",
@@ -565,7 +581,7 @@ unsafe fn check_schema(s: &ArrowSchema, at: &str, depth: usize, sink: &mut Sink)
                 }
                 if run_ends.flags & ARROW_FLAG_NULLABLE != 0 {
                     sink.push(
-                        SCHEMA_REE_RUN_ENDS,
+                        SCHEMA_REE_RUN_ENDS_FLAG,
                         &ree_at,
                         "run ends field is nullable (ARROW_FLAG_NULLABLE); run ends cannot be null",
                     );
@@ -648,9 +664,9 @@ fn check_map_entries(entries: &SchemaNode, at: &str, sink: &mut Sink) {
     }
     if entries.flags & ARROW_FLAG_NULLABLE != 0 {
         sink.push(
-            SCHEMA_MAP_ENTRIES,
+            SCHEMA_MAP_NON_NULLABLE,
             at,
-            "a map's entries struct is nullable (ARROW_FLAG_NULLABLE); it must not be",
+            "a map's entries struct is nullable (ARROW_FLAG_NULLABLE); it should not be",
         );
     }
     if entries.n_children != 2 {
@@ -667,64 +683,87 @@ fn check_map_entries(entries: &SchemaNode, at: &str, sink: &mut Sink) {
     if let Some(Some(key)) = entries.children.first() {
         if key.flags & ARROW_FLAG_NULLABLE != 0 {
             sink.push(
-                SCHEMA_MAP_ENTRIES,
+                SCHEMA_MAP_NON_NULLABLE,
                 &format!("{at}.children[0]"),
-                "a map's key field is nullable (ARROW_FLAG_NULLABLE); keys must not be",
+                "a map's key field is nullable (ARROW_FLAG_NULLABLE); keys should not be",
             );
         }
     }
 }
 
-/// What is wrong with an encoded metadata string, if anything.
+/// What is wrong with an encoded metadata string: its framing (counts and
+/// lengths that cannot be read), and apart from it, keys or values that
+/// are not UTF-8. The spec calls metadata "a binary string" and states no
+/// encoding for keys and values, so the two are judged apart
+/// (`schema.metadata.encoding`, `schema.metadata.utf8`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MetadataProblems {
+    pub framing: Option<String>,
+    pub not_utf8: Option<String>,
+}
+
+/// Reads an encoded metadata string through ([`MetadataProblems`]).
 ///
 /// # Safety
 /// `p` is non-NULL and not poison, and points to metadata as the producer
 /// encoded it: the reader trusts each count and length it has checked
 /// against the bounds to describe memory that is there.
-pub unsafe fn metadata_problem(p: *const c_char) -> Option<String> {
+pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
+    let mut out = MetadataProblems::default();
     let base = p.cast::<u8>();
     // SAFETY: the first int32 of a non-NULL metadata string is its count.
     let count = unsafe { std::ptr::read_unaligned(base.cast::<i32>()) };
     if count < 0 {
-        return Some(format!("the pair count is {count}, negative"));
+        out.framing = Some(format!("the pair count is {count}, negative"));
+        return out;
     }
     if i64::from(count) > MAX_METADATA_PAIRS {
-        return Some(format!(
+        out.framing = Some(format!(
             "the pair count is {count}, above the validator's bound of {MAX_METADATA_PAIRS}; not read"
         ));
+        return out;
     }
     let mut pos: usize = 4;
     for pair in 0..count {
         for what in ["key", "value"] {
-            let next = pos.checked_add(4).filter(|&e| e <= isize::MAX as usize)?;
+            let Some(next) = pos.checked_add(4).filter(|&e| e <= isize::MAX as usize) else {
+                return out;
+            };
             // SAFETY: the encoding promises an int32 length at `pos` (every
             // earlier length was within bounds and was skipped over).
             let len = unsafe { std::ptr::read_unaligned(base.add(pos).cast::<i32>()) };
             if len < 0 {
-                return Some(format!("pair {pair}: the {what} length is {len}, negative"));
+                out.framing = Some(format!("pair {pair}: the {what} length is {len}, negative"));
+                return out;
             }
             if i64::from(len) > MAX_METADATA_LENGTH {
-                return Some(format!(
+                out.framing = Some(format!(
                     "pair {pair}: the {what} length is {len}, above the validator's bound of {MAX_METADATA_LENGTH}; not read"
                 ));
+                return out;
             }
             let end = match next.checked_add(len as usize) {
                 Some(e) if e <= isize::MAX as usize => e,
-                _ => return Some("the metadata is larger than the address space".into()),
+                _ => {
+                    out.framing = Some("the metadata is larger than the address space".into());
+                    return out;
+                }
             };
             // SAFETY: the encoding promises `len` bytes after the length;
             // `end` is within isize::MAX of the base.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(next), len as usize) };
-            if let Err(e) = std::str::from_utf8(bytes) {
-                return Some(format!(
-                    "pair {pair}: the {what} ({len} bytes) is not valid UTF-8 (invalid byte at offset {})",
-                    e.valid_up_to()
-                ));
+            if out.not_utf8.is_none() {
+                if let Err(e) = std::str::from_utf8(bytes) {
+                    out.not_utf8 = Some(format!(
+                        "pair {pair}: the {what} ({len} bytes) is not valid UTF-8 (invalid byte at offset {})",
+                        e.valid_up_to()
+                    ));
+                }
             }
             pos = end;
         }
     }
-    None
+    out
 }
 
 // ---------------------------------------------------------------------------
@@ -1106,8 +1145,8 @@ unsafe fn check_array(
         Format::Null if nc != -1 && nc != len => Some((ARRAY_NULL_COUNT, format!(
             "null_count is {nc}, but every slot of a null-type array is null: it must be the length {len} (or -1)"
         ))),
-        Format::Union(..) if nc != 0 && nc != -1 => Some((ARRAY_NULL_COUNT, format!(
-            "null_count is {nc}, but a union has no validity bitmap: it must be 0 (or -1)"
+        Format::Union(..) if nc != 0 && nc != -1 => Some((ARRAY_UNION_NULL_COUNT, format!(
+            "null_count is {nc}, but a union has no validity bitmap: it should be 0 (or -1)"
         ))),
         Format::RunEndEncoded if nc != 0 && nc != -1 => Some((ARRAY_REE_NULL_COUNT, format!(
             "null_count is {nc}; a run-end encoded array has no validity bitmap and its null count should be 0 (or -1, not computed)"
@@ -2969,11 +3008,11 @@ mod tests {
         };
         assert_clean(&check_schema_raw(map(0, 0)), "good map");
         let v = check_schema_raw(map(0, ARROW_FLAG_NULLABLE));
-        assert_rule(&v, SCHEMA_MAP_ENTRIES, &[]);
+        assert_rule(&v, SCHEMA_MAP_NON_NULLABLE, &[]);
         assert_eq!(v[0].at, "root.children[0].children[0]");
         assert_rule(
             &check_schema_raw(map(ARROW_FLAG_NULLABLE, 0)),
-            SCHEMA_MAP_ENTRIES,
+            SCHEMA_MAP_NON_NULLABLE,
             &[],
         );
         let one_child = sch("+m", 0, vec![sch("+s", 0, vec![sch("u", 0, vec![])])]);
@@ -2991,7 +3030,7 @@ mod tests {
         let v = schema_of(&s);
         // SAFETY: the export has this child; the field is restored before release.
         unsafe { schild(schild(schild(&mut s, idx), 0), 0) }.flags = saved;
-        assert_rule(&v, SCHEMA_MAP_ENTRIES, &[]);
+        assert_rule(&v, SCHEMA_MAP_NON_NULLABLE, &[]);
     }
 
     #[test]
@@ -3004,7 +3043,7 @@ mod tests {
         assert_rule(&check_schema_raw(ree("I", 0)), SCHEMA_REE_RUN_ENDS, &[]);
         assert_rule(
             &check_schema_raw(ree("i", ARROW_FLAG_NULLABLE)),
-            SCHEMA_REE_RUN_ENDS,
+            SCHEMA_REE_RUN_ENDS_FLAG,
             &[],
         );
     }
@@ -3041,11 +3080,11 @@ mod tests {
         );
         assert_rule(
             &check_schema_raw(sch("i", ARROW_FLAG_DICTIONARY_ORDERED, vec![])),
-            SCHEMA_FLAGS_KNOWN,
+            SCHEMA_FLAGS_PLACEMENT,
             &[],
         );
         let list = sch("+l", ARROW_FLAG_MAP_KEYS_SORTED, vec![sch("i", 0, vec![])]);
-        assert_rule(&check_schema_raw(list), SCHEMA_FLAGS_KNOWN, &[]);
+        assert_rule(&check_schema_raw(list), SCHEMA_FLAGS_PLACEMENT, &[]);
         // In an export: flags 8 on a column.
         let (mut s, _a) = export(&all_types(2));
         // SAFETY: restored below.
@@ -3086,14 +3125,20 @@ mod tests {
             SCHEMA_METADATA_ENCODING,
             &[],
         );
+        // Keys and values that are not UTF-8: well framed, so not the
+        // MUST rule ("a binary string"), but schema.metadata.utf8.
         let v = with_md(enc(1, &[(1, b"k"), (2, b"\xc3\x28")]));
-        assert_rule(&v, SCHEMA_METADATA_ENCODING, &[]);
+        assert_rule(&v, SCHEMA_METADATA_UTF8, &[]);
         assert!(v[0].message.contains("value"), "{v:?}");
         assert_rule(
             &with_md(enc(1, &[(2, b"\xff\xff"), (0, b"")])),
-            SCHEMA_METADATA_ENCODING,
+            SCHEMA_METADATA_UTF8,
             &[],
         );
+        // Both at once: each under its rule.
+        let v = with_md(enc(2, &[(2, b"\xff\xff"), (0, b""), (-1, b"")]));
+        assert!(v.iter().any(|x| x.rule == SCHEMA_METADATA_UTF8), "{v:?}");
+        assert!(v.iter().any(|x| x.rule == SCHEMA_METADATA_ENCODING), "{v:?}");
         let s = sch("i", 0, vec![]);
         // SAFETY: s is a leaked test schema.
         unsafe { (*s).metadata = POISON as *const c_char };
@@ -3395,10 +3440,10 @@ mod tests {
             &corrupt_column(5, "null", |c| c.null_count = -1),
             "null type, -1",
         );
-        // Union and REE have no bitmap.
+        // Union and REE have no bitmap: each its own (SHOULD) rule.
         assert_rule(
             &corrupt_column(5, "dense_union", |c| c.null_count = 1),
-            ARRAY_NULL_COUNT,
+            ARRAY_UNION_NULL_COUNT,
             &[],
         );
         // REE: its own (SHOULD) rule; -1 is fine.
