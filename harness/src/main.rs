@@ -91,6 +91,10 @@ enum Command {
         /// the ones the report was made with.
         #[arg(long, value_name = "REPORT")]
         resume: Option<PathBuf>,
+        /// Known results of this pair (JSON: case-ID patterns -> expected
+        /// outcome, reason, link): the run passes when its results match.
+        #[arg(long, value_name = "FILE")]
+        expectations: Option<PathBuf>,
     },
     /// Internal: a worker process started by the orchestrator.
     #[command(hide = true)]
@@ -232,6 +236,12 @@ enum Command {
         /// skips as <skipped>).
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Known results of this library (JSON: rule or case-ID patterns ->
+        /// expected outcome, reason, link; see expectations/README.md):
+        /// the run passes when its results match, and an unexpected failure
+        /// or an unexpected pass fails it.
+        #[arg(long, value_name = "FILE")]
+        expectations: Option<PathBuf>,
         /// Run only cases whose ID contains one of these.
         filters: Vec<String>,
         /// Filters match whole case IDs.
@@ -427,7 +437,12 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             case_timeout_ms,
             max_memory_mb,
             resume,
+            expectations,
         } => cli::roundtrip::run(cli::roundtrip::Args {
+            expectations: expectations
+                .map(|p| arrowcert::report::expectations::Expectations::read(&p).map(|e| (p, e)))
+                .transpose()
+                .map_err(BadInput)?,
             producer: cli::resolve_plugin(&producer, "producer")?,
             consumer: cli::resolve_plugin(&consumer, "consumer")?,
             producer_arg: producer,
@@ -560,6 +575,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             resume,
             report,
             junit,
+            expectations,
             filters,
             exact,
             skip,
@@ -572,6 +588,10 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             devices,
             require_devices,
         } => cli::certify::run(cli::certify::Args {
+            expectations: expectations
+                .map(|p| arrowcert::report::expectations::Expectations::read(&p).map(|e| (p, e)))
+                .transpose()
+                .map_err(BadInput)?,
             devices: if devices.is_empty() {
                 None
             } else {
@@ -671,6 +691,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 },
                 report,
                 junit: None,
+                expectations: None,
                 filter: Filter {
                     patterns: cases,
                     exact: true,

@@ -566,6 +566,20 @@ fn data_case(
             differences(expected, bytes).judge_all_but_values(obs)
         }
         Err(e) => {
+            // A refusal that goes away when released memory is left as it
+            // was is no refusal: the consumer read the poison it put there
+            // by releasing first (an importer that validates what it reads
+            // refuses poisoned offsets instead of reading them wrong).
+            if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
+                obs.check("consumer.read.values", true, "", String::new);
+                obs.check("consumer.read.after-release", false, "output", || {
+                    format!(
+                        "with released buffers overwritten ({:#04x}) the consumer refused the input ({e}); with them left as they were it read right: it read after calling release",
+                        export::RELEASED_BYTE
+                    )
+                });
+                return Ended::Ran;
+            }
             obs.not_exercised("consumer.read.values", e.to_string());
             return refused(consumer, scenario, spec, kind, enc, e, obs);
         }
@@ -577,9 +591,7 @@ fn data_case(
     };
     // Read wrong: again without poisoning released memory. Right then means
     // the first run read memory after releasing it.
-    let again = attempt(consumer, scenario, spec, kind, enc, false, None);
-    let right_unpoisoned = matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()));
-    if right_unpoisoned {
+    if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
         obs.check("consumer.read.values", true, "", String::new);
         obs.check("consumer.read.after-release", false, "output", || {
             format!(
@@ -591,6 +603,20 @@ fn data_case(
         obs.check("consumer.read.values", false, "output", || evidence);
     }
     Ended::Ran
+}
+
+/// Hands the case over once more with released memory left as it was
+/// (not poisoned): true when the consumer then reads every value right.
+fn reads_right_unpoisoned(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    enc: Encoding,
+    expected: (&Schema, &[RecordBatch]),
+) -> bool {
+    let again = attempt(consumer, scenario, spec, kind, enc, false, None);
+    matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()))
 }
 
 /// A consumer refused a data case cleanly ([`refusal`]). What it refused

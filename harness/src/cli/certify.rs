@@ -40,6 +40,8 @@ pub struct Args {
     pub sources: Sources,
     pub report: Option<PathBuf>,
     pub junit: Option<PathBuf>,
+    /// `--expectations FILE`, read: the run passes when its results match.
+    pub expectations: Option<(PathBuf, crate::report::expectations::Expectations)>,
     pub filter: Filter,
     pub list: bool,
     pub verbose: bool,
@@ -314,6 +316,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             fuzz: Vec::new(),
             outcome: None,
             limitations: Vec::new(),
+            expectations: None,
         },
         path: path.clone().unwrap_or_default(),
         position: plan
@@ -440,13 +443,20 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
         r.rules = summary::rule_verdicts(&r.cases, sides);
         r.shrunk = shrunk;
-        r.outcome = Some(outcome::judge(&outcome::Run {
+        let judged = outcome::judge(&outcome::Run {
             cases: &r.cases,
             rules: &r.rules,
             planned: r.planned,
             complete: r.complete,
             data_rules: outcome::DATA_RULES,
-        }));
+        });
+        r.expectations = args.expectations.as_ref().map(|(path, exp)| {
+            report::expectations::check(r, exp, &path.display().to_string())
+        });
+        r.outcome = Some(match &r.expectations {
+            Some(checked) => outcome::with_expectations(judged, checked),
+            None => judged,
+        });
     })?;
     print!(
         "{}",
@@ -476,6 +486,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     for reason in &judgement.reasons {
         println!("  {}", report::printable(reason));
     }
+    print_unused_expectations(&report);
     if let Some(seed) = report.seed {
         println!("seed: {seed} (--seed {seed} draws the same generated scenarios)");
     }
@@ -904,6 +915,18 @@ mod tests {
         assert_eq!(
             scenario_of("consumer/async/each-thread,error@1/nested").as_deref(),
             Some("nested")
+        );
+    }
+}
+
+/// Expectations that matched nothing in this run (a filter left them out,
+/// or the finding is gone and the entry is stale).
+pub(super) fn print_unused_expectations(report: &Report) {
+    if let Some(c) = report.expectations.as_ref().filter(|c| !c.unused.is_empty()) {
+        println!(
+            "  expectations of {} that matched nothing in this run: {}",
+            c.file,
+            c.unused.join(", ")
         );
     }
 }

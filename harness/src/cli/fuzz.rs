@@ -66,6 +66,7 @@ fn empty_report(command: &str, started: SystemTime) -> Report {
         fuzz: Vec::new(),
         outcome: None,
         limitations: Vec::new(),
+        expectations: None,
     }
 }
 

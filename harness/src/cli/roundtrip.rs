@@ -34,6 +34,8 @@ pub struct Args {
     pub max_memory_mb: u64,
     /// A report of an interrupted run to continue.
     pub resume: Option<PathBuf>,
+    /// `--expectations FILE`, read: the run passes when its results match.
+    pub expectations: Option<(PathBuf, crate::report::expectations::Expectations)>,
 }
 
 /// How often the report of a running job is rewritten (atomically), so
@@ -307,6 +309,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             fuzz: Vec::new(),
             outcome: None,
             limitations: Vec::new(),
+            expectations: None,
         },
         path: path.clone(),
         position,
@@ -410,13 +413,20 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
         // Every pass of a round trip compared data (no data rules needed).
-        r.outcome = Some(report::outcome::judge(&report::outcome::Run {
+        let judged = report::outcome::judge(&report::outcome::Run {
             cases: &r.cases,
             rules: &[],
             planned: r.planned,
             complete: r.complete,
             data_rules: &[],
-        }));
+        });
+        r.expectations = args.expectations.as_ref().map(|(path, exp)| {
+            report::expectations::check(r, exp, &path.display().to_string())
+        });
+        r.outcome = Some(match &r.expectations {
+            Some(checked) => report::outcome::with_expectations(judged, checked),
+            None => judged,
+        });
     })?;
     print_summary(&report);
     println!("report: {}", path.display());
@@ -577,6 +587,7 @@ fn print_summary(report: &Report) {
     for reason in &judgement.reasons {
         println!("  {}", report::printable(reason));
     }
+    super::certify::print_unused_expectations(report);
 }
 
 /// The limitations a library declared, grouped by its message (a library

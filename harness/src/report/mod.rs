@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod expectations;
 pub mod outcome;
 pub mod time;
 
@@ -65,6 +66,9 @@ pub struct Report {
     /// library: what each declined and its own message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limitations: Vec<LimitationEntry>,
+    /// With `--expectations FILE`: how the results compare with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<expectations::Checked>,
 }
 
 /// One limitation a library declared: the case, the path and its message.

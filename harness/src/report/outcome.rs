@@ -254,6 +254,40 @@ pub fn judge(run: &Run) -> Judgement {
     }
 }
 
+/// The outcome of a run given expectations: success means the results
+/// match them. A harness error or a run that certified too little keeps
+/// its outcome (expectations cannot make up for what did not run); any
+/// other run fails exactly when a result was unexpected, failure or pass.
+pub fn with_expectations(j: Judgement, checked: &super::expectations::Checked) -> Judgement {
+    if matches!(j.outcome, Outcome::HarnessError | Outcome::NotCertified) {
+        return j;
+    }
+    if checked.unexpected.is_empty() {
+        return Judgement {
+            outcome: Outcome::Pass,
+            reasons: vec![format!(
+                "every result as {} expects ({} expected failures)",
+                checked.file, checked.expected_failures
+            )],
+        };
+    }
+    let mut reasons = vec![format!(
+        "{} result(s) not as {} expects",
+        checked.unexpected.len(),
+        checked.file
+    )];
+    for m in checked.unexpected.iter().take(10) {
+        reasons.push(format!(
+            "{}: {} (expected {}, got {})",
+            m.id, m.kind, m.expected, m.actual
+        ));
+    }
+    Judgement {
+        outcome: Outcome::Fail,
+        reasons,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
