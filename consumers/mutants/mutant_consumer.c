@@ -21,7 +21,7 @@
  * Two mutations break no rule: they are *limitations*, consumers that use
  * a permission of the spec to refuse input cleanly (everything released,
  * a non-zero code, a message through arrowcert_last_error):
- *  - refuse-offsets: "Consumers MAY decide not to support ... non-0-offset
+ *  - refuse-offsets: "Consumers MAY decide not to support non-0-offset
  *    arrays": any array, device array or stream chunk with a non-zero
  *    offset at any node (children and dictionaries included) is refused
  *    with EINVAL, "non-zero offsets are not supported" (a stream chunk:

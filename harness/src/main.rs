@@ -170,6 +170,12 @@ enum Command {
         /// Print the units this run (or shard) would run, and exit.
         #[arg(long)]
         list: bool,
+        /// A directory of expectations files: certifying library L runs
+        /// with DIR/L.json, the pair P -> C with DIR/pair-P-C.json, where
+        /// they exist; a unit whose results are not as expected fails the
+        /// matrix (exit 1).
+        #[arg(long, value_name = "DIR")]
+        expectations: Option<PathBuf>,
     },
     /// Combine `arrowcert matrix --shard` files (or directories holding
     /// them) into matrix.json, matrix.md and matrix.html.
@@ -481,6 +487,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             case_timeout_ms,
             shrink_candidates,
             list,
+            expectations,
         } => {
             let defaulted = producers.is_empty() && consumers.is_empty();
             let (producers, consumers) = if defaulted {
@@ -520,6 +527,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 case_timeout_ms,
                 shrink_candidates,
                 list,
+                expectations,
             })
         }
         Command::Merge { inputs, out } => cli::matrix::merge(&inputs, &out),

@@ -164,13 +164,13 @@ const LIMITATIONS: &[Limitation] = &[
         name: "refuse-offsets",
         message: "non-zero offsets are not supported",
         refuses: "any array, device array or stream chunk with a non-zero offset at any node",
-        permission: "Consumers MAY decide not to support all data types, and likewise for non-0-offset arrays",
+        permission: "Consumers MAY decide not to support non-0-offset arrays, but they should document this limitation.",
     },
     Limitation {
         name: "refuse-unions",
         message: "union types are not supported",
         refuses: "any schema with a union type anywhere (format `+u...`), streams included",
-        permission: "Consumers MAY decide not to support all data types",
+        permission: "Consumers MAY decide not to support all data types, but they should document this limitation.",
     },
 ];
 

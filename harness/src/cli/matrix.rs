@@ -36,6 +36,30 @@ pub struct Args {
     pub shrink_candidates: u64,
     /// Print the plan and exit.
     pub list: bool,
+    /// A directory of expectations files (`--expectations DIR`): a unit
+    /// certifying library L runs with `DIR/L.json`, a pair P -> C with
+    /// `DIR/pair-P-C.json`, where those exist.
+    pub expectations: Option<PathBuf>,
+}
+
+/// The expectations file of a unit, when `--expectations DIR` has one.
+fn expectations_of(args: &Args, unit: &Planned) -> Option<PathBuf> {
+    let dir = args.expectations.as_ref()?;
+    let name = |arg: &str| {
+        std::path::Path::new(arg)
+            .file_stem()
+            .map_or_else(|| arg.to_string(), |s| s.to_string_lossy().into_owned())
+    };
+    let file = match unit.kind {
+        UnitKind::CertifyProducer => format!("{}.json", name(unit.producer.as_deref()?)),
+        UnitKind::CertifyConsumer => format!("{}.json", name(unit.consumer.as_deref()?)),
+        UnitKind::Pair => format!(
+            "pair-{}-{}.json",
+            name(unit.producer.as_deref()?),
+            name(unit.consumer.as_deref()?)
+        ),
+    };
+    Some(dir.join(file)).filter(|p| p.is_file())
 }
 
 /// The libraries a matrix covers by default: every bundled plugin of the
@@ -121,6 +145,9 @@ fn unit_args(args: &Args, unit: &Planned, report: &Path) -> Vec<String> {
     if let Some(j) = args.jobs {
         v.extend(["--jobs".into(), j.to_string()]);
     }
+    if let Some(e) = expectations_of(args, unit) {
+        v.extend(["--expectations".into(), e.display().to_string()]);
+    }
     v.extend(["--report".into(), report.display().to_string()]);
     v
 }
@@ -161,6 +188,9 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
         changed: 0,
         changed_paths: Default::default(),
         changed_cases: Vec::new(),
+        limitation_cases: 0,
+        expectations: None,
+        unexpected: Vec::new(),
         plugins: Vec::new(),
         report: None,
         command,
@@ -213,6 +243,15 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
     if unit.kind == UnitKind::Pair {
         (unit.changed, unit.changed_paths, unit.changed_cases) = matrix::changed_cases(&run);
     }
+    if let Some(c) = &run.expectations {
+        unit.expectations = Some(c.file.clone());
+        unit.unexpected = c
+            .unexpected
+            .iter()
+            .map(|m| format!("{}: {} (expected {}, got {})", m.id, m.kind, m.expected, m.actual))
+            .collect();
+    }
+    unit.limitation_cases = run.limitations.len() as u64;
     unit.plugins = run.plugins.clone();
     unit.report = Some(report_rel.display().to_string());
     unit
@@ -349,6 +388,18 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         units,
     };
     let errors = m.units.iter().any(|u| u.status == Status::Error);
+    // With expectations, the matrix fails when a unit's results are not
+    // the ones its library's file declares.
+    let unexpected: Vec<&matrix::Unit> = m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    for u in &unexpected {
+        println!(
+            "UNEXPECTED in {} ({}): {}",
+            u.id,
+            u.expectations.as_deref().unwrap_or(""),
+            u.unexpected.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+        );
+    }
+    let errors = errors || !unexpected.is_empty();
     if shard.count > 1 {
         let path = args.out.join(format!(
             "matrix-shard-{}-of-{}.json",

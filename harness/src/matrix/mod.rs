@@ -178,6 +178,15 @@ pub struct Unit {
     /// Pair: a few of those cases, with what changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed_cases: Vec<FailingCase>,
+    /// Cases the consumer declined as a limitation the spec permits.
+    #[serde(default)]
+    pub limitation_cases: u64,
+    /// The expectations file the unit ran with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expectations: Option<String>,
+    /// Results that were not as that file expects (empty: as expected).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unexpected: Vec<String>,
     /// The libraries as the run report identified them.
     pub plugins: Vec<PluginIdentity>,
     /// The unit's own report, relative to the matrix file.

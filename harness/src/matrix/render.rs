@@ -291,6 +291,34 @@ pub fn markdown(m: &Matrix) -> String {
         }
     }
 
+    let limited: Vec<&crate::matrix::Unit> =
+        m.units.iter().filter(|u| u.limitation_cases > 0).collect();
+    if !limited.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Limitations\n\nCases a consumer declined cleanly, as the spec permits (\"Consumers MAY \
+             decide not to support all data types\", non-0-offset arrays, unaligned memory): not \
+             failures; each unit's report lists them with the library's own message.\n"
+        );
+        for u in &limited {
+            let _ = writeln!(o, "- {}: {} cases", md(&u.id), u.limitation_cases);
+        }
+    }
+    let unexpected: Vec<&crate::matrix::Unit> =
+        m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    if !unexpected.is_empty() {
+        let _ = writeln!(o, "\n## Not as expected\n");
+        for u in &unexpected {
+            let _ = writeln!(
+                o,
+                "- {} ({}): {}",
+                md(&u.id),
+                md(u.expectations.as_deref().unwrap_or("")),
+                md(&clip(&u.unexpected.join("; "), 400))
+            );
+        }
+    }
+
     let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "\n## Failures\n");
@@ -568,6 +596,35 @@ pub fn page(m: &Matrix) -> String {
             }
             let _ = writeln!(o, "</ul>");
         }
+    }
+
+    let limited: Vec<&crate::matrix::Unit> =
+        m.units.iter().filter(|u| u.limitation_cases > 0).collect();
+    if !limited.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2 id=\"limitations\">Limitations</h2>\n<p>Cases a consumer declined cleanly, as the spec \
+             permits: not failures.</p><ul>"
+        );
+        for u in &limited {
+            let _ = writeln!(o, "<li>{}: {} cases</li>", html(&u.id), u.limitation_cases);
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    let unexpected: Vec<&crate::matrix::Unit> =
+        m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    if !unexpected.is_empty() {
+        let _ = writeln!(o, "<h2 id=\"unexpected\">Not as expected</h2><ul>");
+        for u in &unexpected {
+            let _ = writeln!(
+                o,
+                "<li>{} ({}): {}</li>",
+                html(&u.id),
+                html(u.expectations.as_deref().unwrap_or("")),
+                html(&clip(&u.unexpected.join("; "), 400))
+            );
+        }
+        let _ = writeln!(o, "</ul>");
     }
 
     let failing = failing_units(m);
