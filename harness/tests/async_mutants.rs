@@ -152,7 +152,22 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
     m(
         "invalid-array",
         "async.array.valid",
-        "extracted CPU arrays have device_id 0",
+        "extracted arrays have null_count length + 1 (array.null-count, MUST)",
+    ),
+    m(
+        "producer-device-type",
+        "async.producer.device-type",
+        "ArrowAsyncProducer.device_type says CUDA_HOST while the arrays are on the CPU asked for",
+    ),
+    m(
+        "error-overlaps-task",
+        "async.callbacks.serialized",
+        "on_error from a helper thread while on_next_task is still running",
+    ),
+    m(
+        "eio-after-cancel",
+        "async.cancel.error-after",
+        "a cancel with tasks still requested answered with on_error(EIO) (INFO: a consumer must be prepared for it)",
     ),
     m(
         "null-producer",
@@ -164,7 +179,7 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
 const CONSUMER_MUTANTS: &[Mutant] = &[
     m(
         "request-zero",
-        "consumer.async.request",
+        "consumer.async.request-positive",
         "calls request(0) before its first real request",
     ),
     m(

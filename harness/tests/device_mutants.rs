@@ -75,7 +75,7 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
     },
     Mutant {
         name: "host-buffers",
-        rule: "device.buffers.memory-kind",
+        rule: "device.buffers.accessible",
         follows: &[],
         models: "buffers in ordinary host memory on an array declared ARROW_DEVICE_EXT_DEV",
     },

@@ -129,8 +129,18 @@
   /* async.metadata.encoding: additional_metadata with one pair whose key */          \
   /* length is -5 */                                                                  \
   X(BAD_ADDITIONAL_METADATA, "bad-additional-metadata")                                \
-  /* async.array.valid: extracted CPU arrays carry device_id 0 (CPU is -1) */         \
+  /* async.array.valid: extracted arrays carry null_count length + 1 */                \
+  /* (array.null-count, a MUST rule) */                                               \
   X(INVALID_ARRAY, "invalid-array")                                                    \
+  /* async.producer.device-type: ArrowAsyncProducer.device_type says CUDA_HOST */      \
+  /* while the arrays are on the CPU asked for */                                      \
+  X(PRODUCER_DEVICE_TYPE, "producer-device-type")                                      \
+  /* async.callbacks.serialized: the first task's extraction fails the stream */      \
+  /* and a helper thread reports on_error while on_next_task is still running */      \
+  X(ERROR_OVERLAPS_TASK, "error-overlaps-task")                                        \
+  /* async.cancel.error-after (INFO): a cancel with tasks still requested is */        \
+  /* answered with on_error(EIO) instead of finishing them */                          \
+  X(EIO_AFTER_CANCEL, "eio-after-cancel")                                              \
   /* async.producer.ready: handler->producer still NULL when on_schema is called */    \
   X(NULL_PRODUCER, "null-producer")
 
@@ -262,16 +272,18 @@ struct task_state {
 };
 
 static void pair_hook(void);
+static void overlap_error(void);
 
 static int extract_data(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out) {
   pair_hook();
+  if (M == ERROR_OVERLAPS_TASK && out) overlap_error();
   if (!self || !self->private_data) return EINVAL; /* exactly once */
   struct task_state* t = self->private_data;
   self->private_data = NULL;
   if (out) {
     *out = t->array; /* a move: the source is marked released */
     t->array.array.release = NULL;
-    if (M == INVALID_ARRAY && out->device_type == ARROW_DEVICE_CPU) out->device_id = 0;
+    if (M == INVALID_ARRAY && out->array.release) out->array.null_count = out->array.length + 1;
   } else if (t->array.array.release && M != EXTRACT_NULL_LEAKS) {
     t->array.array.release(&t->array.array);
   }
@@ -282,7 +294,7 @@ static int extract_data(struct ArrowAsyncTask* self, struct ArrowDeviceArray* ou
 /* ---- one stream ---- */
 
 enum phase { SETUP, IN_SCHEMA, STREAMING, DONE };
-enum ending { GO_ON = -1, FINISHED, CANCELLED, REFUSED, FAILED, BAD_REQUEST };
+enum ending { GO_ON = -1, FINISHED, CANCELLED, REFUSED, FAILED, BAD_REQUEST, REPORTED };
 
 struct stream {
   struct ArrowAsyncDeviceStreamHandler* h;
@@ -312,7 +324,35 @@ struct stream {
   int fail_rc;
   char fail_msg[512];
   int64_t tasks; /* index of the next task */
+  int reported; /* error-overlaps-task: on_error already came from the helper */
 };
+
+/* error-overlaps-task: the stream being driven (one at a time), and the
+ * helper thread's body. */
+static struct stream* volatile overlapping;
+static void* overlap_thread(void* arg) {
+  struct stream* s = arg;
+  s->h->on_error(s->h, EIO, "mutant: the producer failed while a task was being read", NULL);
+  return NULL;
+}
+
+/* Called from extract_data on the thread inside on_next_task: on_error
+ * from a helper thread, joined before the task is handed over, so it runs
+ * while on_next_task has not returned; then the driver only releases. */
+static void overlap_error(void) {
+  struct stream* s = overlapping;
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  int first = !s->reported && !s->handler_released;
+  s->reported = 1;
+  pthread_mutex_unlock(&s->mu);
+  if (!first) return;
+  pthread_t t;
+  if (pthread_create(&t, NULL, overlap_thread, s) == 0) pthread_join(t, NULL);
+  pthread_mutex_lock(&s->mu);
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
 
 /* The stream whose callback lock this thread holds. */
 static __thread struct stream* inside;
@@ -370,6 +410,7 @@ static void mark_refused(struct stream* s) {
 
 /* Why the driver must stop now, or GO_ON; under mu. */
 static enum ending stop_reason(struct stream* s, int at_end) {
+  if (s->reported) return REPORTED;
   if (s->refused) return REFUSED;
   if (s->bad_request) return BAD_REQUEST; /* an error of the live stream wins */
   if (s->cancelled) {
@@ -738,6 +779,7 @@ static void* driver(void* arg) {
   int code = 0;
   char msg[512] = "";
 
+  if (M == ERROR_OVERLAPS_TASK) overlapping = s;
   /* "MUST populate the ArrowAsyncProducer member before calling" on_schema */
   h->producer = M == NULL_PRODUCER ? NULL : s->producer;
 
@@ -864,6 +906,7 @@ finish:
     pthread_mutex_unlock(&s->mu);
     may_report = refused_task && M == ERROR_AFTER_REFUSED_TASK;
   }
+  if (ending == REPORTED) may_report = 0; /* on_error came already */
   if (alive(s) && may_report) {
     switch (ending) {
       case FAILED:
@@ -878,6 +921,11 @@ finish:
       case CANCELLED:
         if (M == ERROR_AFTER_CANCEL) {
           h->on_error(h, ECANCELED, "cancelled", NULL);
+        } else if (M == EIO_AFTER_CANCEL) {
+          pthread_mutex_lock(&s->mu);
+          int pending = s->credits > 0;
+          pthread_mutex_unlock(&s->mu);
+          if (pending) h->on_error(h, EIO, "mutant: stopped before the requested tasks", NULL);
         } else if (M == CANCEL_NOT_IDEMPOTENT) {
           struct timespec grace;
           deadline(&grace, GRACE_MS);
@@ -916,6 +964,7 @@ finish:
   s->phase = DONE;
   while (s->inflight > 0) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
+  if (overlapping == s) overlapping = NULL;
   memset(s->producer, 0, sizeof *s->producer);
   free(s->producer);
   free(s->metadata);
@@ -959,7 +1008,8 @@ int arrowcert_produce_async(const uint8_t* ipc, int64_t ipc_len, int32_t device_
     free(s);
     return fail(ENOMEM, "mutant async producer: out of memory");
   }
-  s->producer->device_type = s->base.device_type;
+  s->producer->device_type =
+      M == PRODUCER_DEVICE_TYPE ? ARROW_DEVICE_CUDA_HOST : s->base.device_type;
   s->producer->request = p_request;
   s->producer->cancel = p_cancel;
   s->producer->additional_metadata = s->metadata;

@@ -141,8 +141,19 @@
   X(STREAM_POINTS_INTO_ITSELF, "stream-points-into-itself")                            \
   /* stream.threads.serial: get_next works only on the creating thread */              \
   X(THREAD_BOUND_STREAM, "thread-bound-stream")                                        \
-  /* stream.chunk.device: device stream chunks on another device than the stream */    \
+  /* stream.chunk.device: device stream chunks that say CUDA in a CPU stream */        \
   X(CHUNK_ON_OTHER_DEVICE, "chunk-on-other-device")                                    \
+  /* stream.chunk.device-type: chunks that say CUDA_HOST (host memory, so */           \
+  /* accessible) in a CPU stream */                                                    \
+  X(CHUNK_ON_PINNED_HOST, "chunk-on-pinned-host")                                      \
+  /* schema.flags.known (INFO): a flag bit the spec does not define (8) */             \
+  X(UNKNOWN_FLAG_BITS, "unknown-flag-bits")                                            \
+  /* schema.metadata.encoding: metadata whose first key length is negative */          \
+  X(METADATA_NEGATIVE_LENGTH, "metadata-negative-length")                              \
+  /* schema.ree.run-ends: run ends typed uint32 (I) */                                 \
+  X(REE_RUN_ENDS_UNSIGNED, "ree-run-ends-unsigned")                                    \
+  /* array.union.null-count: a union column with null_count 1 */                       \
+  X(UNION_NULL_COUNT, "union-null-count")                                              \
   /* array.release.frees: the first column's release walks its children, */           \
   /* then marks it released and frees nothing of its own */                           \
   X(LEAK_ONE_CHILD, "leak-one-child")                                                  \
@@ -607,6 +618,26 @@ static void mutate_schema(struct ArrowSchema* root) {
     case KEYS_SORTED_ON_NON_MAP:
       if (col) col->flags |= ARROW_FLAG_MAP_KEYS_SORTED;
       break;
+    case UNKNOWN_FLAG_BITS:
+      if (col) col->flags |= 8;
+      break;
+    case METADATA_NEGATIVE_LENGTH:
+      if (root->metadata) {
+        int32_t* bad = fix_own(fix_schema(root), malloc(8));
+        bad[0] = 1;  /* one pair */
+        bad[1] = -1; /* whose key length is negative */
+        root->metadata = (const char*)bad;
+      }
+      break;
+    case REE_RUN_ENDS_UNSIGNED:
+      if ((k = find_child(root, is_ree)) >= 0) {
+        struct ArrowSchema* ends = root->children[k]->children[0];
+        if (ends->format && strcmp(ends->format, "i") == 0) {
+          fix_schema(ends);
+          ends->format = "I";
+        }
+      }
+      break;
     case ALL_COLUMNS_NULLABLE:
       for (int64_t i = 0; i < root->n_children; i++) root->children[i]->flags |= ARROW_FLAG_NULLABLE;
       break;
@@ -709,6 +740,11 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
     case NULL_COUNT_OFF_BY_ONE:
       if (col && col->n_buffers > 0 && col->buffers[0] && col->null_count > 0)
         col->null_count += 1;
+      break;
+    case UNION_NULL_COUNT:
+      if (col && schema && schema->n_children > 0 && schema->children[0]->format &&
+          strncmp(schema->children[0]->format, "+u", 2) == 0 && col->length > 0)
+        col->null_count = 1;
       break;
     case UNION_WITH_VALIDITY:
       if (col && col->n_buffers >= 1 && col->n_children > 0 && col->buffers[0]) {
@@ -1033,6 +1069,8 @@ static int dw_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray
   struct dwrapped* w = s->private_data;
   int rc = w->inner.get_next(&w->inner, out);
   if (rc == 0 && out->array.release != NULL && M == CHUNK_ON_OTHER_DEVICE)
+    out->device_type = ARROW_DEVICE_CUDA;
+  if (rc == 0 && out->array.release != NULL && M == CHUNK_ON_PINNED_HOST)
     out->device_type = ARROW_DEVICE_CUDA_HOST;
   return rc;
 }
@@ -1052,7 +1090,7 @@ int arrowcert_produce_device_stream(const uint8_t* ipc, int64_t len, int32_t dev
   int rc = BASE(arrowcert_produce_device_stream)(ipc, len, device_type, device_id, out);
   if (rc != 0) return rc;
   if (M == STREAM_DEVICE_TYPE) out->device_type = ARROW_DEVICE_CUDA_HOST;
-  if (M == CHUNK_ON_OTHER_DEVICE) {
+  if (M == CHUNK_ON_OTHER_DEVICE || M == CHUNK_ON_PINNED_HOST) {
     struct dwrapped* w = calloc(1, sizeof *w);
     w->inner = *out;
     out->get_schema = dw_get_schema;

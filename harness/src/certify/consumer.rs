@@ -645,6 +645,12 @@ fn refused(
     if !matches!(limitation, Ended::Limitation(_)) {
         return limitation;
     }
+    // Off the CPU a refusal can come from reading before the data was
+    // there (consumer.sync.waits, judged on what the consumer reads); the
+    // twins would tell nothing about the encoding.
+    if spec.device != crate::device::Kind::Cpu {
+        return limitation;
+    }
     let reads = |enc: Encoding| {
         attempt(consumer, scenario, spec, kind, enc, true, None)
             .is_ok_and(|a| a.result.is_ok())

@@ -1197,6 +1197,20 @@ pub static RULES: &[Rule] = &[
         observation: "The harness cancels mid-stream (from on_next_task, and from another thread); on_next_task calls may still arrive, and so may on_error while requested tasks are pending (\"a consumer MUST be prepared to receive one or more calls to on_next_task or on_error even after calling cancel if there are still requested arrays pending\"). An on_error that reports the cancel itself (ECANCELED), or comes when nothing requested was pending, fails; release must come within the timeout.",
         inferred: None,
     },
+    // Added: what async.cancel.no-error does not fail ("MUST be prepared to"),
+    // noted so that a repeated cancel's effect can be told apart.
+    Rule {
+        id: "async.cancel.error-after",
+        level: Level::Info,
+        side: Side::Producer,
+        area: "async",
+        summary: "on_error after a cancel while requested tasks are pending (which a consumer must be prepared for) is reported",
+        spec_file: CDEVICE,
+        section: "The ArrowAsyncProducer structure",
+        quote: "As such, a consumer MUST be prepared to receive one or more calls to on_next_task or on_error even after calling cancel if there are still requested arrays pending.",
+        observation: "The harness accepts an on_error after its cancel while tasks it requested are pending, and notes it here (INFO). When the schedule cancelled more than once and a single cancel brings no such on_error, the repeated cancel is what broke: async.cancel.idempotent.",
+        inferred: None,
+    },
     Rule {
         id: "async.cancel.request-nop",
         level: Level::Must,

@@ -24,8 +24,12 @@ pub enum Producer {
     /// (device.event.type).
     EventByValue,
     /// Data buffers in pageable host memory when CUDA memory was asked for
-    /// (device.buffers.memory-kind).
+    /// (device.buffers.accessible: the device cannot read them).
     HostBuffers,
+    /// Data buffers in managed memory when CUDA device memory was asked
+    /// for (device.buffers.memory-kind: accessible, but not "device
+    /// pointers").
+    ManagedBuffers,
     /// Every buffer of two bytes or more is allocated one byte short of its
     /// extent (device.buffers.in-allocation).
     ShortAllocation,
@@ -34,12 +38,13 @@ pub enum Producer {
 }
 
 impl Producer {
-    pub const ALL: [(&'static str, Producer); 7] = [
+    pub const ALL: [(&'static str, Producer); 8] = [
         ("none", Producer::None),
         ("no-event", Producer::NoEvent),
         ("event-before-write", Producer::EventBeforeWrite),
         ("event-by-value", Producer::EventByValue),
         ("host-buffers", Producer::HostBuffers),
+        ("managed-buffers", Producer::ManagedBuffers),
         ("short-allocation", Producer::ShortAllocation),
         ("leak-device-memory", Producer::LeakDeviceMemory),
     ];

@@ -187,7 +187,13 @@ fn place_one(
     if m == Producer::ShortAllocation && bytes.len() >= 2 {
         bytes.truncate(bytes.len() - 1);
     }
-    let addr = dev.alloc(kind, bytes.len())?;
+    // managed-buffers: managed memory where device memory was asked for.
+    let alloc_kind = if m == Producer::ManagedBuffers && kind == Kind::Cuda {
+        Kind::CudaManaged
+    } else {
+        kind
+    };
+    let addr = dev.alloc(alloc_kind, bytes.len())?;
     // Until the late write lands, the buffer holds the complement of the
     // data, so a consumer that reads without waiting gets a wrong value in
     // every byte, not whatever a fresh allocation happened to hold (a

@@ -1,7 +1,7 @@
 //! The mutant CUDA producer plugin ("cuda-mutant-producer"): the reference
 //! CUDA producer with one fault, chosen by `ARROWCERT_MUTANT` (read once):
 //! `none`, `no-event`, `event-before-write`, `event-by-value`,
-//! `host-buffers`, `short-allocation`, `leak-device-memory` (see
+//! `host-buffers`, `managed-buffers`, `short-allocation`, `leak-device-memory` (see
 //! `arrowcert_cuda_common::mutation::Producer` for the rule each breaks).
 //! An unknown name makes every entry point fail with `EINVAL`.
 
