@@ -160,7 +160,9 @@ fn every_device_mutation_is_tested_and_every_device_rule_has_a_mutant() {
     for rule in [
         "device.event.type",
         "device.event.covers-data",
-        "device.buffers.memory-kind",
+        // (device.buffers.memory-kind, SHOULD: the emulated device has one
+        // kind of memory, so only a CUDA mutant, managed-buffers, breaks it.)
+        "device.buffers.accessible",
         "device.buffers.in-allocation",
         "device.struct.host",
         "device.move",

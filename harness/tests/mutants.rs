@@ -76,6 +76,12 @@ const MUTANTS: &[Mutant] = &[
         "map keys marked nullable, as builders with nullable-by-default fields do",
     ),
     m(
+        "map-entries-one-child",
+        "schema.map.entries",
+        &["/nested"],
+        "a map whose entries struct is declared with the key only (one child)",
+    ),
+    m(
         "ree-run-ends-nullable",
         "schema.ree.run-ends-flag",
         &["/run_end_encoded"],
@@ -328,6 +334,14 @@ const MUTANTS: &[Mutant] = &[
         why_follows: "every chunk (CPU, as asked) then differs from the stream's device type, and pageable host memory is not what a CUDA_HOST stream's device reads",
     },
     // -- stream --------------------------------------------------------------
+    Mutant {
+        name: "get-schema-null",
+        rule: "stream.schema.get",
+        filters: &["producer/stream/primitive"],
+        models: "a stream whose get_schema callback is NULL (Mandatory)",
+        follows: &["stream.release.set"],
+        why_follows: "a live stream has all four callbacks set, which stream.release.set checks on every member",
+    },
     m(
         "schema-taken-once",
         "stream.schema.repeat",

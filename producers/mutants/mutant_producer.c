@@ -154,6 +154,10 @@
   X(REE_RUN_ENDS_UNSIGNED, "ree-run-ends-unsigned")                                    \
   /* array.union.null-count: a union column with null_count 1 */                       \
   X(UNION_NULL_COUNT, "union-null-count")                                              \
+  /* stream.schema.get: a stream whose get_schema is NULL */                          \
+  X(GET_SCHEMA_NULL, "get-schema-null")                                                \
+  /* schema.map.entries: a map's entries struct declared with one child (no value) */  \
+  X(MAP_ENTRIES_ONE_CHILD, "map-entries-one-child")                                    \
   /* array.release.frees: the first column's release walks its children, */           \
   /* then marks it released and frees nothing of its own */                           \
   X(LEAK_ONE_CHILD, "leak-one-child")                                                  \
@@ -597,6 +601,13 @@ static void mutate_schema(struct ArrowSchema* root) {
         root->children[k]->n_children = 0;
       }
       break;
+    case MAP_ENTRIES_ONE_CHILD:
+      if ((k = find_child(root, is_map)) >= 0) {
+        struct ArrowSchema* entries = root->children[k]->children[0];
+        fix_schema(entries);
+        entries->n_children = 1;
+      }
+      break;
     case MAP_KEY_NULLABLE:
       if ((k = find_child(root, is_map)) >= 0) {
         struct ArrowSchema* entries = root->children[k]->children[0];
@@ -922,7 +933,8 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
 /* The base's schema for the same input, for mutations that look for a
  * column by type; NULL (and released) when not needed. */
 static int wants_schema(void) {
-  return M >= ARRAY_ARENA_OWNED_BY_ROOT && M <= NULL_ARRAY_WITH_VALIDITY;
+  return (M >= ARRAY_ARENA_OWNED_BY_ROOT && M <= NULL_ARRAY_WITH_VALIDITY) ||
+         M == UNION_NULL_COUNT;
 }
 
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
@@ -1048,7 +1060,7 @@ int arrowcert_produce_stream(const uint8_t* ipc, int64_t len, struct ArrowArrayS
       schema.release(&schema);
     }
   }
-  out->get_schema = w_get_schema;
+  out->get_schema = M == GET_SCHEMA_NULL ? NULL : w_get_schema;
   out->get_next = w_get_next;
   out->get_last_error = M == NO_GET_LAST_ERROR ? NULL : w_get_last_error;
   out->release = w_release;

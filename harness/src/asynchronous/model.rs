@@ -535,7 +535,7 @@ mod tests {
                     cb(Schema),
                     Event::Request(1),
                     Event::Cancel,
-                    cb(Error),
+                    Event::plain(Error, libc::ECANCELED),
                     cb(Release),
                 ],
                 "async.cancel.no-error",

@@ -26,9 +26,12 @@ use crate::report::{Case, Verdict};
 /// The environment variable of the test-only panic hook.
 pub const TEST_PANIC_ENV: &str = "ARROWCERT_TEST_PANIC_IN_CASE";
 
-/// The last panic seen in this process, as "panicked at FILE:LINE:COL:
-/// MESSAGE".
-static LAST: Mutex<Option<String>> = Mutex::new(None);
+thread_local! {
+    /// The last panic on this thread, as "panicked at FILE:LINE:COL:
+    /// MESSAGE" (per thread: a panic unwinds on the thread that caught it,
+    /// and another thread's panic must not be taken for it).
+    static LAST: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
 
 type Notify = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -56,9 +59,11 @@ pub fn install_hook() {
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
                 .unwrap_or_else(|| "an unknown location".into());
             let text = format!("panicked at {at}: {message}");
-            if let Ok(mut last) = LAST.lock() {
-                *last = Some(text.clone());
-            }
+            let _ = LAST.try_with(|last| {
+                if let Ok(mut last) = last.try_borrow_mut() {
+                    *last = Some(text.clone());
+                }
+            });
             if let Ok(notify) = NOTIFY.lock() {
                 if let Some(f) = notify.as_ref() {
                     f(&text);
@@ -99,6 +104,7 @@ pub fn test_hook(case_id: &str) {
 /// verdict on `record` (the case's entry before it ran).
 pub fn guarded(case_id: &str, record: impl FnOnce() -> Case, run: impl FnOnce() -> Case) -> Case {
     install_hook();
+    let _ = LAST.try_with(|l| l.borrow_mut().take());
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         test_hook(case_id);
         run()
@@ -107,9 +113,9 @@ pub fn guarded(case_id: &str, record: impl FnOnce() -> Case, run: impl FnOnce() 
         Ok(case) => case,
         Err(payload) => {
             let text = LAST
-                .lock()
+                .try_with(|l| l.borrow_mut().take())
                 .ok()
-                .and_then(|l| l.clone())
+                .flatten()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".into());
