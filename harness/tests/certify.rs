@@ -246,7 +246,7 @@ fn assert_consumer_clean(code: Option<i32>, r: &Report, out: &str) {
         .iter()
         .filter(|s| s.rule.starts_with("consumer.async."))
         .collect();
-    assert_eq!(async_rules.len(), 9);
+    assert_eq!(async_rules.len(), 10);
     for s in async_rules {
         assert_eq!(s.verdict, Verdict::Pass, "{}: {out}", s.rule);
     }

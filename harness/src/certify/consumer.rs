@@ -686,16 +686,27 @@ fn refused(
 pub(super) fn refusal(e: &CallError) -> Ended {
     match e {
         CallError::Missing(_) => call_ended(e.clone()),
-        CallError::Failed { code, message, .. } => {
+        // The integration adapter could not express the data: nothing was
+        // handed to the library.
+        CallError::Failed {
+            message: Some(m), ..
+        } if m.starts_with(crate::plugin::integration::CANNOT_HAND_OVER) => {
+            Ended::Skip(format!("not handed over: {m}"))
+        }
+        CallError::Failed {
+            entry,
+            code,
+            message,
+        } => {
             let said = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
             match (said, *code) {
                 (Some(m), code) => Ended::Limitation(format!(
-                    "the consumer declined: {} ({code}): {m}",
+                    "the consumer declined ({entry} returned {} ({code})): {m}",
                     errno_name(code)
                 )),
-                (None, libc::ENOSYS) => Ended::Limitation(
-                    "the consumer declined: ENOSYS (38) with no message (the plugin contract's \"cannot honour\")".into(),
-                ),
+                (None, libc::ENOSYS) => Ended::Limitation(format!(
+                    "the consumer declined ({entry} returned ENOSYS (38)) with no message (the plugin contract's \"cannot honour\")"
+                )),
                 (None, _) => Ended::Error(format!(
                     "the consumer refused the input with {e} and gave no message; a refusal the spec permits is a limitation when the consumer says why"
                 )),

@@ -101,10 +101,26 @@ pub const NOT_EXPORTED: &str = "is not exported by the plugin";
 /// [`NOT_EXPORTED`] in other words.
 const DOES_NOT_EXPORT: &str = "does not export arrowcert_";
 
+/// The words of a skip for a device the plugin does not claim
+/// (`arrowcert_plugin_supports_device(N) is not 1`): that path on that
+/// device is not one it offers.
+const DEVICE_NOT_CLAIMED: &str = "arrowcert_plugin_supports_device(";
+
 /// True when a skip's message says the plugin lacks the path's entry
-/// point(s).
+/// point(s), or does not claim the case's device.
 pub fn says_not_exported(message: &str) -> bool {
-    message.contains(NOT_EXPORTED) || message.contains(DOES_NOT_EXPORT)
+    message.contains(NOT_EXPORTED)
+        || message.contains(DOES_NOT_EXPORT)
+        || message.contains(DEVICE_NOT_CLAIMED)
+}
+
+/// A case's path, with its device when that is not the CPU (`device_array
+/// on emulated`): coverage is judged per path and device.
+fn path_key(c: &Case) -> String {
+    match c.id.split('/').find_map(|part| part.strip_prefix("device:")) {
+        Some(device) => format!("{} on {device}", c.path),
+        None => c.path.clone(),
+    }
 }
 
 /// True when a case ran to a verdict on data: it failed, or it passed
@@ -119,12 +135,12 @@ pub fn ran_on_data(c: &Case, data_rules: &[&str]) -> bool {
 
 /// The paths (the report's `path` of each case) the plugins export: every
 /// path with a case that was not skipped for a missing entry point.
-fn exported_paths(cases: &[Case]) -> BTreeMap<&str, bool> {
-    let mut paths: BTreeMap<&str, bool> = BTreeMap::new();
+fn exported_paths(cases: &[Case]) -> BTreeMap<String, bool> {
+    let mut paths: BTreeMap<String, bool> = BTreeMap::new();
     for c in cases {
         let missing = c.verdict == Verdict::Skip
             && c.message.as_deref().is_some_and(says_not_exported);
-        let e = paths.entry(c.path.as_str()).or_insert(false);
+        let e = paths.entry(path_key(c)).or_insert(false);
         *e |= !missing;
     }
     paths
@@ -209,7 +225,7 @@ pub fn judge(run: &Run) -> Judgement {
             if !exported {
                 continue;
             }
-            let on_path = run.cases.iter().filter(|c| c.path == path);
+            let on_path = run.cases.iter().filter(|c| path_key(c) == path);
             if !on_path.clone().any(|c| ran_on_data(c, run.data_rules)) {
                 let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
                 for c in on_path {

@@ -484,6 +484,9 @@ fn transfer(
     };
     match result {
         Ok(bytes) => Outcome::Read(bytes),
+        // The async path's finish fails for the producer's faults too (a
+        // release that never came): not the consumer declining.
+        Err(e) if spec.path == Path::Async => call_outcome(e),
         Err(e) => consumer_outcome(e),
     }
 }

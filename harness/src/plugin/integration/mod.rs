@@ -38,6 +38,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How the adapter's own refusals begin: data Arrow integration JSON cannot
+/// express is the harness's limit, not the library's (certification skips
+/// such a case; it is never a limitation of the library).
+pub const CANNOT_HAND_OVER: &str = "the built-in integration adapter cannot hand this scenario over";
+
 use arrow_array::RecordBatch;
 
 use super::CallError;
@@ -380,7 +385,7 @@ impl Library {
             failed(
                 entry,
                 libc::ENOSYS,
-                format!("the built-in integration adapter cannot hand this scenario over: {u}"),
+                format!("{CANNOT_HAND_OVER}: {u}"),
             )
         })?;
         let io = |e: std::io::Error| {
