@@ -18,7 +18,20 @@ what the library read as Arrow IPC stream bytes (any buffer object).
 """
 import errno as _errno
 import io
+import sys
 import traceback
+
+# DuckDB's Python package reads a PyCapsule stream through pyarrow (a
+# pyarrow.dataset scanner) whenever pyarrow.dataset is importable, and
+# through its own importer otherwise: with the route open, a "duckdb"
+# verdict would be pyarrow's (Arrow C++'s) code. The glue closes it, so
+# that what the duckdb consumer reads is read by DuckDB's own C data
+# interface importer, and what it loads (a pyarrow Table, for the producer
+# side) is scanned by DuckDB's own arrow scan. Checked: with pyarrow.dataset
+# importable, from_arrow on a capsule-only object imports it; with this
+# entry, it does not and reads the same rows.
+if globals().get("LIBRARY") == "duckdb":
+    sys.modules["pyarrow.dataset"] = None
 
 
 # ---- consumer side: the harness's structures, as PyCapsule objects ---------
@@ -283,8 +296,9 @@ NOT_SUPPORTED = ("not supported", "not yet supported", "not yet implemented",
 
 # Arrow C++'s record batch import refuses a struct array at a non-zero
 # top-level offset ("ArrowArray struct has non-zero offset, cannot be
-# imported as RecordBatch"). pyarrow raises it as it is, and duckdb's
-# arrow_scan imports streams through pyarrow, so both inherit it. The spec
+# imported as RecordBatch"). pyarrow raises it as it is (and duckdb's
+# arrow_scan inherited it while it read streams through pyarrow, a route
+# the glue now closes, see the top of this file). The spec
 # allows the refusal ("Consumers MAY decide not to support non-0-offset
 # arrays, but they should document this limitation", CDataInterface.rst):
 # it is a declared limitation (ENOSYS), as the Arrow C++ adapter reports

@@ -75,6 +75,15 @@ const PYCAPSULE_ADAPTER: &str = "embedded Python: the adapter turns the IPC byte
     (consumer: wraps the harness's structures in PyCapsules for the library's importer, and \
     writes what the library read back as IPC with pyarrow)";
 
+const DUCKDB_PRODUCER_ADAPTER: &str = "embedded Python: the adapter loads the IPC bytes into a \
+    DuckDB table (from a pyarrow Table, scanned by DuckDB's own arrow scan: the glue closes the \
+    pyarrow.dataset route) and moves the structures out of DuckDB's own relation.__arrow_c_stream__ \
+    unchanged: every exported byte is DuckDB's";
+const DUCKDB_CONSUMER_ADAPTER: &str = "embedded Python: the harness's stream goes, as a PyCapsule, \
+    to DuckDB's own C data interface importer (con.from_arrow): the glue closes the \
+    pyarrow.dataset route through which duckdb's Python package otherwise reads capsule streams \
+    with pyarrow (Arrow C++); what DuckDB read (its to_arrow_table export) is written back as IPC \
+    with pyarrow";
 const ARROW_CPP_ADAPTER: &str = "every exported and imported byte is Arrow C++'s \
     (ExportDeviceRecordBatch, ExportAsyncRecordBatchReader, CreateAsyncDeviceStreamHandler, ...); \
     the consumer adapter interposes on the async handler's release member (it calls Arrow C++'s \
@@ -193,14 +202,14 @@ pub const BUNDLED: &[Bundled] = &[
         "producer",
         "libarrowcert_pycapsule_duckdb.so",
         Place::Real,
-        PYCAPSULE_ADAPTER,
+        DUCKDB_PRODUCER_ADAPTER,
     ),
     bundled(
         "duckdb",
         "consumer",
         "libarrowcert_pycapsule_duckdb.so",
         Place::Real,
-        PYCAPSULE_ADAPTER,
+        DUCKDB_CONSUMER_ADAPTER,
     ),
 ];
 
