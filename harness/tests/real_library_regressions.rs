@@ -156,6 +156,8 @@ cases = [
     (NotImplementedError("x"), errno.ENOSYS),
     (ValueError("Number of rows in column 0 did not match batch"), errno.EINVAL),
     (RuntimeError("boom"), errno.EIO),
+    (type("PanicException", (Exception,), {{}})("called `Result::unwrap()` on an `Err` value: not yet implemented"), errno.ENOTRECOVERABLE),
+    (RuntimeError("INTERNAL Error: Attempted to access index 3 within vector of size 3"), errno.ENOTRECOVERABLE),
 ]
 for e, want in cases:
     got = d(e)[0]

@@ -307,10 +307,25 @@ NOT_SUPPORTED = ("not supported", "not yet supported", "not yet implemented",
 DECLARED_LIMITATIONS = ("arrowarray struct has non-zero offset",)
 
 
+# A library that failed inside itself (a Rust panic a binding caught, an
+# "internal error" exception, a C++ logic error) did not decline the data:
+# ENOTRECOVERABLE tells the harness so (PLUGIN_ABI.md), and the case is an
+# error of the library, never a limitation.
+INTERNAL_FAILURES = ("panicexception", "internalexception", "internal error",
+                     "basic_string: construction from null")
+
+
+def _internal_failure(e, text):
+    name = (type(e).__module__ + "." + type(e).__name__).lower()
+    return any(w in name or w in text for w in INTERNAL_FAILURES)
+
+
 def describe(e):
     """(errno, message) for an exception the glue or the library raised."""
     text = str(e).lower()
-    if (isinstance(e, NotImplementedError) or any(w in text for w in NOT_SUPPORTED)
+    if _internal_failure(e, text):
+        code = _errno.ENOTRECOVERABLE
+    elif (isinstance(e, NotImplementedError) or any(w in text for w in NOT_SUPPORTED)
             or any(w in text for w in DECLARED_LIMITATIONS)):
         code = _errno.ENOSYS
     elif isinstance(e, MemoryError):

@@ -557,6 +557,15 @@ fn data_case(
     if let Ok(bytes) = &first.result {
         keep_output(&spec.id, bytes);
     }
+    // Output arrowcert cannot decode cannot be compared: its own outcome
+    // (an error of the library's IPC writer, which its adapter uses), never
+    // "values differ".
+    if let Ok(bytes) = &first.result {
+        if let Err(e) = ipc::decode(bytes) {
+            obs.not_exercised("consumer.read.values", UNDECODABLE);
+            return Ended::Error(format!("{UNDECODABLE}: {}", e.message));
+        }
+    }
     let wrong = match &first.result {
         Ok(bytes) => {
             if matches!(enc, Encoding::Varied(_)) {
@@ -619,6 +628,12 @@ fn reads_right_unpoisoned(
     matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()))
 }
 
+/// What a case says when the consumer's output is not an IPC stream
+/// arrowcert can read: what the library read is written back by its
+/// adapter with the library's own IPC writer, so such output is that
+/// writer's doing, and what was read cannot be compared.
+pub(crate) const UNDECODABLE: &str = "the consumer's output (written with the library's own IPC writer) is not an Arrow IPC stream arrowcert can read, so what it read cannot be compared and no rule is judged on it";
+
 /// A consumer refused a data case cleanly ([`refusal`]). What it refused
 /// decides the verdict. The same data encoded plainly (offsets 0, every
 /// buffer allocated) is what a type refusal refuses: "Consumers MAY decide
@@ -651,14 +666,19 @@ fn refused(
     if spec.device != crate::device::Kind::Cpu {
         return limitation;
     }
-    let reads = |enc: Encoding| {
-        attempt(consumer, scenario, spec, kind, enc, true, None)
-            .is_ok_and(|a| a.result.is_ok())
+    // What the consumer answers to the same data in another encoding:
+    // Ok(()) read, Err(its words) refused (or could not be handed over).
+    let answer = |enc: Encoding| -> Result<(), String> {
+        match attempt(consumer, scenario, spec, kind, enc, true, None) {
+            Ok(a) => a.result.map(|_| ()).map_err(|e| e.to_string()),
+            Err(why) => Err(why),
+        }
     };
-    if !reads(Encoding::Plain) {
+    if answer(Encoding::Plain).is_err() {
         return limitation;
     }
-    if reads(Encoding::VariedAtOffsetZero(seed)) {
+    let at_zero = answer(Encoding::VariedAtOffsetZero(seed));
+    if at_zero.is_ok() {
         let Ended::Limitation(why) = limitation else {
             unreachable!("checked above")
         };
@@ -666,9 +686,10 @@ fn refused(
             "{why} (non-zero offsets: the same data, varied the same ways at offset 0, was read)"
         ));
     }
+    let again = at_zero.err().unwrap_or_default();
     obs.check("consumer.read.accepts", false, "input", || {
         format!(
-            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it, even with every offset 0 (so not a refusal of offsets, which the spec permits): {e}"
+            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it (null_count -1, NULL pointers for zero-sized buffers, NULL names, all-valid bitmaps, garbage under nulls), even with every offset 0 (so not a refusal of offsets, which the spec permits): {e}; at offset 0: {again}"
         )
     });
     Ended::Ran
@@ -693,6 +714,15 @@ pub(super) fn refusal(e: &CallError) -> Ended {
         } if m.starts_with(crate::plugin::integration::CANNOT_HAND_OVER) => {
             Ended::Skip(format!("not handed over: {m}"))
         }
+        // The plugin contract's word for a library that failed inside
+        // itself (a panic a binding caught, an internal error): not a
+        // refusal of the data.
+        CallError::Failed {
+            code: libc::ENOTRECOVERABLE,
+            ..
+        } => Ended::Error(format!(
+            "the library failed inside itself (ENOTRECOVERABLE: a panic or an internal error, not a refusal of the data): {e}"
+        )),
         CallError::Failed {
             entry,
             code,

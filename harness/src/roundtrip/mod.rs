@@ -231,11 +231,25 @@ pub fn run_case(
         Outcome::Read(bytes) => {
             let (schema, batches) = expected(scenario, spec);
             match ipc::decode(&bytes) {
+                // Not comparable: its own outcome (an error), never
+                // "values differ" (certify::consumer::UNDECODABLE).
                 Err(e) => {
-                    differences.push(format!(
-                        "the consumer's output is not an Arrow IPC stream: {}",
-                        e.message
-                    ));
+                    let why = format!("{}: {}", crate::certify::consumer::UNDECODABLE, e.message);
+                    // A contract violation seen around it (a structure not
+                    // released) still fails the case.
+                    let verdict = if differences.is_empty() {
+                        Verdict::Error
+                    } else {
+                        Verdict::Fail
+                    };
+                    differences.push(why.clone());
+                    return Case {
+                        verdict,
+                        message: Some(why),
+                        differences,
+                        duration_us: start.elapsed().as_micros() as u64,
+                        ..record(scenario, spec, opts)
+                    };
                 }
                 Ok(read) => {
                     // Values lost fail the case; types, names and metadata
@@ -499,6 +513,12 @@ fn transfer(
 fn consumer_outcome(e: CallError) -> Outcome {
     match &e {
         CallError::Missing(_) => Outcome::Skip(e.to_string()),
+        CallError::Failed {
+            code: libc::ENOTRECOVERABLE,
+            ..
+        } => Outcome::Error(format!(
+            "the library failed inside itself (ENOTRECOVERABLE: a panic or an internal error, not a refusal): {e}"
+        )),
         CallError::Failed { code, message, .. } => {
             match message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
                 Some(m) => Outcome::Limitation(format!(
