@@ -42,41 +42,55 @@ def main():
                           f"{rule['checked']} cases; first: {evidence}",
                 "link": anchor(library),
             })
-        # Cases, grouped by what they run on (the ID without its batch and
-        # slice; async cases per side, their outcome being the library's
-        # thread timing's): a group with a failing case expects every
-        # outcome its cases had, so a new kind of failure or a group that
-        # now passes throughout is noticed.
-        groups = defaultdict(set)
-        failing_groups = set()
+        # Cases. A crash or a hang is expected by its own group (the ID
+        # without its batch and slice); other outcomes by their bucket
+        # (side, path and encoding or scenario: the first three parts of
+        # the ID), async cases per side (their outcome is the library's
+        # thread timing's). A pattern expects every outcome its cases had,
+        # so a new kind of failure, or a bucket that now passes
+        # throughout, is noticed. Exact patterns come first: the first
+        # pattern that matches a case is the one that counts.
+        exact, coarse = defaultdict(set), defaultdict(set)
+        exact_failing, coarse_failing = set(), set()
+        rows = []
         for c in r.get("cases", []):
             parts = c["id"].split("/")
-            if c["path"] in ("async", "consume_async"):
-                key = "/".join(parts[:2]) + "/*"
-            else:
-                kept = [p for p in parts if not p.startswith(("batch:", "slice:"))]
-                key = "/".join(kept) + ("/*" if len(kept) < len(parts) else "")
             v = c["verdict"]
             # A failed case whose MUST rules are expected is covered by them.
             if v == "fail" and any(x.get("level") == "MUST" for x in c.get("violations", [])):
                 v = "covered"
-            groups[key].add(v)
-            if v in FAILING:
-                failing_groups.add(key)
-        for key in sorted(failing_groups):
-            if key in seen:
+            if c["path"] in ("async", "consume_async"):
+                rows.append((None, "/".join(parts[:2]) + "/*", v))
                 continue
-            seen.add(key)
-            verdicts = groups[key] - {"covered"}
-            if groups[key] & {"covered"}:
-                verdicts.add("fail")
-            out.append({
-                "pattern": key,
-                "outcome": "|".join(sorted(verdicts)),
-                "reason": "cases of this group ended " + ", ".join(sorted(verdicts))
-                          + (" (async: the library's thread timing decides which)" if key.endswith("async/*") else ""),
-                "link": anchor(library),
-            })
+            kept = [p for p in parts if not p.startswith(("batch:", "slice:"))]
+            fine = "/".join(kept) + ("/*" if len(kept) < len(parts) else "")
+            bucket = "/".join(parts[:3]) + ("/*" if len(parts) > 3 else "")
+            rows.append((fine, bucket, v))
+        hard = {fine for fine, _, v in rows if fine and v in ("crash", "timeout", "harness_error")}
+        for fine, bucket, v in rows:
+            if fine in hard:
+                exact[fine].add(v)
+                exact_failing.add(fine)
+            else:
+                coarse[bucket].add(v)
+                if v in FAILING:
+                    coarse_failing.add(bucket)
+        for table, keys in ((exact, exact_failing), (coarse, coarse_failing)):
+            for key in sorted(keys):
+                if key in seen:
+                    continue
+                seen.add(key)
+                verdicts = table[key] - {"covered"}
+                if "covered" in table[key]:
+                    verdicts.add("fail")
+                out.append({
+                    "pattern": key,
+                    "outcome": "|".join(sorted(verdicts)),
+                    "reason": "cases here ended " + ", ".join(sorted(verdicts))
+                              + (" (async: the library's thread timing decides which)"
+                                 if key.endswith("async/*") else ""),
+                    "link": anchor(library),
+                })
     json.dump({"library": library, "expectations": out}, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

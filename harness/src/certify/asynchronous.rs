@@ -278,9 +278,15 @@ fn judge_run(
         schema,
         arrays,
         notes,
-        error: _,
+        error,
         stuck,
     } = run;
+    // An on_error after a cancel whose message says it reports the
+    // cancellation is the cancel resulting in on_error ("Successful
+    // cancelling MUST NOT result in a producer calling on_error"), whatever
+    // its code; the model sees codes only.
+    let error_text = error.as_ref().and_then(|(_, t)| t.clone()).unwrap_or_default();
+    let says_cancelled = error_text.to_lowercase().contains("cancel");
     for f in model::judge(
         &trace,
         Ending {
@@ -288,7 +294,15 @@ fn judge_run(
             deadline_ms: DEADLINE.as_millis() as u64,
         },
     ) {
-        found.push((f.rule, f.at, f.message));
+        if f.rule == "async.cancel.error-after" && says_cancelled {
+            found.push((
+                "async.cancel.no-error",
+                f.at,
+                format!("{}, and its message reports the cancel itself: {error_text:?}", f.message),
+            ));
+        } else {
+            found.push((f.rule, f.at, f.message));
+        }
     }
     for n in notes {
         found.push((n.rule, n.at, n.message));

@@ -638,10 +638,10 @@ pub(crate) const UNDECODABLE: &str = "the consumer's output (written with the li
 /// decides the verdict. The same data encoded plainly (offsets 0, every
 /// buffer allocated) is what a type refusal refuses: "Consumers MAY decide
 /// not to support all data types". A varied case whose plain twin the
-/// consumer reads is handed over once more, varied the same ways but with
-/// every offset 0: read then, the refusal was of the non-zero offsets
-/// ("Consumers MAY decide not to support ... non-0-offset arrays"), a
-/// limitation too; refused again, the consumer refuses an encoding the
+/// consumer reads is handed over once more, varied the same ways but
+/// aligned and with every offset 0: read then, the refusal was of the
+/// non-zero offsets or the unaligned buffers ("Consumers MAY decide not to
+/// support non-0-offset arrays", "... unaligned memory"), a limitation too; refused again, the consumer refuses an encoding the
 /// spec lets producers use (null_count -1, NULL pointers for zero-sized
 /// buffers, ...), which no permission covers: `consumer.read.accepts`.
 fn refused(
@@ -677,19 +677,19 @@ fn refused(
     if answer(Encoding::Plain).is_err() {
         return limitation;
     }
-    let at_zero = answer(Encoding::VariedAtOffsetZero(seed));
+    let at_zero = answer(Encoding::VariedAlignedAtZero(seed));
     if at_zero.is_ok() {
         let Ended::Limitation(why) = limitation else {
             unreachable!("checked above")
         };
         return Ended::Limitation(format!(
-            "{why} (non-zero offsets: the same data, varied the same ways at offset 0, was read)"
+            "{why} (non-zero offsets or unaligned memory: the same data, varied the same ways but aligned and at offset 0, was read)"
         ));
     }
     let again = at_zero.err().unwrap_or_default();
     obs.check("consumer.read.accepts", false, "input", || {
         format!(
-            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it (null_count -1, NULL pointers for zero-sized buffers, NULL names, all-valid bitmaps, garbage under nulls), even with every offset 0 (so not a refusal of offsets, which the spec permits): {e}; at offset 0: {again}"
+            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it (null_count -1, NULL pointers for zero-sized buffers, NULL names, all-valid bitmaps, garbage under nulls), even aligned and with every offset 0 (so not a refusal of offsets or unaligned memory, which the spec permits): {e}; aligned at offset 0: {again}"
         )
     });
     Ended::Ran

@@ -41,13 +41,13 @@ pub enum Encoding {
     /// buffers (some empty), dense union slots sharing child elements,
     /// unused dictionary values, NULL names for empty names.
     Varied(u64),
-    /// [`Encoding::Varied`] with every `offset` member 0: the same kinds of
-    /// variation but none of the non-zero offsets the spec lets consumers
-    /// refuse ("Consumers MAY decide not to support ... non-0-offset
-    /// arrays"). Certification hands it over when a consumer refused a
-    /// varied case, to tell a refusal of offsets (a limitation) from a
-    /// refusal of the rest.
-    VariedAtOffsetZero(u64),
+    /// [`Encoding::Varied`] with every `offset` member 0 (buffers are
+    /// always aligned): the same kinds of variation but none of those the
+    /// spec lets consumers refuse ("Consumers MAY decide not to support
+    /// non-0-offset arrays", "... unaligned memory"). Certification hands
+    /// it over when a consumer refused a varied case, to tell a refusal of
+    /// those (a limitation) from a refusal of the rest.
+    VariedAlignedAtZero(u64),
 }
 
 impl Encoding {
@@ -56,7 +56,7 @@ impl Encoding {
         match self {
             Encoding::Plain => "plain",
             Encoding::Varied(_) => "varied",
-            Encoding::VariedAtOffsetZero(_) => "varied-at-offset-0",
+            Encoding::VariedAlignedAtZero(_) => "varied-aligned-at-offset-0",
         }
     }
 }
@@ -129,7 +129,8 @@ enum Room {
 
 struct Encoder {
     rng: Option<Rng>,
-    /// Non-zero `offset` members allowed (all but VariedAtOffsetZero).
+    /// The variations consumers may refuse allowed (non-zero `offset`
+    /// members): all but VariedAlignedAtZero (buffers are always aligned).
     offsets: bool,
     /// Elements laid out so far, over every node of this tree.
     elements: usize,
@@ -142,11 +143,11 @@ impl Encoder {
         Encoder {
             rng: match enc {
                 Encoding::Plain => None,
-                Encoding::Varied(seed) | Encoding::VariedAtOffsetZero(seed) => {
+                Encoding::Varied(seed) | Encoding::VariedAlignedAtZero(seed) => {
                     Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9)))
                 }
             },
-            offsets: !matches!(enc, Encoding::VariedAtOffsetZero(_)),
+            offsets: !matches!(enc, Encoding::VariedAlignedAtZero(_)),
             elements: 0,
             bytes: 0,
         }
