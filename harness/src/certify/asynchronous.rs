@@ -402,36 +402,19 @@ fn check_arrays(
             return;
         }
     };
-    // The same tiers as every other path (checks::values): values lost
-    // fail; every value right but names, metadata, nullability or type
-    // flavours changed is array.values.types, INFO.
-    let read_schema = read
-        .first()
-        .map(|b| b.schema())
-        .unwrap_or_else(|| scenario.schema.clone());
-    let mut diffs = crate::compare::schemas(&scenario.schema, &read_schema);
-    diffs.extend(crate::compare::batches(&expect, &read));
-    if !diffs.is_empty() {
-        let logical =
-            crate::compare::logical::streams(&scenario.schema, &expect, &read_schema, &read);
-        let shown = |first: &[String]| {
-            first
-                .iter()
-                .chain(&diffs)
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        if logical.is_empty() {
-            found.push(("array.values.types", "values".into(), shown(&[])));
-        } else {
-            found.push((
-                "async.array.valid",
-                "values".into(),
-                format!("{}: {}", "array.values.roundtrip", shown(&logical)),
-            ));
+    // The same tiers as every other path (checks::value_tiers): values
+    // lost fail; every value right but names, metadata, nullability or
+    // type flavours changed is array.values.types, INFO.
+    match super::checks::value_tiers(scenario, &expect, &read) {
+        None => {}
+        Some(("array.values.types", shown)) => {
+            found.push(("array.values.types", "values".into(), shown));
         }
+        Some((rule, shown)) => found.push((
+            "async.array.valid",
+            "values".into(),
+            format!("{rule}: {shown}"),
+        )),
     }
 }
 

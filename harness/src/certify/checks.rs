@@ -157,6 +157,42 @@ fn ended_text(e: Ended) -> String {
     }
 }
 
+/// How what was read compares with what was asked for, in the tiers every
+/// path uses: `None` when equal; otherwise the rule and its evidence.
+/// Values right in types of the producer's own (every field nullable,
+/// strings as views) are `array.values.types` (INFO); values wrong are
+/// `array.values.roundtrip`, the value differences first, then the type
+/// changes.
+pub(crate) fn value_tiers(
+    scenario: &Scenario,
+    expect: &[RecordBatch],
+    read: &[RecordBatch],
+) -> Option<(&'static str, String)> {
+    let schema = read
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| scenario.schema.clone());
+    let mut diffs = compare::schemas(&scenario.schema, &schema);
+    diffs.extend(compare::batches(expect, read));
+    if diffs.is_empty() {
+        return None;
+    }
+    let logical = compare::logical::streams(&scenario.schema, expect, &schema, read);
+    let rule = if logical.is_empty() {
+        "array.values.types"
+    } else {
+        "array.values.roundtrip"
+    };
+    let shown = logical
+        .iter()
+        .chain(&diffs)
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some((rule, shown))
+}
+
 /// Compares what was read with what was asked for (array.values.roundtrip).
 pub(crate) fn values(
     scenario: &Scenario,
@@ -165,42 +201,17 @@ pub(crate) fn values(
     at: &str,
     obs: &mut Observations,
 ) {
-    let mut diffs = compare::schemas(
-        &scenario.schema,
-        &read
-            .first()
-            .map(|b| b.schema())
-            .unwrap_or_else(|| scenario.schema.clone()),
-    );
-    diffs.extend(compare::batches(expect, read));
-    // Values right in types of the producer's own (every field nullable,
-    // strings as views): array.values.types, at INFO; the values pass.
-    // Values wrong: the value differences first, then the type changes.
-    if !diffs.is_empty() {
-        let schema = read
-            .first()
-            .map(|b| b.schema())
-            .unwrap_or_else(|| scenario.schema.clone());
-        let logical = compare::logical::streams(&scenario.schema, expect, &schema, read);
-        let shown = || diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
-        if logical.is_empty() {
-            obs.check("array.values.types", false, at, shown);
+    match value_tiers(scenario, expect, read) {
+        None => {
+            obs.check("array.values.types", true, at, String::new);
             obs.check("array.values.roundtrip", true, at, String::new);
-        } else {
-            obs.check("array.values.roundtrip", false, at, || {
-                logical
-                    .iter()
-                    .chain(&diffs)
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            });
         }
-        return;
+        Some(("array.values.types", shown)) => {
+            obs.check("array.values.types", false, at, || shown);
+            obs.check("array.values.roundtrip", true, at, String::new);
+        }
+        Some((rule, shown)) => obs.check(rule, false, at, || shown),
     }
-    obs.check("array.values.types", true, at, String::new);
-    obs.check("array.values.roundtrip", true, at, String::new);
 }
 
 /// Runs the steps of `spec`'s path.

@@ -481,8 +481,9 @@ pub(super) fn verdict_word(c: &Case) -> String {
         Verdict::Error => "ERROR".into(),
         Verdict::Crash => "CRASHED".into(),
         Verdict::Timeout => "TIMED OUT".into(),
+        // The message says whose fault it is and asks for a report.
         Verdict::HarnessError => format!(
-            "HARNESS ERROR ({}; arrowcert's fault, not the library's: please report this)",
+            "HARNESS ERROR ({})",
             report::printable(c.message.as_deref().unwrap_or("no message"))
         ),
         Verdict::Limitation => format!(

@@ -170,14 +170,17 @@ pub struct Run<'a> {
 pub fn judge(run: &Run) -> Judgement {
     let mut reasons = Vec::new();
     let count = |v: Verdict| run.cases.iter().filter(|c| c.verdict == v).count();
+    // " (first: ID: message)" of the first case with this verdict.
+    let first_of = |v: Verdict| {
+        run.cases
+            .iter()
+            .find(|c| c.verdict == v)
+            .map(|c| format!(" (first: {}: {})", c.id, c.message.as_deref().unwrap_or("")))
+            .unwrap_or_default()
+    };
     let harness = count(Verdict::HarnessError);
     if harness > 0 {
-        let first = run
-            .cases
-            .iter()
-            .find(|c| c.verdict == Verdict::HarnessError)
-            .map(|c| format!(" (first: {}: {})", c.id, c.message.as_deref().unwrap_or("")))
-            .unwrap_or_default();
+        let first = first_of(Verdict::HarnessError);
         reasons.push(format!(
             "arrowcert's own code failed in {harness} case(s){first}; these verdicts cannot be trusted: please report this"
         ));
@@ -250,12 +253,7 @@ pub fn judge(run: &Run) -> Judgement {
     }
     let errors = count(Verdict::Error);
     if errors > 0 {
-        let first = run
-            .cases
-            .iter()
-            .find(|c| c.verdict == Verdict::Error)
-            .map(|c| format!(" (first: {}: {})", c.id, c.message.as_deref().unwrap_or("")))
-            .unwrap_or_default();
+        let first = first_of(Verdict::Error);
         reasons.push(format!(
             "{errors} case(s) ended in an error that is not a declared limitation{first}"
         ));
