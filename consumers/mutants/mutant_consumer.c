@@ -101,6 +101,9 @@
   /* consumer.stream.last-error: the producer's message pointer kept instead */        \
   /* of copied, and read after the stream was released */                             \
   X(KEEP_LAST_ERROR, "keep-last-error")                                                \
+  /* consumer.stream.last-error: get_last_error called after every successful */      \
+  /* get_next (a logger that asks whether there was a message) */                      \
+  X(LAST_ERROR_AFTER_SUCCESS, "last-error-after-success")                              \
   /* consumer.stream.error: a retry that calls get_next again after a */               \
   /* failure and takes the end of stream it then gets for success */                  \
   X(GET_NEXT_AFTER_ERROR, "get-next-after-error")                                      \
@@ -768,6 +771,7 @@ static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* ch
   else
     rc = w_inner_get_next(w, out);
   w->get_next_calls++;
+  if (rc == 0 && M == LAST_ERROR_AFTER_SUCCESS) (void)w_inner_get_last_error(w);
   if (rc != 0 && M == GET_NEXT_AFTER_ERROR) rc = w_inner_get_next(w, out);
   if (rc == 0 && M == LEAK && chunk->release) {
     struct ArrowArray clone;
@@ -824,7 +828,8 @@ static void wd_release(struct ArrowDeviceArrayStream* s) {
 
 static int wraps_streams(void) {
   return M == LEAK || M == KEEP_LAST_ERROR || M == GET_NEXT_AFTER_ERROR ||
-         M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT || M == REFUSE_OFFSETS;
+         M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT || M == REFUSE_OFFSETS ||
+         M == LAST_ERROR_AFTER_SUCCESS;
 }
 
 /* What the base returned, with the kept message as last error when

@@ -109,9 +109,16 @@ const MUTANTS: &[Mutant] = &[
     ),
     m(
         "keep-last-error",
-        "consumer.stream.last-error",
-        &["consumer/stream_error/"],
+        "consumer.stream.last-error-copy",
+        // With a data case, so that the run certifies something.
+        &["consumer/stream_error/", "consumer/stream/plain/primitive"],
         "keeps get_last_error's pointer and reads it after releasing the stream",
+    ),
+    m(
+        "last-error-after-success",
+        "consumer.stream.last-error",
+        &["consumer/stream/plain/primitive"],
+        "calls get_last_error after every successful get_next",
     ),
     m(
         "get-next-after-error",
