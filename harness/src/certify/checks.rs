@@ -157,6 +157,32 @@ fn ended_text(e: Ended) -> String {
     }
 }
 
+/// An export that passed every MUST check but that arrow-rs, which reads
+/// the values for the harness, cannot import. When the export also carries
+/// names or metadata that are not UTF-8 (reported under
+/// schema.name.utf8 / schema.metadata.utf8, which the spec does not make
+/// MUST), arrow-rs's refusal is of those bytes: the values cannot be read,
+/// and are not judged. Otherwise the export is not the data asked for.
+fn unreadable(at: &str, why: &str, obs: &mut Observations) {
+    if names_or_metadata_not_utf8(obs) {
+        obs.not_exercised(
+            "array.values.roundtrip",
+            format!("arrow-rs, which reads the values, cannot import names or metadata that are not UTF-8 ({why})"),
+        );
+    } else {
+        obs.check("array.values.roundtrip", false, at, || {
+            format!("arrow-rs cannot import the validated export: {why}")
+        });
+    }
+}
+
+/// True when this case saw a name or metadata that is not UTF-8.
+fn names_or_metadata_not_utf8(obs: &Observations) -> bool {
+    obs.violations
+        .iter()
+        .any(|v| matches!(v.rule, "schema.metadata.utf8" | "schema.name.utf8"))
+}
+
 /// How what was read compares with what was asked for, in the tiers every
 /// path uses: `None` when equal; otherwise the rule and its evidence.
 /// Values right in types of the producer's own (every field nullable,
@@ -247,7 +273,7 @@ fn produced_schema(
         .produce_schema(&scenario.ipc, &mut schema)
         .map_err(call_ended)?;
     let found = probe::check_schema(&schema);
-    let ok = found.is_empty();
+    let ok = !crate::inspect::any_must(&found);
     obs.validated(&schema_rules(), found, "schema");
     Ok((relocate_poisoning(&mut schema), ok))
 }
@@ -279,10 +305,10 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     );
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
-        let intact = found.is_empty();
+        let intact = !crate::inspect::any_must(&found);
         obs.check(
             "schema.move.child",
-            found.is_empty(),
+            intact,
             "schema.children[0]",
             || {
                 format!(
@@ -323,7 +349,7 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
             producer
                 .produce_schema(&scenario.ipc, &mut s)
                 .map_err(|e| e.to_string())?;
-            if !probe::check_schema(&s).is_empty() {
+            if crate::inspect::any_must(&probe::check_schema(&s)) {
                 s.mark_released();
                 return Err("a repeated export did not validate".into());
             }
@@ -522,14 +548,21 @@ fn array_case(
         return Ended::Ran;
     }
     let found = probe::check_array(&schema, &first);
-    let array_ok = found.is_empty();
+    let array_ok = !crate::inspect::any_must(&found);
     obs.validated(&array_rules(), found, "array");
     if !array_ok {
         // Not safe to import or take apart; leave it (a leak beats a crash).
         first.mark_released();
         return Ended::Ran;
     }
-    match probe::import_batch(&schema, &mut first) {
+    // arrow-rs panics on a name that is not UTF-8 and refuses such
+    // metadata: those exports are not read (their values not judged).
+    let imported = if names_or_metadata_not_utf8(obs) {
+        Err("names or metadata not UTF-8".to_string())
+    } else {
+        probe::import_batch(&schema, &mut first).map_err(|e| e.to_string())
+    };
+    match imported {
         Ok(read) => values(
             scenario,
             &requested(scenario, spec.batch, spec.slice),
@@ -537,9 +570,7 @@ fn array_case(
             "array",
             obs,
         ),
-        Err(e) => obs.check("array.values.roundtrip", false, "array", || {
-            format!("arrow-rs cannot import the validated array: {e}")
-        }),
+        Err(e) => unreadable("array", &e, obs),
     }
 
     if opts.kind != DeviceKind::Cpu {
@@ -580,7 +611,7 @@ fn array_case(
     let mut second = relocate_poisoning(&mut second);
     // Validated like the first before anything in it is followed.
     let found = probe::check_array(&schema, &second);
-    if !found.is_empty() {
+    if crate::inspect::any_must(&found) {
         obs.validated(&array_rules(), found, "array (second export)");
         second.mark_released();
         return Ended::Ran;
@@ -607,8 +638,15 @@ fn array_case(
         let mut intact = true;
         if let Some(child_schema) = child_schema {
             let found = probe::check_array(child_schema, &child);
-            let mut problems: Vec<String> = found.iter().map(|v| v.to_string()).take(3).collect();
-            if let (true, Some(before)) = (found.is_empty(), before) {
+            // MUST findings only: a SHOULD one (alignment) is no broken move.
+            let must = crate::inspect::any_must(&found);
+            let mut problems: Vec<String> = found
+                .iter()
+                .filter(|v| must && crate::inspect::any_must(std::slice::from_ref(v)))
+                .map(|v| v.to_string())
+                .take(3)
+                .collect();
+            if let (false, Some(before)) = (must, before) {
                 match probe::read_array(child_schema, &child) {
                     Ok(after) => {
                         compare::column("column 0", &before, &after, &mut problems);
@@ -656,7 +694,7 @@ fn array_case(
                     return Err("a repeated export points into itself".into());
                 }
                 let mut moved = a.relocate();
-                if !probe::check_array(&schema, &moved).is_empty() {
+                if crate::inspect::any_must(&probe::check_array(&schema, &moved)) {
                     moved.mark_released();
                     return Err("a repeated export did not validate".into());
                 }
@@ -928,9 +966,7 @@ where
     }
     obs.check("stream.schema.get", true, "get_schema", String::new);
     let found = probe::check_schema(&schema);
-    let schema_ok = !found
-        .iter()
-        .any(|v| crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must));
+    let schema_ok = !crate::inspect::any_must(&found);
     obs.validated(&schema_rules(), found, "schema");
     let mut again = Guard::<ArrowSchema>::poisoned();
     let second = stream.get_schema(&mut again);
@@ -948,7 +984,7 @@ where
     );
     if second == Call::Returned(0) {
         let found = probe::check_schema(&again);
-        if found.is_empty() {
+        if !crate::inspect::any_must(&found) {
             release_checked(&mut again, "schema.release.marks-released", "schema", obs);
         } else {
             again.mark_released();
@@ -1036,9 +1072,7 @@ where
                 let found = probe::check_array(&schema, out.array());
                 // Only a MUST finding stops the stream: a SHOULD one (a
                 // misaligned buffer) leaves the values and the rest to judge.
-                let ok = !found
-                    .iter()
-                    .any(|v| crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must));
+                let ok = !crate::inspect::any_must(&found);
                 obs.validated(&array_rules(), found, &at);
                 if !ok {
                     out.mark_released();
@@ -1110,14 +1144,14 @@ where
     for (i, c) in chunks.iter_mut().enumerate() {
         let mut array = Guard::new(crate::abi::ops::take(c.array()));
         c.mark_released();
-        match probe::import_batch(&schema, &mut array) {
+        let read = if names_or_metadata_not_utf8(obs) {
+            Err("names or metadata not UTF-8".to_string())
+        } else {
+            probe::import_batch(&schema, &mut array).map_err(|e| e.to_string())
+        };
+        match read {
             Ok(b) => imported.push((i, probe::deep_copy(&b), b)),
-            Err(e) => obs.check(
-                "array.values.roundtrip",
-                false,
-                &format!("chunk {i}"),
-                || format!("arrow-rs cannot import the validated chunk: {e}"),
-            ),
+            Err(e) => unreadable(&format!("chunk {i}"), &e, obs),
         }
     }
     release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
@@ -1187,7 +1221,7 @@ where
     let mut stream = stream.relocate();
     let mut schema = Guard::<ArrowSchema>::poisoned();
     let r = stream.get_schema(&mut schema);
-    if r != Call::Returned(0) || !probe::check_schema(&schema).is_empty() {
+    if r != Call::Returned(0) || crate::inspect::any_must(&probe::check_schema(&schema)) {
         schema.mark_released();
         release_quietly(&mut stream);
         return Err(format!("get_schema returned {r:?} or an invalid schema"));
@@ -1201,7 +1235,7 @@ where
                 // Device buffers are not read here (the case itself judged
                 // them); releasing them is what counts.
                 if opts.kind == DeviceKind::Cpu
-                    && !probe::check_array(&schema, out.array()).is_empty()
+                    && crate::inspect::any_must(&probe::check_array(&schema, out.array()))
                 {
                     out.mark_released();
                     schema.mark_released();

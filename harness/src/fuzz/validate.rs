@@ -474,8 +474,8 @@ fn judge_with(
     let mut s = ledger.schema(schema, "schema");
     let mut a = ledger.array(array, "array");
     let mut found = probe::check_schema(s.get());
-    if found.is_empty() {
-        found = probe::check_array(s.get(), a.get());
+    if !crate::inspect::any_must(&found) {
+        found.extend(probe::check_array(s.get(), a.get()));
     }
     let arrow_rs = if arrow_rs {
         let s: &crate::abi::ArrowSchema = s.get();

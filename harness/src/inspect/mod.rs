@@ -13,3 +13,14 @@ pub mod probe;
 pub mod validate;
 
 pub use validate::{validate_array, validate_schema, Violation};
+
+/// True when one of `found` breaks a MUST rule. Only such a finding keeps
+/// the harness from reading on (an array's buffers after its schema, the
+/// chunks after a stream's schema): a SHOULD or INFO finding (a name that
+/// is not UTF-8, a flag where it does not apply) is reported and the
+/// checks go on, so it can never hide a MUST violation behind it.
+pub fn any_must(found: &[Violation]) -> bool {
+    found.iter().any(|v| {
+        crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must)
+    })
+}

@@ -180,7 +180,12 @@ pub fn import_batch(
     // (checked at compile time in abi::arrow_rs); the reference is only
     // read, and lives for this call.
     let ffi_schema: &FFI_ArrowSchema = unsafe { &*(schema as *const ArrowSchema).cast() };
-    let arrow_schema = Schema::try_from(ffi_schema).map_err(|e| e.to_string())?;
+    // arrow-rs panics on a name that is not UTF-8 (which the spec does not
+    // forbid: schema.name.utf8 is SHOULD): read the schema first, a panic
+    // caught, before the array is handed over.
+    let arrow_schema = crate::sdk::ipc::quietly(|| Schema::try_from(ffi_schema))
+        .map_err(|p| format!("arrow-rs cannot read the schema: {p}"))?
+        .map_err(|e| e.to_string())?;
     let moved = crate::abi::ops::take(&mut **array);
     // SAFETY: same layout as above; ownership of the live array moves into
     // arrow-rs (the guard was marked released by `take`).
