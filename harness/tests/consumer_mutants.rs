@@ -381,24 +381,35 @@ fn limitation_mutants_are_limitations_and_the_run_passes() {
         }
         for e in &r.limitations {
             if !e.message.contains(l.message) {
-                problems.push(format!("{name}: limitation of {} says {:?}", e.case, e.message));
+                problems.push(format!(
+                    "{name}: limitation of {} says {:?}",
+                    e.case, e.message
+                ));
             }
             if !e.library.contains(name) {
-                problems.push(format!("{name}: limitation of {} names {:?}", e.case, e.library));
+                problems.push(format!(
+                    "{name}: limitation of {} names {:?}",
+                    e.case, e.library
+                ));
             }
         }
         for c in r.cases.iter().filter(|c| c.verdict == Verdict::Limitation) {
             if !c.message.as_deref().unwrap_or("").contains(l.message) {
-                problems.push(format!("{name}: {} is a limitation saying {:?}", c.id, c.message));
+                problems.push(format!(
+                    "{name}: {} is a limitation saying {:?}",
+                    c.id, c.message
+                ));
             }
         }
         // Every data path the wrapper exports refused something and still
         // read data.
-        for path in ["consume_array", "consume_device_array", "consume_stream", "consume_device_stream"] {
-            let limited = r
-                .limitations
-                .iter()
-                .any(|e| e.path == path);
+        for path in [
+            "consume_array",
+            "consume_device_array",
+            "consume_stream",
+            "consume_device_stream",
+        ] {
+            let limited = r.limitations.iter().any(|e| e.path == path);
             let passed = r
                 .cases
                 .iter()
@@ -411,11 +422,15 @@ fn limitation_mutants_are_limitations_and_the_run_passes() {
             }
         }
         if r.summary.failed + r.summary.errors + r.summary.crashed + r.summary.timed_out > 0 {
-            problems.push(format!("{name}: a case failed, errored, crashed or hung\n{out}"));
+            problems.push(format!(
+                "{name}: a case failed, errored, crashed or hung\n{out}"
+            ));
         }
         let outcome = r.outcome.as_ref().map(|o| o.outcome);
         if outcome != Some(arrowcert::report::outcome::Outcome::Pass) || code != Some(0) {
-            problems.push(format!("{name}: outcome {outcome:?}, exit code {code:?}\n{out}"));
+            problems.push(format!(
+                "{name}: outcome {outcome:?}, exit code {code:?}\n{out}"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -429,7 +444,12 @@ fn limitation_mutants_are_limitations_and_the_run_passes() {
 #[test]
 fn refusing_null_buffers_of_empty_arrays_fails_accepts_not_values() {
     let (code, r, out) = certify("null-buffers-of-empty", &["batch:2"], false);
-    let rule = |id: &str| r.rules.iter().find(|s| s.rule == id).unwrap_or_else(|| panic!("{id}\n{out}"));
+    let rule = |id: &str| {
+        r.rules
+            .iter()
+            .find(|s| s.rule == id)
+            .unwrap_or_else(|| panic!("{id}\n{out}"))
+    };
     let accepts = rule("consumer.read.accepts");
     assert_eq!(accepts.verdict, Verdict::Fail, "{out}");
     assert_eq!(accepts.level, "SHOULD");

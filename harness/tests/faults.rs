@@ -119,7 +119,11 @@ fn assert_fault_with(fault: &str, verdict: Verdict, needle: &str, memory_mb: &st
     );
     // A crash or a hang fails the run; a library whose every call errors
     // (the rest of the run skipped) is not certified.
-    let want = if verdict == Verdict::Error { Some(3) } else { Some(1) };
+    let want = if verdict == Verdict::Error {
+        Some(3)
+    } else {
+        Some(1)
+    };
     assert_eq!(run.code, want, "{fault}: {}", run.stderr);
     let r = run.report.expect("a complete report");
     assert!(r.complete);

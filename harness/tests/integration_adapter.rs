@@ -364,7 +364,11 @@ fn a_comparison_the_library_fails_on_offsets_is_a_limitation_with_its_message() 
             && m.contains("non-zero offsets"),
         "{m}"
     );
-    assert!(r.limitations.iter().any(|l| l.case == varied.id), "{:?}", r.limitations);
+    assert!(
+        r.limitations.iter().any(|l| l.case == varied.id),
+        "{:?}",
+        r.limitations
+    );
     let plain = r
         .cases
         .iter()

@@ -62,14 +62,19 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn case<'a>(r: &'a Report, id: &str) -> &'a Case {
-    r.cases
-        .iter()
-        .find(|c| c.id == id)
-        .unwrap_or_else(|| panic!("no case {id} in {:#?}", r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()))
+    r.cases.iter().find(|c| c.id == id).unwrap_or_else(|| {
+        panic!(
+            "no case {id} in {:#?}",
+            r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+        )
+    })
 }
 
 fn outcome(r: &Report) -> Outcome {
-    r.outcome.as_ref().expect("the report carries its outcome").outcome
+    r.outcome
+        .as_ref()
+        .expect("the report carries its outcome")
+        .outcome
 }
 
 /// The planted panic needs a debug build of arrowcert (the binary the test
@@ -87,11 +92,18 @@ fn panic_hook_available() -> bool {
 fn junit_schemas() -> Result<Vec<PathBuf>, String> {
     let xmllint = Command::new("xmllint").arg("--version").output();
     if !xmllint.is_ok_and(|o| o.status.success()) {
-        return Err("xmllint is not installed (scripts/install-junit-schema.sh installs it)".into());
+        return Err(
+            "xmllint is not installed (scripts/install-junit-schema.sh installs it)".into(),
+        );
     }
     let dir = workspace_dir().join("target/tools/junit-schema");
     let mut xsds: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e} (scripts/install-junit-schema.sh fetches the XSDs)", dir.display()))?
+        .map_err(|e| {
+            format!(
+                "{}: {e} (scripts/install-junit-schema.sh fetches the XSDs)",
+                dir.display()
+            )
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
@@ -172,11 +184,20 @@ fn junit_from_a_run_with_every_kind_of_outcome_validates_against_the_published_s
     assert!(out.contains("certify result: HARNESS ERROR"), "{out}");
     assert!(r.complete, "{out}");
     for (id, verdict) in [
-        ("consumer/array/plain/primitive/batch:0", Verdict::Limitation),
+        (
+            "consumer/array/plain/primitive/batch:0",
+            Verdict::Limitation,
+        ),
         ("consumer/array/plain/binary/batch:0", Verdict::Limitation),
         ("consumer/array/plain/dictionary/batch:0", Verdict::Crash),
-        ("consumer/array/plain/run_end_encoded/batch:0", Verdict::Timeout),
-        ("consumer/array/plain/temporal_decimal/batch:0", Verdict::Error),
+        (
+            "consumer/array/plain/run_end_encoded/batch:0",
+            Verdict::Timeout,
+        ),
+        (
+            "consumer/array/plain/temporal_decimal/batch:0",
+            Verdict::Error,
+        ),
         (PLANTED, Verdict::HarnessError),
         ("consumer/stream/plain/primitive", Verdict::Skip),
     ] {
@@ -208,18 +229,28 @@ fn junit_from_a_run_with_every_kind_of_outcome_validates_against_the_published_s
         "{int8:#?}"
     );
     assert_eq!(r.summary.limitations as usize, r.limitations.len());
-    assert!(r.limitations.iter().any(|l| l.library == "mixed consumer (test fixture)"
-        && l.case == "consumer/array/plain/primitive/batch:0"
-        && l.message.contains("this consumer does not support int8 columns")));
+    assert!(r
+        .limitations
+        .iter()
+        .any(|l| l.library == "mixed consumer (test fixture)"
+            && l.case == "consumer/array/plain/primitive/batch:0"
+            && l.message
+                .contains("this consumer does not support int8 columns")));
     // EIO and no message: an error, not a limitation.
     let eio = case(r, "consumer/array/plain/temporal_decimal/batch:0");
     assert!(
-        eio.message.as_deref().unwrap_or("").contains("gave no message"),
+        eio.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("gave no message"),
         "{eio:#?}"
     );
     let skip = case(r, "consumer/stream/plain/primitive");
     assert!(
-        skip.message.as_deref().unwrap_or("").contains("not exported"),
+        skip.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("not exported"),
         "{skip:#?}"
     );
     // The filters keep the run short: three hangs of 1.5 s and three
@@ -266,7 +297,13 @@ fn junit_from_a_run_with_every_kind_of_outcome_validates_against_the_published_s
 fn a_producer_whose_every_call_fails_is_not_certified() {
     let producer = fixture("failing_producer");
     let run = arrowcert(
-        &["certify", "--producer", producer.to_str().unwrap(), "--cases", "0"],
+        &[
+            "certify",
+            "--producer",
+            producer.to_str().unwrap(),
+            "--cases",
+            "0",
+        ],
         &[],
         "failing-producer",
     );
@@ -304,7 +341,11 @@ fn a_filter_that_matches_nothing_is_not_certified() {
     );
     assert_eq!(certify.code, Some(3), "{}", certify.stdout);
     assert_eq!(outcome(&certify.report), Outcome::NotCertified);
-    assert!(certify.stdout.contains("NOT CERTIFIED"), "{}", certify.stdout);
+    assert!(
+        certify.stdout.contains("NOT CERTIFIED"),
+        "{}",
+        certify.stdout
+    );
     assert!(certify.report.cases.is_empty());
     let roundtrip = arrowcert(
         &["roundtrip", "--cases", "0", "no-such-case-id"],
@@ -321,7 +362,9 @@ fn a_filter_that_matches_nothing_is_not_certified() {
     for r in [&certify.report, &roundtrip.report] {
         let reasons = &r.outcome.as_ref().unwrap().reasons;
         assert!(
-            reasons.iter().any(|why| why.contains("no case was selected")),
+            reasons
+                .iter()
+                .any(|why| why.contains("no case was selected")),
             "{reasons:#?}"
         );
     }
@@ -368,8 +411,15 @@ fn a_planted_harness_panic_is_a_harness_error_not_a_crash() {
         assert_eq!(r.summary.crashed, 0, "{mode}: {out}");
         assert_eq!(r.summary.failed, 0, "{mode}: {out}");
         // The hook matches by substring: the case and its slices.
-        for c in r.cases.iter().filter(|c| c.verdict == Verdict::HarnessError) {
-            assert!(c.id.contains(ID), "{mode}: an unplanted harness error: {c:#?}");
+        for c in r
+            .cases
+            .iter()
+            .filter(|c| c.verdict == Verdict::HarnessError)
+        {
+            assert!(
+                c.id.contains(ID),
+                "{mode}: an unplanted harness error: {c:#?}"
+            );
         }
         assert!(r.summary.passed > 100, "{mode}: {out}");
     }

@@ -285,7 +285,10 @@ fn judge_run(
     // cancellation is the cancel resulting in on_error ("Successful
     // cancelling MUST NOT result in a producer calling on_error"), whatever
     // its code; the model sees codes only.
-    let error_text = error.as_ref().and_then(|(_, t)| t.clone()).unwrap_or_default();
+    let error_text = error
+        .as_ref()
+        .and_then(|(_, t)| t.clone())
+        .unwrap_or_default();
     let says_cancelled = error_text.to_lowercase().contains("cancel");
     for f in model::judge(
         &trace,
@@ -298,7 +301,10 @@ fn judge_run(
             found.push((
                 "async.cancel.no-error",
                 f.at,
-                format!("{}, and its message reports the cancel itself: {error_text:?}", f.message),
+                format!(
+                    "{}, and its message reports the cancel itself: {error_text:?}",
+                    f.message
+                ),
             ));
         } else {
             found.push((f.rule, f.at, f.message));
@@ -350,13 +356,7 @@ fn check_arrays(
         // Async chunks, like a device stream's, "should all be providing
         // data on the same device type (but not necessarily the same
         // device id)": the id is not judged here.
-        super::checks::device_members(
-            &x.array,
-            opts,
-            super::checks::DeviceId::Any,
-            &at,
-            &mut sub,
-        );
+        super::checks::device_members(&x.array, opts, super::checks::DeviceId::Any, &at, &mut sub);
         for v in sub.violations.into_iter().chain(bad) {
             found.push(carried(v.rule, format!("{at} {}", v.at), v.message));
         }
@@ -369,9 +369,9 @@ fn check_arrays(
                 // arrow-rs cannot read names or metadata that are not
                 // UTF-8 (reported at their own level): values not judged.
                 Err(_)
-                    if found
-                        .iter()
-                        .any(|(r, _, _)| matches!(*r, "schema.name.utf8" | "schema.metadata.utf8")) =>
+                    if found.iter().any(|(r, _, _)| {
+                        matches!(*r, "schema.name.utf8" | "schema.metadata.utf8")
+                    }) =>
                 {
                     contiguous = false;
                 }

@@ -306,22 +306,17 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
         let intact = !crate::inspect::any_must(&found);
-        obs.check(
-            "schema.move.child",
-            intact,
-            "schema.children[0]",
-            || {
-                format!(
-                    "after the parent's release the moved child no longer validates: {}",
-                    found
-                        .iter()
-                        .map(|v| v.to_string())
-                        .take(3)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            },
-        );
+        obs.check("schema.move.child", intact, "schema.children[0]", || {
+            format!(
+                "after the parent's release the moved child no longer validates: {}",
+                found
+                    .iter()
+                    .map(|v| v.to_string())
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        });
         if intact {
             release_walked(
                 &mut child,
@@ -423,7 +418,9 @@ pub(crate) fn device_members(
     }
     if matches!(dt, 1 | 9 | 15 | 16) {
         obs.check("device.event.none", sync == 0, at, || {
-            format!("sync_event is {sync:#x} on a device type with no event type; it should be NULL")
+            format!(
+                "sync_event is {sync:#x} on a device type with no event type; it should be NULL"
+            )
         });
     }
 }

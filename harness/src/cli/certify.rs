@@ -450,9 +450,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             complete: r.complete,
             data_rules: outcome::DATA_RULES,
         });
-        r.expectations = args.expectations.as_ref().map(|(path, exp)| {
-            report::expectations::check(r, exp, &path.display().to_string())
-        });
+        r.expectations = args
+            .expectations
+            .as_ref()
+            .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
         r.outcome = Some(match &r.expectations {
             Some(checked) => outcome::with_expectations(judged, checked),
             None => judged,
@@ -922,7 +923,11 @@ mod tests {
 /// Expectations that matched nothing in this run (a filter left them out,
 /// or the finding is gone and the entry is stale).
 pub(super) fn print_unused_expectations(report: &Report) {
-    if let Some(c) = report.expectations.as_ref().filter(|c| !c.unused.is_empty()) {
+    if let Some(c) = report
+        .expectations
+        .as_ref()
+        .filter(|c| !c.unused.is_empty())
+    {
         println!(
             "  expectations of {} that matched nothing in this run: {}",
             c.file,

@@ -248,7 +248,12 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
         unit.unexpected = c
             .unexpected
             .iter()
-            .map(|m| format!("{}: {} (expected {}, got {})", m.id, m.kind, m.expected, m.actual))
+            .map(|m| {
+                format!(
+                    "{}: {} (expected {}, got {})",
+                    m.id, m.kind, m.expected, m.actual
+                )
+            })
             .collect();
     }
     unit.limitation_cases = run.limitations.len() as u64;
@@ -390,13 +395,22 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let errors = m.units.iter().any(|u| u.status == Status::Error);
     // With expectations, the matrix fails when a unit's results are not
     // the ones its library's file declares.
-    let unexpected: Vec<&matrix::Unit> = m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    let unexpected: Vec<&matrix::Unit> = m
+        .units
+        .iter()
+        .filter(|u| !u.unexpected.is_empty())
+        .collect();
     for u in &unexpected {
         println!(
             "UNEXPECTED in {} ({}): {}",
             u.id,
             u.expectations.as_deref().unwrap_or(""),
-            u.unexpected.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+            u.unexpected
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     let errors = errors || !unexpected.is_empty();

@@ -79,7 +79,8 @@ const DUCKDB_PRODUCER_ADAPTER: &str = "embedded Python: the adapter loads the IP
     DuckDB table (from a pyarrow Table, scanned by DuckDB's own arrow scan: the glue closes the \
     pyarrow.dataset route) and moves the structures out of DuckDB's own relation.__arrow_c_stream__ \
     unchanged: every exported byte is DuckDB's";
-const DUCKDB_CONSUMER_ADAPTER: &str = "embedded Python: the harness's stream goes, as a PyCapsule, \
+const DUCKDB_CONSUMER_ADAPTER: &str =
+    "embedded Python: the harness's stream goes, as a PyCapsule, \
     to DuckDB's own C data interface importer (con.from_arrow): the glue closes the \
     pyarrow.dataset route through which duckdb's Python package otherwise reads capsule streams \
     with pyarrow (Arrow C++); what DuckDB read (its to_arrow_table export) is written back as IPC \

@@ -420,9 +420,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             complete: r.complete,
             data_rules: &[],
         });
-        r.expectations = args.expectations.as_ref().map(|(path, exp)| {
-            report::expectations::check(r, exp, &path.display().to_string())
-        });
+        r.expectations = args
+            .expectations
+            .as_ref()
+            .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
         r.outcome = Some(match &r.expectations {
             Some(checked) => report::outcome::with_expectations(judged, checked),
             None => judged,
@@ -441,7 +442,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         );
         return Ok(128 + sig);
     }
-    Ok(report.outcome.as_ref().map_or(EXIT_FAILURES, |j| j.exit_code()))
+    Ok(report
+        .outcome
+        .as_ref()
+        .map_or(EXIT_FAILURES, |j| j.exit_code()))
 }
 
 /// The invocation without any earlier `--resume`, quoted for a shell.
@@ -564,10 +568,13 @@ fn print_summary(report: &Report) {
     }
     print_limitations(report);
     let s = &report.summary;
-    let judgement = report.outcome.clone().unwrap_or(report::outcome::Judgement {
-        outcome: report::outcome::Outcome::NotCertified,
-        reasons: vec!["the run was not judged".into()],
-    });
+    let judgement = report
+        .outcome
+        .clone()
+        .unwrap_or(report::outcome::Judgement {
+            outcome: report::outcome::Outcome::NotCertified,
+            reasons: vec!["the run was not judged".into()],
+        });
     println!(
         "roundtrip result: {}. {} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
         judgement.outcome.words(),
@@ -614,6 +621,9 @@ pub(super) fn print_limitations(report: &Report) {
         println!("  {n} x {} (first: {first})", report::printable(key));
     }
     if by_message.len() > SHOWN {
-        println!("  ... and {} more messages (the report lists each)", by_message.len() - SHOWN);
+        println!(
+            "  ... and {} more messages (the report lists each)",
+            by_message.len() - SHOWN
+        );
     }
 }

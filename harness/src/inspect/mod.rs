@@ -20,7 +20,7 @@ pub use validate::{validate_array, validate_schema, Violation};
 /// is not UTF-8, a flag where it does not apply) is reported and the
 /// checks go on, so it can never hide a MUST violation behind it.
 pub fn any_must(found: &[Violation]) -> bool {
-    found.iter().any(|v| {
-        crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must)
-    })
+    found
+        .iter()
+        .any(|v| crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must))
 }

@@ -3138,7 +3138,10 @@ mod tests {
         // Both at once: each under its rule.
         let v = with_md(enc(2, &[(2, b"\xff\xff"), (0, b""), (-1, b"")]));
         assert!(v.iter().any(|x| x.rule == SCHEMA_METADATA_UTF8), "{v:?}");
-        assert!(v.iter().any(|x| x.rule == SCHEMA_METADATA_ENCODING), "{v:?}");
+        assert!(
+            v.iter().any(|x| x.rule == SCHEMA_METADATA_ENCODING),
+            "{v:?}"
+        );
         let s = sch("i", 0, vec![]);
         // SAFETY: s is a leaked test schema.
         unsafe { (*s).metadata = POISON as *const c_char };

@@ -406,7 +406,12 @@ pub fn failing_cases(report: &Report) -> Vec<FailingCase> {
     report
         .cases
         .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skip | Verdict::Limitation))
+        .filter(|c| {
+            !matches!(
+                c.verdict,
+                Verdict::Pass | Verdict::Skip | Verdict::Limitation
+            )
+        })
         .take(FAILING_CASES_KEPT)
         .map(|c| kept_case(c, c.message.clone(), &c.differences))
         .collect()

@@ -304,8 +304,11 @@ pub fn markdown(m: &Matrix) -> String {
             let _ = writeln!(o, "- {}: {} cases", md(&u.id), u.limitation_cases);
         }
     }
-    let unexpected: Vec<&crate::matrix::Unit> =
-        m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    let unexpected: Vec<&crate::matrix::Unit> = m
+        .units
+        .iter()
+        .filter(|u| !u.unexpected.is_empty())
+        .collect();
     if !unexpected.is_empty() {
         let _ = writeln!(o, "\n## Not as expected\n");
         for u in &unexpected {
@@ -611,8 +614,11 @@ pub fn page(m: &Matrix) -> String {
         }
         let _ = writeln!(o, "</ul>");
     }
-    let unexpected: Vec<&crate::matrix::Unit> =
-        m.units.iter().filter(|u| !u.unexpected.is_empty()).collect();
+    let unexpected: Vec<&crate::matrix::Unit> = m
+        .units
+        .iter()
+        .filter(|u| !u.unexpected.is_empty())
+        .collect();
     if !unexpected.is_empty() {
         let _ = writeln!(o, "<h2 id=\"unexpected\">Not as expected</h2><ul>");
         for u in &unexpected {

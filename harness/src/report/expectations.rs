@@ -97,7 +97,10 @@ impl Expectations {
             .map_err(|e| format!("{}: not an expectations file: {e}", path.display()))?;
         for x in &e.expectations {
             if x.pattern.trim().is_empty() {
-                return Err(format!("{}: an expectation with an empty pattern", path.display()));
+                return Err(format!(
+                    "{}: an expectation with an empty pattern",
+                    path.display()
+                ));
             }
             for word in x.outcome.split('|') {
                 if parse_verdict(word.trim()).is_none() {
@@ -156,7 +159,9 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 }
 
 fn allows(x: &Expectation, v: Verdict) -> bool {
-    x.outcome.split('|').any(|w| parse_verdict(w.trim()) == Some(v))
+    x.outcome
+        .split('|')
+        .any(|w| parse_verdict(w.trim()) == Some(v))
 }
 
 fn is_failure(v: Verdict) -> bool {
@@ -178,18 +183,20 @@ pub fn check(report: &Report, exp: &Expectations, file: &str) -> Checked {
             used[i] = true;
         }
     };
-    let mut mismatch = |id: &str, kind: &str, expected: String, actual: Verdict, reason: Option<&str>| {
-        out.unexpected.push(Mismatch {
-            id: id.to_string(),
-            kind: kind.to_string(),
-            expected,
-            actual: actual.as_str().to_string(),
-            reason: reason.map(str::to_string),
-        });
-    };
+    let mut mismatch =
+        |id: &str, kind: &str, expected: String, actual: Verdict, reason: Option<&str>| {
+            out.unexpected.push(Mismatch {
+                id: id.to_string(),
+                kind: kind.to_string(),
+                expected,
+                actual: actual.as_str().to_string(),
+                reason: reason.map(str::to_string),
+            });
+        };
     let mut expected = 0u64;
     let mut expected_failures = 0u64;
-    let rule_expected_to_fail = |rule: &str| exp.matching(rule).is_some_and(|x| allows(x, Verdict::Fail));
+    let rule_expected_to_fail =
+        |rule: &str| exp.matching(rule).is_some_and(|x| allows(x, Verdict::Fail));
     for r in &report.rules {
         match exp.matching(&r.rule) {
             Some(x) => {
@@ -201,12 +208,22 @@ pub fn check(report: &Report, exp: &Expectations, file: &str) -> Checked {
                     // Not exercised in this run (a filter, a device): the
                     // expectation is neither met nor broken.
                 } else {
-                    let kind = if r.verdict == Verdict::Pass { "unexpected pass" } else { "different outcome" };
+                    let kind = if r.verdict == Verdict::Pass {
+                        "unexpected pass"
+                    } else {
+                        "different outcome"
+                    };
                     mismatch(&r.rule, kind, x.outcome.clone(), r.verdict, Some(&x.reason));
                 }
             }
             None if rule_default_ok(r) => expected += 1,
-            None => mismatch(&r.rule, "unexpected failure", "pass".into(), r.verdict, None),
+            None => mismatch(
+                &r.rule,
+                "unexpected failure",
+                "pass".into(),
+                r.verdict,
+                None,
+            ),
         }
     }
     for c in &report.cases {
@@ -351,12 +368,19 @@ mod tests {
     fn expected_failures_match_and_their_cases_are_covered() {
         let exp = Expectations {
             library: "lib".into(),
-            expectations: vec![x("array.null-count", "fail"), x("producer/array/p/*", "crash")],
+            expectations: vec![
+                x("array.null-count", "fail"),
+                x("producer/array/p/*", "crash"),
+            ],
         };
         let r = report(
             vec![rule("array.null-count", "MUST", Verdict::Fail)],
             vec![
-                case("producer/array/q/batch:0", Verdict::Fail, &["array.null-count"]),
+                case(
+                    "producer/array/q/batch:0",
+                    Verdict::Fail,
+                    &["array.null-count"],
+                ),
                 case("producer/array/p/batch:0", Verdict::Crash, &[]),
             ],
         );
@@ -377,7 +401,11 @@ mod tests {
                 rule("array.offsets.valid", "MUST", Verdict::Fail),
                 rule("array.buffers.aligned", "SHOULD", Verdict::Fail),
             ],
-            vec![case("producer/array/q/batch:0", Verdict::Fail, &["array.offsets.valid"])],
+            vec![case(
+                "producer/array/q/batch:0",
+                Verdict::Fail,
+                &["array.offsets.valid"],
+            )],
         );
         let c = check(&r, &exp, "f");
         let kinds: Vec<(&str, &str)> = c
@@ -385,10 +413,22 @@ mod tests {
             .iter()
             .map(|m| (m.id.as_str(), m.kind.as_str()))
             .collect();
-        assert!(kinds.contains(&("array.null-count", "unexpected pass")), "{kinds:?}");
-        assert!(kinds.contains(&("array.offsets.valid", "unexpected failure")), "{kinds:?}");
-        assert!(kinds.contains(&("producer/array/q/batch:0", "unexpected failure")), "{kinds:?}");
-        assert!(!kinds.iter().any(|(id, _)| *id == "array.buffers.aligned"), "SHOULD fails no run");
+        assert!(
+            kinds.contains(&("array.null-count", "unexpected pass")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&("array.offsets.valid", "unexpected failure")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&("producer/array/q/batch:0", "unexpected failure")),
+            "{kinds:?}"
+        );
+        assert!(
+            !kinds.iter().any(|(id, _)| *id == "array.buffers.aligned"),
+            "SHOULD fails no run"
+        );
         assert_eq!(c.unused, vec!["stream.*".to_string()]);
     }
 
@@ -409,7 +449,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("arrowcert-exp-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("e.json");
-        std::fs::write(&p, r#"{"expectations":[{"pattern":"a.b","outcome":"broken","reason":"r"}]}"#).unwrap();
+        std::fs::write(
+            &p,
+            r#"{"expectations":[{"pattern":"a.b","outcome":"broken","reason":"r"}]}"#,
+        )
+        .unwrap();
         let e = Expectations::read(&p).unwrap_err();
         assert!(e.contains("\"broken\""), "{e}");
     }

@@ -117,7 +117,11 @@ pub fn says_not_exported(message: &str) -> bool {
 /// A case's path, with its device when that is not the CPU (`device_array
 /// on emulated`): coverage is judged per path and device.
 fn path_key(c: &Case) -> String {
-    match c.id.split('/').find_map(|part| part.strip_prefix("device:")) {
+    match c
+        .id
+        .split('/')
+        .find_map(|part| part.strip_prefix("device:"))
+    {
         Some(device) => format!("{} on {device}", c.path),
         None => c.path.clone(),
     }
@@ -128,7 +132,9 @@ fn path_key(c: &Case) -> String {
 pub fn ran_on_data(c: &Case, data_rules: &[&str]) -> bool {
     match c.verdict {
         Verdict::Fail => true,
-        Verdict::Pass => data_rules.is_empty() || c.checked.iter().any(|r| data_rules.contains(&r.as_str())),
+        Verdict::Pass => {
+            data_rules.is_empty() || c.checked.iter().any(|r| data_rules.contains(&r.as_str()))
+        }
         _ => false,
     }
 }
@@ -138,8 +144,8 @@ pub fn ran_on_data(c: &Case, data_rules: &[&str]) -> bool {
 fn exported_paths(cases: &[Case]) -> BTreeMap<String, bool> {
     let mut paths: BTreeMap<String, bool> = BTreeMap::new();
     for c in cases {
-        let missing = c.verdict == Verdict::Skip
-            && c.message.as_deref().is_some_and(says_not_exported);
+        let missing =
+            c.verdict == Verdict::Skip && c.message.as_deref().is_some_and(says_not_exported);
         let e = paths.entry(path_key(c)).or_insert(false);
         *e |= !missing;
     }
@@ -361,7 +367,13 @@ mod tests {
     fn a_path_the_plugin_does_not_export_needs_no_case() {
         let cases = [
             case("a", "array", Verdict::Pass, VALUES, ""),
-            case("b", "stream", Verdict::Skip, &[], "arrowcert_produce_stream is not exported by the plugin"),
+            case(
+                "b",
+                "stream",
+                Verdict::Skip,
+                &[],
+                "arrowcert_produce_stream is not exported by the plugin",
+            ),
         ];
         assert_eq!(judge(&run(&cases, &[])).outcome, Outcome::Pass);
     }
@@ -386,7 +398,13 @@ mod tests {
     #[test]
     fn a_path_with_only_limitations_is_not_certified() {
         let cases = [
-            case("a", "consume_array", Verdict::Pass, &["consumer.read.values"], ""),
+            case(
+                "a",
+                "consume_array",
+                Verdict::Pass,
+                &["consumer.read.values"],
+                "",
+            ),
             case("b", "consume_stream", Verdict::Limitation, &[], "no int128"),
         ];
         let j = judge(&run(&cases, &[]));
@@ -397,7 +415,13 @@ mod tests {
     #[test]
     fn a_pass_without_data_does_not_cover_a_path() {
         // A released-structure case passes without comparing any data.
-        let cases = [case("a", "consume_array", Verdict::Pass, &["consumer.release.checks-released"], "")];
+        let cases = [case(
+            "a",
+            "consume_array",
+            Verdict::Pass,
+            &["consumer.release.checks-released"],
+            "",
+        )];
         assert_eq!(judge(&run(&cases, &[])).outcome, Outcome::NotCertified);
     }
 
@@ -415,8 +439,20 @@ mod tests {
     #[test]
     fn a_limitation_beside_covered_paths_passes() {
         let cases = [
-            case("a", "consume_array", Verdict::Pass, &["consumer.read.values"], ""),
-            case("b", "consume_array", Verdict::Limitation, &[], "offsets unsupported"),
+            case(
+                "a",
+                "consume_array",
+                Verdict::Pass,
+                &["consumer.read.values"],
+                "",
+            ),
+            case(
+                "b",
+                "consume_array",
+                Verdict::Limitation,
+                &[],
+                "offsets unsupported",
+            ),
         ];
         assert_eq!(judge(&run(&cases, &[])).outcome, Outcome::Pass);
     }
@@ -431,7 +467,13 @@ mod tests {
     fn a_harness_error_outranks_everything() {
         let cases = [
             case("a", "array", Verdict::Crash, &[], "SIGSEGV"),
-            case("b", "array", Verdict::HarnessError, &[], "panicked at x.rs:1:1"),
+            case(
+                "b",
+                "array",
+                Verdict::HarnessError,
+                &[],
+                "panicked at x.rs:1:1",
+            ),
         ];
         let j = judge(&run(&cases, &[]));
         assert_eq!(j.outcome, Outcome::HarnessError);
@@ -453,7 +495,10 @@ mod tests {
             reason: None,
         };
         assert_eq!(judge(&run(&cases, &[rule("MUST")])).outcome, Outcome::Fail);
-        assert_eq!(judge(&run(&cases, &[rule("SHOULD")])).outcome, Outcome::Pass);
+        assert_eq!(
+            judge(&run(&cases, &[rule("SHOULD")])).outcome,
+            Outcome::Pass
+        );
     }
 
     #[test]

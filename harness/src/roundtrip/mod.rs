@@ -272,13 +272,12 @@ pub fn run_case(
         }
     };
     // A contract violation observed around a failed call still fails.
-    let verdict = if matches!(verdict, Verdict::Error | Verdict::Limitation)
-        && !differences.is_empty()
-    {
-        Verdict::Fail
-    } else {
-        verdict
-    };
+    let verdict =
+        if matches!(verdict, Verdict::Error | Verdict::Limitation) && !differences.is_empty() {
+            Verdict::Fail
+        } else {
+            verdict
+        };
     // A failed case shows everything that differs.
     if verdict == Verdict::Fail {
         differences.append(&mut changed);

@@ -793,15 +793,27 @@ mod tests {
 
     #[test]
     fn modal_words_are_read_as_rfc_2119_reads_them() {
-        assert_eq!(modal("The release callback MUST mark the structure"), Modal::Must);
+        assert_eq!(
+            modal("The release callback MUST mark the structure"),
+            Modal::Must
+        );
         assert_eq!(modal("Mandatory. The number of null items."), Modal::Must);
-        assert_eq!(modal("There must be n pointers. MAY be NULL only if"), Modal::Must);
-        assert_eq!(modal("the sync_event member should always be null."), Modal::Should);
+        assert_eq!(
+            modal("There must be n pointers. MAY be NULL only if"),
+            Modal::Must
+        );
+        assert_eq!(
+            modal("the sync_event member should always be null."),
+            Modal::Should
+        );
         assert_eq!(
             modal("It is recommended, but not required, that the memory addresses"),
             Modal::Should
         );
-        assert_eq!(modal("Consumers MAY choose to ignore this information."), Modal::May);
+        assert_eq!(
+            modal("Consumers MAY choose to ignore this information."),
+            Modal::May
+        );
         assert_eq!(modal("The ArrowArray describes the data."), Modal::None);
         assert_eq!(modal("A run end cannot be null."), Modal::None);
         assert_eq!(modal("the mustard"), Modal::None);
@@ -820,14 +832,16 @@ mod tests {
         for e in EXCEPTIONS {
             let r = find(e.id).unwrap_or_else(|| panic!("exception {}: no such rule", e.id));
             assert!(
-                r.inferred.is_none()
-                    && r.level.rank() > modal(r.quote).max_level().rank(),
+                r.inferred.is_none() && r.level.rank() > modal(r.quote).max_level().rank(),
                 "exception {} is not needed: its quote supports its level",
                 e.id
             );
             assert!(!e.reason.trim().is_empty());
         }
-        assert!(EXCEPTIONS.len() <= 12, "the exceptions list is meant to be short");
+        assert!(
+            EXCEPTIONS.len() <= 12,
+            "the exceptions list is meant to be short"
+        );
         for r in RULES.iter().filter(|r| r.inferred.is_some()) {
             assert!(explain(r).contains("inferred"), "{}", r.id);
         }

@@ -41,7 +41,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// How the adapter's own refusals begin: data Arrow integration JSON cannot
 /// express is the harness's limit, not the library's (certification skips
 /// such a case; it is never a limitation of the library).
-pub const CANNOT_HAND_OVER: &str = "the built-in integration adapter cannot hand this scenario over";
+pub const CANNOT_HAND_OVER: &str =
+    "the built-in integration adapter cannot hand this scenario over";
 
 use arrow_array::RecordBatch;
 
@@ -381,13 +382,8 @@ impl Library {
         schema: &arrow_schema::Schema,
         batches: &[RecordBatch],
     ) -> Result<(Scratch, CString), CallError> {
-        let text = json::to_string(schema, batches).map_err(|u| {
-            failed(
-                entry,
-                libc::ENOSYS,
-                format!("{CANNOT_HAND_OVER}: {u}"),
-            )
-        })?;
+        let text = json::to_string(schema, batches)
+            .map_err(|u| failed(entry, libc::ENOSYS, format!("{CANNOT_HAND_OVER}: {u}")))?;
         let io = |e: std::io::Error| {
             failed(
                 entry,
