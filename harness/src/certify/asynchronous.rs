@@ -317,7 +317,7 @@ fn judge_run(
     arrays.sort_by_key(|a| a.index);
     if let Some(schema) = &schema {
         let bad = probe::check_schema(schema);
-        let schema_ok = !bad.iter().any(|v| is_must(v.rule));
+        let schema_ok = !bad.iter().any(|v| crate::rules::is_must(v.rule));
         for v in bad {
             found.push(carried(v.rule, format!("schema {}", v.at), v.message));
         }
@@ -352,7 +352,7 @@ fn check_arrays(
         let bad = probe::check_array(schema, &x.array.array);
         // Only a MUST finding keeps the array from being read (a
         // misaligned buffer, SHOULD, does not stop the values check).
-        let valid = !bad.iter().any(|v| is_must(v.rule));
+        let valid = !bad.iter().any(|v| crate::rules::is_must(v.rule));
         // Async chunks, like a device stream's, "should all be providing
         // data on the same device type (but not necessarily the same
         // device id)": the id is not judged here.
@@ -369,9 +369,9 @@ fn check_arrays(
                 // arrow-rs cannot read names or metadata that are not
                 // UTF-8 (reported at their own level): values not judged.
                 Err(_)
-                    if found.iter().any(|(r, _, _)| {
-                        matches!(*r, "schema.name.utf8" | "schema.metadata.utf8")
-                    }) =>
+                    if found
+                        .iter()
+                        .any(|(r, _, _)| crate::inspect::UNREADABLE_BY_ARROW_RS.contains(r)) =>
                 {
                     contiguous = false;
                 }
@@ -427,11 +427,6 @@ fn check_arrays(
     }
 }
 
-/// True when `rule` is a MUST rule of the catalogue.
-fn is_must(rule: &str) -> bool {
-    crate::rules::find(rule).is_some_and(|r| r.level == crate::rules::Level::Must)
-}
-
 /// A finding of the array, device or schema checks on an async path, at
 /// its own level: a MUST finding is `async.array.valid` ("Mandatory. A
 /// callback to populate the provided ArrowDeviceArray with the available
@@ -439,7 +434,7 @@ fn is_must(rule: &str) -> bool {
 /// broke; a SHOULD or INFO finding stays under its own rule, so an async
 /// path never judges more strictly than the array path does.
 fn carried(rule: &'static str, at: String, message: String) -> (&'static str, String, String) {
-    if is_must(rule) {
+    if crate::rules::is_must(rule) {
         ("async.array.valid", at, format!("{rule}: {message}"))
     } else {
         (rule, at, message)
@@ -627,7 +622,7 @@ pub fn run_consumer(
     let protocol_broken = obs
         .violations
         .iter()
-        .any(|v| v.rule.starts_with("consumer.async.") && is_must(v.rule));
+        .any(|v| v.rule.starts_with("consumer.async.") && crate::rules::is_must(v.rule));
     let result = match &run.result {
         Some(r) => r.clone(),
         None => {

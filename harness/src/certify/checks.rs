@@ -180,7 +180,7 @@ fn unreadable(at: &str, why: &str, obs: &mut Observations) {
 fn names_or_metadata_not_utf8(obs: &Observations) -> bool {
     obs.violations
         .iter()
-        .any(|v| matches!(v.rule, "schema.metadata.utf8" | "schema.name.utf8"))
+        .any(|v| crate::inspect::UNREADABLE_BY_ARROW_RS.contains(&v.rule))
 }
 
 /// How what was read compares with what was asked for, in the tiers every

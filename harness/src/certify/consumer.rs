@@ -29,7 +29,7 @@ use arrow_schema::Schema;
 use super::{call_ended, CaseSpec, Ended, Observations, Path};
 use crate::abi::ops::Owned;
 use crate::export::{self, encode, Encoding, FailAt, Failure, Findings, Ledger, StreamPlan};
-use crate::plugin::{errno_name, CallError, Plugin};
+use crate::plugin::{errno_name, CallError, Plugin, Refusal};
 use crate::scenario::Scenario;
 use crate::sdk::ipc;
 
@@ -706,43 +706,10 @@ fn refused(
 /// the plugin contract's "cannot honour" and stands without a message. A
 /// refusal with neither is an error: not a pass, not a rule broken.
 pub(super) fn refusal(e: &CallError) -> Ended {
-    match e {
-        CallError::Missing(_) => call_ended(e.clone()),
-        // The integration adapter could not express the data: nothing was
-        // handed to the library.
-        CallError::Failed {
-            message: Some(m), ..
-        } if m.starts_with(crate::plugin::integration::CANNOT_HAND_OVER) => {
-            Ended::Skip(format!("not handed over: {m}"))
-        }
-        // The plugin contract's word for a library that failed inside
-        // itself (a panic a binding caught, an internal error): not a
-        // refusal of the data.
-        CallError::Failed {
-            code: libc::ENOTRECOVERABLE,
-            ..
-        } => Ended::Error(format!(
-            "the library failed inside itself (ENOTRECOVERABLE: a panic or an internal error, not a refusal of the data): {e}"
-        )),
-        CallError::Failed {
-            entry,
-            code,
-            message,
-        } => {
-            let said = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
-            match (said, *code) {
-                (Some(m), code) => Ended::Limitation(format!(
-                    "the consumer declined ({entry} returned {} ({code})): {m}",
-                    errno_name(code)
-                )),
-                (None, libc::ENOSYS) => Ended::Limitation(format!(
-                    "the consumer declined ({entry} returned ENOSYS (38)) with no message (the plugin contract's \"cannot honour\")"
-                )),
-                (None, _) => Ended::Error(format!(
-                    "the consumer refused the input with {e} and gave no message; a refusal the spec permits is a limitation when the consumer says why"
-                )),
-            }
-        }
+    match e.refusal() {
+        Refusal::Skip(why) => Ended::Skip(why),
+        Refusal::Limitation(why) => Ended::Limitation(why),
+        Refusal::Error(why) => Ended::Error(why),
     }
 }
 

@@ -27,7 +27,7 @@ use crate::device::Kind as DeviceKind;
 use crate::inspect::Violation;
 use crate::plugin::{CallError, Plugin};
 use crate::report::{Case, RuleViolation, Verdict};
-use crate::rules::{self, Level};
+use crate::rules;
 use crate::scenario::Scenario;
 
 /// The interface paths a producer is certified on.
@@ -287,9 +287,7 @@ impl Observations {
 
     /// True when a MUST rule is broken (the case fails).
     pub fn any_must(&self) -> bool {
-        self.violations
-            .iter()
-            .any(|v| rules::find(v.rule).map(|r| r.level) == Some(Level::Must))
+        self.violations.iter().any(|v| rules::is_must(v.rule))
     }
 
     /// True when nothing at all is broken so far.

@@ -39,7 +39,7 @@ use crate::export::{encode, Encoding, Ledger, Node, SchemaNode};
 use crate::inspect::format::{self, BufferShape, Format, UnionMode};
 use crate::inspect::{probe, Violation};
 use crate::report::{RuleViolation, Verdict};
-use crate::rules::{self, Level};
+use crate::rules;
 
 /// At most this many elements (offset + length) per node are made sound;
 /// longer nodes make the input [`Outcome::Ignored`].
@@ -492,7 +492,7 @@ fn judge_with(
 }
 
 fn is_must(v: &Violation) -> bool {
-    rules::find(v.rule).map(|r| r.level) == Some(Level::Must)
+    rules::is_must(v.rule)
 }
 
 /// The disagreements between the two verdicts, as report violations.

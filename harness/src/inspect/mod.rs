@@ -20,7 +20,11 @@ pub use validate::{validate_array, validate_schema, Violation};
 /// is not UTF-8, a flag where it does not apply) is reported and the
 /// checks go on, so it can never hide a MUST violation behind it.
 pub fn any_must(found: &[Violation]) -> bool {
-    found
-        .iter()
-        .any(|v| crate::rules::find(v.rule).map(|r| r.level) == Some(crate::rules::Level::Must))
+    found.iter().any(|v| crate::rules::is_must(v.rule))
 }
+
+/// The rules whose findings arrow-rs, which reads values for the harness,
+/// cannot read past: it panics on a name that is not UTF-8 and refuses
+/// such metadata. An export with one of these is not read, its values not
+/// judged (the finding stands at its own level).
+pub const UNREADABLE_BY_ARROW_RS: &[&str] = &["schema.name.utf8", "schema.metadata.utf8"];

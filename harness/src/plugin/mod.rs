@@ -108,6 +108,61 @@ impl CallError {
     }
 }
 
+/// What a consumer's failed call means, by the plugin contract and the
+/// spec's permissions (PLUGIN_ABI.md): one reading, for certification and
+/// roundtrips alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The entry point is not exported, or the built-in integration
+    /// adapter could not express the data: nothing was handed over.
+    Skip(String),
+    /// A clean refusal with a message (or the contract's bare ENOSYS):
+    /// "Consumers MAY decide not to support ...".
+    Limitation(String),
+    /// No word of why, or the library failed inside itself
+    /// (ENOTRECOVERABLE: a panic a binding caught, an internal error).
+    Error(String),
+}
+
+impl CallError {
+    /// How a consumer's failure reads ([`Refusal`]).
+    pub fn refusal(&self) -> Refusal {
+        match self {
+            CallError::Missing(_) => Refusal::Skip(self.to_string()),
+            CallError::Failed {
+                message: Some(m), ..
+            } if m.starts_with(integration::CANNOT_HAND_OVER) => {
+                Refusal::Skip(format!("not handed over: {m}"))
+            }
+            CallError::Failed {
+                code: libc::ENOTRECOVERABLE,
+                ..
+            } => Refusal::Error(format!(
+                "the library failed inside itself (ENOTRECOVERABLE: a panic or an internal error, not a refusal of the data): {self}"
+            )),
+            CallError::Failed {
+                entry,
+                code,
+                message,
+            } => {
+                let said = message.as_deref().map(str::trim).filter(|m| !m.is_empty());
+                match (said, *code) {
+                    (Some(m), code) => Refusal::Limitation(format!(
+                        "the consumer declined ({entry} returned {} ({code})): {m}",
+                        errno_name(code)
+                    )),
+                    (None, libc::ENOSYS) => Refusal::Limitation(format!(
+                        "the consumer declined ({entry} returned ENOSYS (38)) with no message (the plugin contract's \"cannot honour\")"
+                    )),
+                    (None, _) => Refusal::Error(format!(
+                        "the consumer refused the input with {self} and gave no message; a refusal the spec permits is a limitation when the consumer says why"
+                    )),
+                }
+            }
+        }
+    }
+}
+
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

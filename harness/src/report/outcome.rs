@@ -230,11 +230,12 @@ pub fn judge(run: &Run) -> Judgement {
             run.planned
         ));
     } else {
-        for (path, exported) in exported_paths(run.cases) {
+        let paths = exported_paths(run.cases);
+        for (path, &exported) in &paths {
             if !exported {
                 continue;
             }
-            let on_path = run.cases.iter().filter(|c| path_key(c) == path);
+            let on_path = run.cases.iter().filter(|c| &path_key(c) == path);
             if !on_path.clone().any(|c| ran_on_data(c, run.data_rules)) {
                 let mut tally: BTreeMap<&str, usize> = BTreeMap::new();
                 for c in on_path {
@@ -247,7 +248,7 @@ pub fn judge(run: &Run) -> Judgement {
                 ));
             }
         }
-        if exported_paths(run.cases).values().all(|e| !e) {
+        if paths.values().all(|e| !e) {
             reasons.push("the plugins export none of the paths the run covers".into());
         }
     }

@@ -504,34 +504,13 @@ fn transfer(
     }
 }
 
-/// The consumer's failed call: as in certification
-/// (`certify::consumer::refusal`), a clean refusal with a message (or the
-/// contract's ENOSYS) is a limitation the spec permits ("Consumers MAY
-/// decide not to support all data types"); one with no word of why is an
-/// error.
+/// The consumer's failed call, read as certification reads it
+/// ([`CallError::refusal`]).
 fn consumer_outcome(e: CallError) -> Outcome {
-    match &e {
-        CallError::Missing(_) => Outcome::Skip(e.to_string()),
-        CallError::Failed {
-            code: libc::ENOTRECOVERABLE,
-            ..
-        } => Outcome::Error(format!(
-            "the library failed inside itself (ENOTRECOVERABLE: a panic or an internal error, not a refusal): {e}"
-        )),
-        CallError::Failed { code, message, .. } => {
-            match message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-                Some(m) => Outcome::Limitation(format!(
-                    "the consumer declined: {} ({code}): {m}",
-                    crate::plugin::errno_name(*code)
-                )),
-                None if *code == libc::ENOSYS => Outcome::Limitation(
-                    "the consumer declined: ENOSYS (38) with no message".into(),
-                ),
-                None => Outcome::Error(format!(
-                    "{e}, with no message (a refusal is a limitation when the consumer says why)"
-                )),
-            }
-        }
+    match e.refusal() {
+        crate::plugin::Refusal::Skip(why) => Outcome::Skip(why),
+        crate::plugin::Refusal::Limitation(why) => Outcome::Limitation(why),
+        crate::plugin::Refusal::Error(why) => Outcome::Error(why),
     }
 }
 

@@ -268,6 +268,11 @@ pub fn find(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
 
+/// True when `id` is a MUST rule of the catalogue.
+pub fn is_must(id: &str) -> bool {
+    find(id).is_some_and(|r| r.level == Level::Must)
+}
+
 /// Rules whose id matches a pattern: exact id, or a prefix ending in `*`
 /// ("array.*", "array.release.*", "*").
 pub fn matching(pattern: &str) -> Vec<&'static Rule> {
