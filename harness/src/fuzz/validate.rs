@@ -120,6 +120,23 @@ pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
          its import then fails parsing the empty list",
     ),
     (
+        "The nullable should be set to false for the field defining run_ends",
+        "arrow-rs refuses a run-end encoded type whose run_ends field is flagged nullable; \
+         Columnar.rst says only that \"A run end cannot be null\" (the values), so the harness \
+         reports the flag at SHOULD (schema.ree.run-ends-flag, inferred) and reads on: a \
+         SHOULD finding is no MUST disagreement (found by CI's fuzz smoke)",
+    ),
+    (
+        "The nullable should be set to false for the map entries field",
+        "the same for a map's entries struct: the C data interface states no nullability for \
+         it, so the harness reports the flag at SHOULD (schema.map.non-nullable, inferred)",
+    ),
+    (
+        "Map key field must not be nullable",
+        "the same for a map's key field (schema.map.non-nullable, SHOULD, inferred from \
+         Schema.fbs, which the C data interface does not restate)",
+    ),
+    (
         "requires an integer scale",
         "arrow-rs holds a decimal's scale in an i8 and refuses any other; Schema.fbs declares \
          the scale an `int` (32 bits) and Arrow C++ takes any int32, so \"d:7,-2032\" is a valid \
