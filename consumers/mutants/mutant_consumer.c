@@ -30,7 +30,12 @@
  *  - refuse-unions: "Consumers MAY decide not to support all data types":
  *    any schema with a union type anywhere (format "+u...") is refused with
  *    EINVAL, "union types are not supported" (a stream's schema is peeked
- *    with get_schema before the base gets the stream).
+ *    with get_schema before the base gets the stream);
+ *  - refuse-unaligned: "Consumers MAY decide not to support unaligned
+ *    memory": any array, device array or stream chunk with a buffer whose
+ *    address is not aligned "according to the type of primitive data that
+ *    they contain" (buffer_alignment) is refused with EINVAL, "unaligned
+ *    memory is not supported" (a stream chunk as refuse-offsets).
  * Certification must report them as limitations, never as failures, and
  * the run must still pass (harness/tests/consumer_mutants.rs).
  *
@@ -121,7 +126,9 @@
   /* none (a limitation): input with a non-zero offset at any node refused */          \
   X(REFUSE_OFFSETS, "refuse-offsets")                                                  \
   /* none (a limitation): schemas with a union type anywhere refused */                \
-  X(REFUSE_UNIONS, "refuse-unions")
+  X(REFUSE_UNIONS, "refuse-unions")                                                    \
+  /* none (a limitation): a buffer not aligned to its type refused */                  \
+  X(REFUSE_UNALIGNED, "refuse-unaligned")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -469,6 +476,59 @@ static int has_union(const struct ArrowSchema* s) {
 
 static const char OFFSETS_REFUSED[] = "non-zero offsets are not supported";
 static const char UNIONS_REFUSED[] = "union types are not supported";
+static const char UNALIGNED_REFUSED[] = "unaligned memory is not supported";
+
+/* refuse-unaligned: the alignment that buffer `i` of a node of format `f`
+ * needs, "aligned at least according to the type of primitive data that
+ * they contain" (CDataInterface.rst); 1 where any address will do
+ * (validity bitmaps, union type ids, bytes, unknown formats). */
+static uintptr_t buffer_alignment(const char* f, int64_t i, int64_t n_buffers) {
+  if (!f || i == 0) return 1;
+  switch (f[0]) {
+    case 's': case 'S': case 'e': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'l': case 'L': case 'g': return 8;
+    case 'd': { /* "d:P,S[,BITS]": 32-bit decimals are int32s, the rest int64 words */
+      const char* bits = strrchr(f, ',');
+      return bits && bits != strchr(f, ',') && strcmp(bits, ",32") == 0 ? 4 : 8;
+    }
+    case 'u': case 'z': return i == 1 ? 4 : 1;
+    case 'U': case 'Z': return i == 1 ? 8 : 1;
+    case 'v': /* views: int32 fields; the variadic sizes: int64 */
+      return i == 1 ? 4 : (i == n_buffers - 1 ? 8 : 1);
+    case 't':
+      switch (f[1]) {
+        case 'd': return f[2] == 'D' ? 4 : 8;
+        case 't': return (f[2] == 's' || f[2] == 'm') ? 4 : 8;
+        case 'i': return f[2] == 'n' ? 8 : 4;
+        default: return 8; /* timestamps, durations */
+      }
+    case '+':
+      if (i != 1) return 1;
+      if (strcmp(f, "+l") == 0 || strcmp(f, "+vl") == 0 || strcmp(f, "+m") == 0 ||
+          strncmp(f, "+ud", 3) == 0)
+        return 4;
+      if (strcmp(f, "+L") == 0 || strcmp(f, "+vL") == 0) return 8;
+      return 1;
+    default: return 1;
+  }
+}
+
+/* refuse-unaligned: a buffer of the tree not aligned to its type. */
+static int unaligned(const struct ArrowSchema* s, const struct ArrowArray* a) {
+  if (!s || !a) return 0;
+  for (int64_t i = 0; i < a->n_buffers && a->buffers; i++)
+    if (a->buffers[i] && (uintptr_t)a->buffers[i] % buffer_alignment(s->format, i, a->n_buffers))
+      return 1;
+  for (int64_t i = 0; i < a->n_children && i < s->n_children && a->children && s->children; i++)
+    if (unaligned(s->children[i], a->children[i])) return 1;
+  return unaligned(s->dictionary, a->dictionary);
+}
+
+/* What a refusal of refuse-offsets or refuse-unaligned says. */
+static const char* refusal_message(void) {
+  return M == REFUSE_UNALIGNED ? UNALIGNED_REFUSED : OFFSETS_REFUSED;
+}
 
 static int null_buffer_in_empty(const struct ArrowArray* a) {
   if (!a) return 0;
@@ -653,11 +713,15 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
       return fail(EINVAL, "NULL buffer in an empty array");
     case REFUSE_OFFSETS:
     case REFUSE_UNIONS:
-      if (M == REFUSE_OFFSETS ? !nonzero_offset(array) : !has_union(schema))
-        return base_batch(schema, array, dev, out, len);
+    case REFUSE_UNALIGNED: {
+      int refuse = M == REFUSE_OFFSETS ? nonzero_offset(array)
+                   : M == REFUSE_UNIONS ? has_union(schema)
+                                        : unaligned(schema, array);
+      if (!refuse) return base_batch(schema, array, dev, out, len);
       release_schema(schema);
       release_array(array);
-      return fail(EINVAL, M == REFUSE_OFFSETS ? OFFSETS_REFUSED : UNIONS_REFUSED);
+      return fail(EINVAL, M == REFUSE_UNIONS ? UNIONS_REFUSED : refusal_message());
+    }
     case DROP_METADATA:
     case IGNORE_FLAGS:
     case ALL_COLUMNS_NULLABLE:
@@ -761,6 +825,18 @@ static int w_get_schema_common(struct wstream* w, struct ArrowSchema* out) {
   return rc;
 }
 
+/* refuse-unaligned: a chunk with a buffer not aligned to its type, judged
+ * against the stream's schema (asked for again; one it cannot give refuses
+ * nothing). */
+static int chunk_unaligned(struct wstream* w, const struct ArrowArray* chunk) {
+  struct ArrowSchema s;
+  memset(&s, 0, sizeof s);
+  if (w_inner_get_schema(w, &s) != 0) return 0;
+  int found = unaligned(&s, chunk);
+  if (s.release) s.release(&s);
+  return found;
+}
+
 /* `chunk` is the array `out` holds (itself, or a device array's). */
 static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* chunk) {
   int rc;
@@ -777,7 +853,8 @@ static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* ch
     struct ArrowArray clone;
     if (clone_array(chunk, &clone, 0) == 0) *chunk = clone; /* the original: never released */
   }
-  if (rc == 0 && M == REFUSE_OFFSETS && chunk->release && nonzero_offset(chunk)) {
+  if (rc == 0 && (M == REFUSE_OFFSETS || M == REFUSE_UNALIGNED) && chunk->release &&
+      (M == REFUSE_OFFSETS ? nonzero_offset(chunk) : chunk_unaligned(w, chunk))) {
     chunk->release(chunk); /* refused: the chunk released, the base told EINVAL */
     w->refused = 1;
     chunk_refused = 1;
@@ -787,7 +864,7 @@ static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* ch
 }
 
 static const char* w_get_last_error_common(struct wstream* w) {
-  if (w->refused) return OFFSETS_REFUSED;
+  if (w->refused) return refusal_message();
   const char* message = w_inner_get_last_error(w);
   if (M == KEEP_LAST_ERROR) kept_error = message;
   return message;
@@ -829,6 +906,7 @@ static void wd_release(struct ArrowDeviceArrayStream* s) {
 static int wraps_streams(void) {
   return M == LEAK || M == KEEP_LAST_ERROR || M == GET_NEXT_AFTER_ERROR ||
          M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT || M == REFUSE_OFFSETS ||
+         M == REFUSE_UNALIGNED ||
          M == LAST_ERROR_AFTER_SUCCESS;
 }
 
@@ -838,7 +916,7 @@ static int stream_result(int rc) {
   if (rc != 0 && M == KEEP_LAST_ERROR && kept_error) use_kept = 1;
   if (chunk_refused) {
     chunk_refused = 0;
-    return fail(EINVAL, OFFSETS_REFUSED);
+    return fail(EINVAL, refusal_message());
   }
   return rc;
 }

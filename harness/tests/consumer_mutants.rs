@@ -181,6 +181,12 @@ const LIMITATIONS: &[Limitation] = &[
         refuses: "any schema with a union type anywhere (format `+u...`), streams included",
         permission: "Consumers MAY decide not to support all data types, but they should document this limitation.",
     },
+    Limitation {
+        name: "refuse-unaligned",
+        message: "unaligned memory is not supported",
+        refuses: "any array, device array or stream chunk with a buffer not aligned to the type of primitive data it holds",
+        permission: "Consumers MAY decide not to support unaligned memory.",
+    },
 ];
 
 /// Consumer rules with no mutant here, and why.

@@ -16,7 +16,7 @@ use arrow_array::{RecordBatch, StructArray};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, SchemaRef};
 use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{arrow_rs, ArrowArray, ArrowSchema};
+use arrowcert::abi::{arrow_rs, realign, ArrowArray, ArrowSchema};
 use arrowcert::sdk::{PluginError, PluginResult};
 
 use crate::shape;
@@ -65,7 +65,12 @@ pub unsafe fn read_batch(schema: &SchemaRef, array: ArrowArray) -> PluginResult<
     unsafe { shape::check(&array, &data_type, "the record batch") }?;
     // SAFETY: live, and follows the C data interface by the caller's
     // guarantee; from here on arrow-rs owns it and releases it on drop.
-    let ffi = unsafe { arrow_rs::array_into_arrow_rs(take(&mut *array)) };
+    // Unaligned memory is valid input ("Consumers MAY decide not to support
+    // unaligned memory"; this one supports it): the buffers arrow-rs reads
+    // through typed pointers are copied aligned first (abi::realign).
+    let ffi = unsafe {
+        arrow_rs::array_into_arrow_rs(realign::for_arrow_rs(take(&mut *array), &data_type))
+    };
     // SAFETY: the array follows the C data interface (caller's guarantee)
     // and its structures match the type (shape::check above); its values
     // are what validate_full checks next.

@@ -105,9 +105,14 @@ pub unsafe fn import_batch(
 ) -> Result<RecordBatch, ArrowError> {
     // SAFETY: forwarded from the caller.
     let ffi_schema = unsafe { schema_into_arrow_rs(schema) };
-    // SAFETY: forwarded from the caller.
-    let ffi_array = unsafe { array_into_arrow_rs(array) };
+    // Released on drop if the schema cannot be read.
+    let mut array = super::ops::Guard::new(array);
     let arrow_schema = Schema::try_from(&ffi_schema)?;
+    let dt = arrow_schema::DataType::Struct(arrow_schema.fields().clone());
+    let array = super::ops::take(&mut *array);
+    // SAFETY: forwarded from the caller; unaligned buffers arrow-rs would
+    // read through typed pointers are copied aligned first.
+    let ffi_array = unsafe { array_into_arrow_rs(super::realign::for_arrow_rs(array, &dt)) };
     // SAFETY: the caller vouches that array and schema match and are valid.
     let data = repair_empty_bytes(unsafe { from_ffi(ffi_array, &ffi_schema) }?);
     batch_from_struct(Arc::new(arrow_schema), StructArray::from(data))

@@ -17,6 +17,7 @@
 pub mod arrow_rs;
 pub mod layout;
 pub mod ops;
+pub mod realign;
 
 use std::ffi::{c_char, c_int, c_void};
 

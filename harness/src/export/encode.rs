@@ -39,7 +39,8 @@ pub enum Encoding {
     /// garbage under null slots and outside windows, unused bitmap bits
     /// set, view values inline and out of line over several variadic
     /// buffers (some empty), dense union slots sharing child elements,
-    /// unused dictionary values, NULL names for empty names.
+    /// unused dictionary values, NULL names for empty names, and buffers
+    /// on the CPU that are not aligned to their type ([`Node::shift`]).
     Varied(u64),
     /// [`Encoding::Varied`] with every `offset` member 0 (buffers are
     /// always aligned): the same kinds of variation but none of those the
@@ -71,6 +72,11 @@ pub struct Node {
     pub buffers: Vec<Option<Vec<u8>>>,
     pub children: Vec<Node>,
     pub dictionary: Option<Box<Node>>,
+    /// How many bytes past an aligned address each of this node's buffers
+    /// starts: 0 is aligned (to 64 bytes). Varied encodings shift some
+    /// nodes' buffers so that they are not aligned to their type
+    /// ("Consumers MAY decide not to support unaligned memory").
+    pub shift: u8,
 }
 
 /// One `ArrowSchema` to be.
@@ -129,6 +135,10 @@ enum Room {
 
 struct Encoder {
     rng: Option<Rng>,
+    /// Picks the buffer shifts ([`Node::shift`]), apart from `rng` so that
+    /// every other choice is the same with and without them; `None` when
+    /// buffers stay aligned (plain, and VariedAlignedAtZero).
+    shifts: Option<Rng>,
     /// The variations consumers may refuse allowed (non-zero `offset`
     /// members): all but VariedAlignedAtZero (buffers are always aligned).
     offsets: bool,
@@ -147,6 +157,12 @@ impl Encoder {
                     Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9)))
                 }
             },
+            shifts: match enc {
+                Encoding::Varied(seed) => Some(Rng::new(
+                    seed ^ salt.wrapping_mul(0x9E37_79B9) ^ 0x0a11_9e0d_5eed,
+                )),
+                _ => None,
+            },
             offsets: !matches!(enc, Encoding::VariedAlignedAtZero(_)),
             elements: 0,
             bytes: 0,
@@ -160,6 +176,20 @@ impl Encoder {
     /// A random value in `0..n` (0 when plain).
     fn below(&mut self, n: u64) -> u64 {
         self.rng.as_mut().map(|r| r.below(n)).unwrap_or(0)
+    }
+
+    /// A node's buffer shift: for one node in four of a varied encoding,
+    /// 1 to 7 bytes or 12 (unaligned for every type wider than a byte; 12
+    /// keeps 4-byte alignment but not 8 or 16), else 0.
+    fn shift(&mut self) -> u8 {
+        let Some(r) = self.shifts.as_mut() else {
+            return 0;
+        };
+        if r.below(4) == 0 {
+            [1, 2, 3, 4, 5, 6, 7, 12][r.below(8) as usize]
+        } else {
+            0
+        }
     }
 
     fn coin(&mut self) -> bool {
@@ -307,6 +337,7 @@ impl Encoder {
             buffers: Vec::new(),
             children: Vec::new(),
             dictionary: None,
+            shift: self.shift(),
         };
         let dt = data.data_type();
         use DataType::*;
@@ -777,6 +808,7 @@ impl Encoder {
             buffers: vec![None, self.sized(out)],
             children: Vec::new(),
             dictionary: None,
+            shift: self.shift(),
         });
         let vf = usize::from(lay.pre > 0);
         let vb = usize::from(lay.p > lay.pre + l);

@@ -312,7 +312,15 @@ impl Ledger {
 
     /// Copies `bytes` into a fresh 64-byte-aligned allocation.
     pub(super) fn keep_bytes(&self, bytes: &[u8], nul: bool) -> *mut u8 {
-        let size = (bytes.len() + usize::from(nul))
+        self.keep_bytes_at(bytes, nul, 0)
+    }
+
+    /// [`Ledger::keep_bytes`], the copy starting `shift` bytes past an
+    /// aligned address (an unaligned buffer when `shift` is not a multiple
+    /// of the type's width).
+    fn keep_bytes_at(&self, bytes: &[u8], nul: bool, shift: u8) -> *mut u8 {
+        let shift = usize::from(shift);
+        let size = (shift + bytes.len() + usize::from(nul))
             .max(1)
             .next_multiple_of(ALIGN);
         let layout = std::alloc::Layout::from_size_align(size, ALIGN).expect("layout");
@@ -321,16 +329,17 @@ impl Ledger {
         if p.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        // SAFETY: p is valid for `size` >= bytes.len() bytes and does not
-        // overlap `bytes`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        // SAFETY: p is valid for `size` >= shift + bytes.len() bytes and
+        // does not overlap `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(shift), bytes.len()) };
         self.lock().keep.push(Keep {
             ptr: p,
             layout,
             drop: None,
             device: None,
         });
-        p
+        // SAFETY: within the allocation (shift < size).
+        unsafe { p.add(shift) }
     }
 
     /// Copies `bytes` into fresh memory of the ledger's device, late (see
@@ -587,7 +596,7 @@ impl Ledger {
                 Some(bytes) => {
                     let p = match &self.device {
                         Some(d) => self.keep_device_bytes(d, bytes),
-                        None => self.keep_bytes(bytes, false),
+                        None => self.keep_bytes_at(bytes, false, node.shift),
                     };
                     buffers.push((p as usize, bytes.len(), bytes.clone()));
                     p as *const c_void

@@ -105,6 +105,20 @@ pub fn array_self_refs(schema: &ArrowSchema, array: &ArrowArray) -> Vec<String> 
     unsafe { super::validate::array_self_refs(schema, array) }
 }
 
+/// `array` with aligned copies of the buffers arrow-rs reads through typed
+/// pointers ([`crate::abi::realign`]); unchanged when the schema's type
+/// cannot be read (arrow-rs's import then fails on its own).
+///
+/// # Safety
+/// As [`crate::abi::realign::for_arrow_rs`], for the type `schema` gives.
+unsafe fn realigned(array: ArrowArray, schema: &FFI_ArrowSchema) -> ArrowArray {
+    match arrow_schema::DataType::try_from(schema) {
+        // SAFETY: forwarded from the caller.
+        Ok(dt) => unsafe { crate::abi::realign::for_arrow_rs(array, &dt) },
+        Err(_) => array,
+    }
+}
+
 unsafe extern "C" fn borrowed_release(a: *mut ArrowArray) {
     // SAFETY: arrow-rs calls this once, on the bitwise copy it owns, which
     // is a valid structure; only its release member is written.
@@ -127,6 +141,9 @@ pub fn read_array(schema: &ArrowSchema, array: &ArrowArray) -> Result<ArrayRef, 
     // the original, by its owner.
     let mut copy: ArrowArray = unsafe { std::ptr::read(array) };
     copy.release = Some(borrowed_release);
+    // SAFETY: a validated array (caller); unaligned buffers arrow-rs reads
+    // through typed pointers are copied aligned (abi::realign).
+    let copy = unsafe { realigned(copy, ffi_schema) };
     // SAFETY: same layout as above; the copy moves into arrow-rs.
     let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(copy) };
     // SAFETY: validated against this schema (caller); the buffers stay
@@ -153,9 +170,12 @@ pub fn arrow_rs_verdict(schema: &ArrowSchema, array: &ArrowArray) -> Result<(), 
     // once, so the owner's callback never runs from here.
     let mut copy: ArrowArray = unsafe { std::ptr::read(array) };
     copy.release = Some(borrowed_release);
-    // SAFETY: same layout as above; the copy moves into arrow-rs.
-    let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(copy) };
     crate::sdk::ipc::quietly(|| {
+        // SAFETY: memory-sound by the caller's construction (every buffer
+        // holds what its structure claims), which is all realign reads.
+        let copy = unsafe { realigned(copy, ffi_schema) };
+        // SAFETY: same layout as above; the copy moves into arrow-rs.
+        let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(copy) };
         // SAFETY: every pointer of the tree is live and every buffer holds
         // what the structure claims (the caller's construction); what
         // arrow-rs does with structures that are otherwise invalid is what
@@ -187,6 +207,8 @@ pub fn import_batch(
         .map_err(|p| format!("arrow-rs cannot read the schema: {p}"))?
         .map_err(|e| e.to_string())?;
     let moved = crate::abi::ops::take(&mut **array);
+    // SAFETY: validated (caller); see read_array.
+    let moved = unsafe { realigned(moved, ffi_schema) };
     // SAFETY: same layout as above; ownership of the live array moves into
     // arrow-rs (the guard was marked released by `take`).
     let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(moved) };
