@@ -191,12 +191,18 @@ fn the_reference_producer_passes_generated_scenarios_with_several_seeds() {
         assert!(replay.starts_with("arrowcert replay "));
     }
     // Without --seed, each run draws a fresh one and says which.
+    // Three scenarios of a seed nobody chose need not reach every rule
+    // (assert_clean's list), so only cleanliness is asserted here.
     let (code, r, out) = certify(
         &["--in-process", "--no-builtin", "--cases", "3"],
         "gen-fresh",
     );
-    assert_clean(code, &r, &out);
-    assert!(r.seed.is_some());
+    assert_eq!(code, Some(0), "{out}");
+    assert!(r.complete);
+    assert_eq!(r.summary.passed, r.summary.total, "{out}");
+    assert!(r.rules.iter().all(|s| s.verdict != Verdict::Fail), "{out}");
+    let seed = r.seed.expect("a drawn seed is reported");
+    assert!(out.contains(&format!("seed: {seed}")), "{out}");
 }
 
 /// The consumer rules the reference consumer must pass, and exercise.

@@ -15,6 +15,7 @@
 //! layout for the C cross-check in [`layout`] (`harness/tests/abi_layout.rs`).
 
 pub mod arrow_rs;
+pub mod breadcrumb;
 pub mod layout;
 pub mod ops;
 pub mod realign;

@@ -63,7 +63,7 @@ macro_rules! owned_by_release_field {
             }
             fn release(&mut self) {
                 if let Some(release) = callable(self.release) {
-                    crate::run::breadcrumb::step(concat!(stringify!($ty), ".release"));
+                    crate::abi::breadcrumb::step(concat!(stringify!($ty), ".release"));
                     // SAFETY: the callback was installed by the producer that
                     // filled this structure, which the plugin contract makes
                     // responsible for it; calling release on a live structure

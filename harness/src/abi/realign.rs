@@ -274,12 +274,13 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    static RELEASED: AtomicUsize = AtomicUsize::new(0);
-
+    /// Counts its calls in the AtomicUsize its private_data points to.
     unsafe extern "C" fn count_release(a: *mut ArrowArray) {
-        RELEASED.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: test array.
-        unsafe { (*a).release = None };
+        // SAFETY: test arrays whose private_data is a live AtomicUsize.
+        unsafe {
+            (*(*a).private_data.cast::<AtomicUsize>()).fetch_add(1, Ordering::SeqCst);
+            (*a).release = None;
+        }
     }
 
     #[test]
@@ -290,6 +291,7 @@ mod tests {
             raw[1 + 4 * i..5 + 4 * i].copy_from_slice(&v.to_ne_bytes());
         }
         let values = b"abc".to_vec();
+        let released = AtomicUsize::new(0);
         let mut buffers: Vec<*const c_void> = vec![
             std::ptr::null(),
             // SAFETY: within `raw`.
@@ -306,9 +308,8 @@ mod tests {
             children: std::ptr::null_mut(),
             dictionary: std::ptr::null_mut(),
             release: Some(count_release),
-            private_data: std::ptr::null_mut(),
+            private_data: (&released as *const AtomicUsize).cast_mut().cast(),
         };
-        let before = RELEASED.load(Ordering::SeqCst);
         // SAFETY: a valid utf8 array.
         let mut copy = unsafe { for_arrow_rs(array, &DataType::Utf8) };
         // SAFETY: the copy's buffers list has 3 entries.
@@ -323,12 +324,13 @@ mod tests {
         // SAFETY: the copy's root, released once.
         unsafe { release(&mut copy) };
         assert!(copy.release.is_none());
-        assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+        assert_eq!(released.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn aligned_arrays_pass_through_unchanged() {
         let offsets = [0i32, 0];
+        let released = AtomicUsize::new(0);
         let mut buffers: Vec<*const c_void> =
             vec![std::ptr::null(), offsets.as_ptr().cast(), std::ptr::null()];
         let array = ArrowArray {
@@ -341,7 +343,7 @@ mod tests {
             children: std::ptr::null_mut(),
             dictionary: std::ptr::null_mut(),
             release: Some(count_release),
-            private_data: std::ptr::null_mut(),
+            private_data: (&released as *const AtomicUsize).cast_mut().cast(),
         };
         // SAFETY: a valid utf8 array of one empty string.
         let mut same = unsafe { for_arrow_rs(array, &DataType::Utf8) };
@@ -349,5 +351,6 @@ mod tests {
         let release = same.release.expect("live");
         // SAFETY: the original array, released once.
         unsafe { release(&mut same) };
+        assert_eq!(released.load(Ordering::SeqCst), 1);
     }
 }

@@ -899,7 +899,7 @@ impl Exported for ArrowSchema {
 /// Called by a consumer through the pointer the harness installed, with a
 /// structure whose private_data the harness set.
 unsafe extern "C" fn release_node<T: Exported>(p: *mut T) {
-    crate::run::breadcrumb::step(T::STEP);
+    crate::abi::breadcrumb::step(T::STEP);
     if p.is_null() {
         return;
     }

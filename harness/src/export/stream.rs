@@ -195,7 +195,7 @@ unsafe fn rec<'a, S: Stream>(s: *mut S) -> &'a StreamRec {
 }
 
 unsafe extern "C" fn get_schema<S: Stream>(s: *mut S, out: *mut crate::abi::ArrowSchema) -> c_int {
-    crate::run::breadcrumb::step("harness stream get_schema");
+    crate::abi::breadcrumb::step("harness stream get_schema");
     // SAFETY: called through the pointer the harness installed.
     let rec = unsafe { rec(s) };
     let _in = rec.enter("get_schema", true);
@@ -222,7 +222,7 @@ unsafe extern "C" fn get_schema<S: Stream>(s: *mut S, out: *mut crate::abi::Arro
 }
 
 unsafe extern "C" fn get_next<S: Stream>(s: *mut S, out: *mut S::Chunk) -> c_int {
-    crate::run::breadcrumb::step("harness stream get_next");
+    crate::abi::breadcrumb::step("harness stream get_next");
     // SAFETY: called through the pointer the harness installed.
     let rec = unsafe { rec(s) };
     let _in = rec.enter("get_next", true);
@@ -263,7 +263,7 @@ unsafe extern "C" fn get_next<S: Stream>(s: *mut S, out: *mut S::Chunk) -> c_int
 }
 
 unsafe extern "C" fn get_last_error<S: Stream>(s: *mut S) -> *const c_char {
-    crate::run::breadcrumb::step("harness stream get_last_error");
+    crate::abi::breadcrumb::step("harness stream get_last_error");
     // SAFETY: called through the pointer the harness installed.
     let rec = unsafe { rec(s) };
     let _in = rec.enter("get_last_error", false);
@@ -281,7 +281,7 @@ unsafe extern "C" fn get_last_error<S: Stream>(s: *mut S) -> *const c_char {
 }
 
 unsafe extern "C" fn release<S: Stream>(s: *mut S) {
-    crate::run::breadcrumb::step("harness stream release");
+    crate::abi::breadcrumb::step("harness stream release");
     // SAFETY: called through the pointer the harness installed.
     let rec = unsafe { rec(s) };
     let _in = rec.enter("release", false);

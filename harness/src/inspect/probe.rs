@@ -214,7 +214,7 @@ pub fn import_batch(
     let ffi_array: FFI_ArrowArray = unsafe { std::mem::transmute(moved) };
     // From here arrow-rs owns the array and calls its release when the
     // imported data is dropped.
-    crate::run::breadcrumb::step("ArrowArray.release (by the arrow-rs import that took it over)");
+    crate::abi::breadcrumb::step("ArrowArray.release (by the arrow-rs import that took it over)");
     // SAFETY: the caller validated the array against this schema.
     let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
     let root = StructArray::from(crate::abi::arrow_rs::repair_empty_bytes(data));
@@ -280,7 +280,7 @@ macro_rules! stream_calls {
         impl StreamCalls for $stream {
             type Chunk = $chunk;
             fn get_schema(&mut self, out: &mut ArrowSchema) -> Call {
-                crate::run::breadcrumb::step(concat!(stringify!($stream), ".get_schema"));
+                crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_schema"));
                 match callable(self.get_schema) {
                     // SAFETY: the producer installed this callback on this
                     // live stream; `out` is a valid out-structure. A broken
@@ -290,7 +290,7 @@ macro_rules! stream_calls {
                 }
             }
             fn get_next(&mut self, out: &mut $chunk) -> Call {
-                crate::run::breadcrumb::step(concat!(stringify!($stream), ".get_next"));
+                crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_next"));
                 match callable(self.get_next) {
                     // SAFETY: as above.
                     Some(f) => Call::Returned(unsafe { f(self, out) }),
@@ -298,7 +298,7 @@ macro_rules! stream_calls {
                 }
             }
             fn get_last_error(&mut self) -> Option<LastError> {
-                crate::run::breadcrumb::step(concat!(stringify!($stream), ".get_last_error"));
+                crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_last_error"));
                 let f = callable(self.get_last_error)?;
                 // SAFETY: as above; the result is NULL or a NUL-terminated
                 // string valid until the next call on this stream, copied

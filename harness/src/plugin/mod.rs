@@ -589,7 +589,7 @@ impl Plugin {
         }
         const E: &str = "arrowcert_produce_schema";
         let f = self.entries.produce_schema.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
         self.check(E, rc)
@@ -611,7 +611,7 @@ impl Plugin {
             .entries
             .produce_device_array
             .ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe {
             f(
@@ -640,7 +640,7 @@ impl Plugin {
             .entries
             .produce_device_stream
             .ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, out) };
         self.check(E, rc)
@@ -659,7 +659,7 @@ impl Plugin {
         }
         const E: &str = "arrowcert_produce_array";
         let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe {
             f(
@@ -677,7 +677,7 @@ impl Plugin {
     pub fn produce_stream(&self, ipc: &[u8], out: &mut ArrowArrayStream) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_stream";
         let f = self.entries.produce_stream.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` are valid for the whole call.
         let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
         self.check(E, rc)
@@ -693,7 +693,7 @@ impl Plugin {
             .entries
             .consume_device_array
             .ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all four pointers are valid for the whole call; the
         // structures were filled by a producer and are live.
@@ -711,7 +711,7 @@ impl Plugin {
             .entries
             .consume_device_stream
             .ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(stream, &mut p, &mut n) };
@@ -734,7 +734,7 @@ impl Plugin {
         }
         const E: &str = "arrowcert_consume_array";
         let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(schema, array, &mut p, &mut n) };
@@ -745,7 +745,7 @@ impl Plugin {
     pub fn consume_stream(&self, stream: &mut ArrowArrayStream) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_stream";
         let f = self.entries.consume_stream.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
         // SAFETY: all pointers are valid for the whole call.
         let rc = unsafe { f(stream, &mut p, &mut n) };
@@ -769,7 +769,7 @@ impl Plugin {
     ) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_async";
         let f = self.entries.produce_async.ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` is valid for the call; `handler` as the caller
         // guarantees.
         let rc = unsafe {
@@ -804,7 +804,7 @@ impl Plugin {
             .entries
             .consume_async_start
             .ok_or(CallError::Missing(E))?;
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let mut token: *mut c_void = std::ptr::null_mut();
         // SAFETY: handler as the caller guarantees; token is writable.
         let rc = unsafe { f(handler, &mut token) };
@@ -828,7 +828,7 @@ impl Plugin {
         let Some(f) = self.entries.consume_async_finish else {
             return Some(Err(CallError::Missing(E)));
         };
-        crate::run::breadcrumb::step(E);
+        crate::abi::breadcrumb::step(E);
         let entries = self.entries;
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()

@@ -256,7 +256,7 @@ pub fn run(args: WorkerArgs) -> i32 {
     let me = std::process::id();
     if let Ok(crumbs) = stream.try_clone() {
         let crumbs = std::sync::Mutex::new(crumbs);
-        super::breadcrumb::install(move |step| {
+        crate::abi::breadcrumb::install(move |step| {
             if std::process::id() != me {
                 return; // a forked child of a plugin: not ours to report
             }

@@ -403,7 +403,7 @@ impl Library {
         let entry = self.flavor.export_schema;
         let decoded = decode(entry, ipc)?;
         let (_scratch, path) = self.scenario_file(entry, &decoded.schema, &[])?;
-        crate::run::breadcrumb::step(entry);
+        crate::abi::breadcrumb::step(entry);
         // SAFETY: `path` is a NUL-terminated path and `out` a writable
         // schema, both valid for the call.
         let r = unsafe { export_schema(path.as_ptr(), out) };
@@ -449,7 +449,7 @@ impl Library {
         }
         let (_scratch, path) =
             self.scenario_file(entry, &decoded.schema, std::slice::from_ref(batch))?;
-        crate::run::breadcrumb::step(entry);
+        crate::abi::breadcrumb::step(entry);
         // SAFETY: as in produce_schema; the file holds one batch, number 0.
         let r = unsafe { export_batch(path.as_ptr(), 0, out) };
         self.verdict(entry, r)
@@ -486,14 +486,14 @@ impl Library {
                 return Err(e);
             }
         };
-        crate::run::breadcrumb::step(self.flavor.import_schema);
+        crate::abi::breadcrumb::step(self.flavor.import_schema);
         // SAFETY: `path` is a NUL-terminated path; `schema` and `array` are
         // the live structures the harness hands over, valid for the calls.
         // Both are handed over even when the first comparison fails, so the
         // library releases both.
         let s = unsafe { import_schema(path.as_ptr(), schema) };
         let s = self.verdict(self.flavor.import_schema, s);
-        crate::run::breadcrumb::step(self.flavor.import_batch);
+        crate::abi::breadcrumb::step(self.flavor.import_batch);
         // SAFETY: as above.
         let b = unsafe { import_batch(path.as_ptr(), 0, array) };
         let b = self.verdict(self.flavor.import_batch, b);

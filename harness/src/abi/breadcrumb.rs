@@ -4,6 +4,11 @@
 //! plugin kills the process the crash verdict says which step it was in:
 //! "killed by SIGSEGV ... during `release of a child moved out`". In this
 //! process nothing is installed and a crumb costs one atomic load.
+//!
+//! It sits at the bottom of the module graph, beside the structures it
+//! annotates, so that every layer that calls into a plugin (`abi::ops`,
+//! `plugin`, `inspect::probe`, `export`) can leave a crumb without
+//! depending on the worker (`run`), which installs the sink.
 
 use std::sync::OnceLock;
 
