@@ -100,6 +100,11 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
         "calls the handler's release twice",
     ),
     m(
+        "eos-after-error",
+        "async.error.release-next",
+        "after on_error (a failure or a bad request), calls on_next_task(NULL) before release",
+    ),
+    m(
         "error-after-cancel",
         "async.cancel.no-error",
         "reports on_error(ECANCELED) when cancelled",

@@ -142,7 +142,10 @@
   /* answered with on_error(EIO) instead of finishing them */                          \
   X(EIO_AFTER_CANCEL, "eio-after-cancel")                                              \
   /* async.producer.ready: handler->producer still NULL when on_schema is called */    \
-  X(NULL_PRODUCER, "null-producer")
+  X(NULL_PRODUCER, "null-producer")                                                    \
+  /* async.error.release-next: after on_error (a failure or a bad request), */         \
+  /* on_next_task(NULL) before release */                                              \
+  X(EOS_AFTER_ERROR, "eos-after-error")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -336,12 +339,18 @@ static void* overlap_thread(void* arg) {
   return NULL;
 }
 
+/* The stream whose callback lock this thread holds. */
+static __thread struct stream* inside;
+
 /* Called from extract_data on the thread inside on_next_task: on_error
  * from a helper thread, joined before the task is handed over, so it runs
- * while on_next_task has not returned; then the driver only releases. */
+ * while on_next_task has not returned; then the driver only releases.
+ * Only there: a task extracted later on another thread (the extract-thread
+ * schedules) may outlive its stream, and an on_error from it could reach a
+ * handler already released (a crash of the mutant, not its mistake). */
 static void overlap_error(void) {
   struct stream* s = overlapping;
-  if (!s) return;
+  if (!s || inside != s) return;
   pthread_mutex_lock(&s->mu);
   int first = !s->reported && !s->handler_released;
   s->reported = 1;
@@ -354,8 +363,6 @@ static void overlap_error(void) {
   pthread_mutex_unlock(&s->mu);
 }
 
-/* The stream whose callback lock this thread holds. */
-static __thread struct stream* inside;
 
 enum entered { NOT_ENTERED, NESTED, LOCKED };
 
@@ -911,12 +918,14 @@ finish:
     switch (ending) {
       case FAILED:
         h->on_error(h, code, msg, NULL);
+        if (M == EOS_AFTER_ERROR) h->on_next_task(h, NULL, NULL);
         break;
       case BAD_REQUEST:
         pthread_mutex_lock(&s->mu);
         snprintf(msg, sizeof msg, "%s", s->bad_request_msg);
         pthread_mutex_unlock(&s->mu);
         h->on_error(h, EINVAL, msg, NULL);
+        if (M == EOS_AFTER_ERROR) h->on_next_task(h, NULL, NULL);
         break;
       case CANCELLED:
         if (M == ERROR_AFTER_CANCEL) {

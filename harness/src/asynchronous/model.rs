@@ -458,10 +458,10 @@ fn step(
         }
         (Phase::Errored, _) => {
             report(
-                "async.release.last",
+                "async.error.release-next",
                 at.into(),
                 format!(
-                    "{} came after on_error; release must be the next and last call",
+                    "{} came after on_error; release should be the next and last call",
                     cb.name()
                 ),
             );

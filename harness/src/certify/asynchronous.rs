@@ -151,7 +151,13 @@ fn exercised(s: &Schedule) -> Vec<&'static str> {
     ];
     match s.first {
         First::Refuse => r.push("async.schema-refused"),
-        First::Invalid(_) => r.extend(["async.request.invalid", "async.request.reentrant"]),
+        // An invalid request is answered with on_error (async.request.invalid),
+        // after which only release should come.
+        First::Invalid(_) => r.extend([
+            "async.request.invalid",
+            "async.request.reentrant",
+            "async.error.release-next",
+        ]),
         First::Request(_) => {
             r.extend([
                 "async.request.reentrant",

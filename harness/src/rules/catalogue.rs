@@ -1134,7 +1134,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncProducer structure",
         quote: "It is not required that calling cancel affect the producer immediately, only that it must eventually stop calling on_next_task and then subsequently call release on the async handler object.",
-        observation: "In every schedule (normal end, on_error, refused schema or task, cancel) the harness waits up to 3 s for the handler's release and 3 ms more for anything after it: release must come exactly once, nothing may follow it, and after on_error only release may come. A release that never comes is reported with the state the stream was stuck in (tasks delivered and requested, cancelled or not).",
+        observation: "In every schedule (normal end, on_error, refused schema or task, cancel) the harness waits up to 3 s for the handler's release and 3 ms more for anything after it: release must come exactly once and nothing may follow it (what comes between on_error and release is async.error.release-next). A release that never comes is reported with the state the stream was stuck in (tasks delivered and requested, cancelled or not).",
         inferred: None,
     },
     Rule {
@@ -1159,6 +1159,20 @@ pub static RULES: &[Rule] = &[
         section: "Error Handling",
         quote: "If on_schema or on_next_task returns a non-zero integer value, the producer should not call the on_error callback, but instead should eventually call release at some point before or after any logging or processing of the error code.",
         observation: "The harness's on_next_task calls extract_data(task, NULL) and returns EINVAL for the first task; an on_error after that is reported, and so is a release that never comes.",
+        inferred: None,
+    },
+    // Added: split from async.release.last, whose MUST sentence (cancel) says
+    // nothing of on_error; the sentence on errors is SHOULD.
+    Rule {
+        id: "async.error.release-next",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "async",
+        summary: "after on_error, release is the next and last callback",
+        spec_file: CDEVICE,
+        section: "Error Handling",
+        quote: "If the producer encounters an error during processing, it should call the on_error callback, and then call release after it returns.",
+        observation: "After the producer's on_error (a failure, an invalid request, a cancel answered with an error), any callback other than the handler's release is reported; a release that never comes is async.release.last.",
         inferred: None,
     },
     Rule {
