@@ -283,6 +283,23 @@ mod tests {
         }
     }
 
+    /// A utf8 array of `length` over three `buffers`, released into
+    /// `released`.
+    fn utf8(length: i64, buffers: &mut [*const c_void], released: &AtomicUsize) -> ArrowArray {
+        ArrowArray {
+            length,
+            null_count: 0,
+            offset: 0,
+            n_buffers: 3,
+            n_children: 0,
+            buffers: buffers.as_mut_ptr(),
+            children: std::ptr::null_mut(),
+            dictionary: std::ptr::null_mut(),
+            release: Some(count_release),
+            private_data: (released as *const AtomicUsize).cast_mut().cast(),
+        }
+    }
+
     #[test]
     fn unaligned_utf8_offsets_are_copied_aligned_and_the_original_released_once() {
         // offsets [0, 1, 3] at a 1-byte shift; values "abc".
@@ -298,18 +315,7 @@ mod tests {
             unsafe { raw.as_ptr().add(1) }.cast(),
             values.as_ptr().cast(),
         ];
-        let array = ArrowArray {
-            length: 2,
-            null_count: 0,
-            offset: 0,
-            n_buffers: 3,
-            n_children: 0,
-            buffers: buffers.as_mut_ptr(),
-            children: std::ptr::null_mut(),
-            dictionary: std::ptr::null_mut(),
-            release: Some(count_release),
-            private_data: (&released as *const AtomicUsize).cast_mut().cast(),
-        };
+        let array = utf8(2, &mut buffers, &released);
         // SAFETY: a valid utf8 array.
         let mut copy = unsafe { for_arrow_rs(array, &DataType::Utf8) };
         // SAFETY: the copy's buffers list has 3 entries.
@@ -333,18 +339,7 @@ mod tests {
         let released = AtomicUsize::new(0);
         let mut buffers: Vec<*const c_void> =
             vec![std::ptr::null(), offsets.as_ptr().cast(), std::ptr::null()];
-        let array = ArrowArray {
-            length: 1,
-            null_count: 0,
-            offset: 0,
-            n_buffers: 3,
-            n_children: 0,
-            buffers: buffers.as_mut_ptr(),
-            children: std::ptr::null_mut(),
-            dictionary: std::ptr::null_mut(),
-            release: Some(count_release),
-            private_data: (&released as *const AtomicUsize).cast_mut().cast(),
-        };
+        let array = utf8(1, &mut buffers, &released);
         // SAFETY: a valid utf8 array of one empty string.
         let mut same = unsafe { for_arrow_rs(array, &DataType::Utf8) };
         assert_eq!(same.buffers, buffers.as_mut_ptr());
