@@ -143,11 +143,7 @@ impl Drop for Arena {
 /// # Safety
 /// As [`needs_copy`].
 unsafe fn copy_node(a: &ArrowArray, dt: &DataType, arena: &mut Arena) -> ArrowArray {
-    let mut out = ArrowArray {
-        release: Some(release_child),
-        private_data: std::ptr::null_mut(),
-        ..*a
-    };
+    let mut out = shallow(a);
     if !a.buffers.is_null() && a.n_buffers > 0 {
         // SAFETY: `buffers` has n_buffers entries (caller).
         let mut list: Vec<*const c_void> =
@@ -182,11 +178,7 @@ unsafe fn copy_node(a: &ArrowArray, dt: &DataType, arena: &mut Arena) -> ArrowAr
             let copy = match kids.get(i) {
                 // SAFETY: the child follows the interface (caller).
                 Some(t) => unsafe { copy_node(c, t, arena) },
-                None => ArrowArray {
-                    release: Some(release_child),
-                    private_data: std::ptr::null_mut(),
-                    ..*c
-                },
+                None => shallow(c),
             };
             let p = Box::into_raw(Box::new(copy));
             arena.structs.push(p);
@@ -201,17 +193,22 @@ unsafe fn copy_node(a: &ArrowArray, dt: &DataType, arena: &mut Arena) -> ArrowAr
         let copy = match dictionary_type(dt) {
             // SAFETY: as above.
             Some(t) => unsafe { copy_node(d, t, arena) },
-            None => ArrowArray {
-                release: Some(release_child),
-                private_data: std::ptr::null_mut(),
-                ..*d
-            },
+            None => shallow(d),
         };
         let p = Box::into_raw(Box::new(copy));
         arena.structs.push(p);
         out.dictionary = p;
     }
     out
+}
+
+/// A node of the copy pointing where `a` points, released with the root.
+fn shallow(a: &ArrowArray) -> ArrowArray {
+    ArrowArray {
+        release: Some(release_child),
+        private_data: std::ptr::null_mut(),
+        ..*a
+    }
 }
 
 /// A child of the copy: its memory belongs to the root's arena, so
