@@ -81,6 +81,22 @@ fn dictionary_type(dt: &DataType) -> Option<&DataType> {
     }
 }
 
+/// The buffer of this node arrow-rs reads typed, when it is unaligned:
+/// its index and the bytes arrow-rs reads from it.
+///
+/// # Safety
+/// `a` follows the C data interface (its `buffers` has n_buffers entries).
+unsafe fn unaligned_typed_read(a: &ArrowArray, dt: &DataType) -> Option<(usize, usize)> {
+    let (i, width) = typed_reads(dt, a.n_buffers)?;
+    if (i as i64) >= a.n_buffers || a.buffers.is_null() {
+        return None;
+    }
+    // SAFETY: i < n_buffers and `buffers` has n_buffers entries (caller).
+    let p = unsafe { *a.buffers.add(i) };
+    let len = read_len(dt, a);
+    (!p.is_null() && (p as usize) % width != 0 && len > 0).then_some((i, len))
+}
+
 /// Whether a buffer of this node that arrow-rs reads typed is unaligned,
 /// here or below.
 ///
@@ -88,14 +104,9 @@ fn dictionary_type(dt: &DataType) -> Option<&DataType> {
 /// `a` follows the C data interface and matches `dt` in its structure
 /// (numbers of buffers and children, dictionary present for a dictionary).
 unsafe fn needs_copy(a: &ArrowArray, dt: &DataType) -> bool {
-    if let Some((i, width)) = typed_reads(dt, a.n_buffers) {
-        if (i as i64) < a.n_buffers && !a.buffers.is_null() {
-            // SAFETY: i < n_buffers and `buffers` has n_buffers entries.
-            let p = unsafe { *a.buffers.add(i) };
-            if !p.is_null() && (p as usize) % width != 0 && read_len(dt, a) > 0 {
-                return true;
-            }
-        }
+    // SAFETY: the caller's guarantee.
+    if unsafe { unaligned_typed_read(a, dt) }.is_some() {
+        return true;
     }
     let kids = child_types(dt);
     for (i, t) in kids.iter().enumerate() {
@@ -148,23 +159,21 @@ unsafe fn copy_node(a: &ArrowArray, dt: &DataType, arena: &mut Arena) -> ArrowAr
         // SAFETY: `buffers` has n_buffers entries (caller).
         let mut list: Vec<*const c_void> =
             unsafe { std::slice::from_raw_parts(a.buffers, a.n_buffers as usize) }.to_vec();
-        if let Some((i, width)) = typed_reads(dt, a.n_buffers) {
-            let len = read_len(dt, a);
-            if i < list.len() && !list[i].is_null() && (list[i] as usize) % width != 0 && len > 0 {
-                let mut words = vec![0u64; len.div_ceil(8)];
-                // SAFETY: the buffer holds at least what arrow-rs would read
-                // from it (the interface's sizes, caller); `words` holds at
-                // least `len` bytes and is a fresh allocation.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        list[i].cast::<u8>(),
-                        words.as_mut_ptr().cast::<u8>(),
-                        len,
-                    )
-                };
-                list[i] = words.as_ptr().cast();
-                arena.copies.push(words);
-            }
+        // SAFETY: the caller's guarantee.
+        if let Some((i, len)) = unsafe { unaligned_typed_read(a, dt) } {
+            let mut words = vec![0u64; len.div_ceil(8)];
+            // SAFETY: the buffer holds at least what arrow-rs would read
+            // from it (the interface's sizes, caller); `words` holds at
+            // least `len` bytes and is a fresh allocation.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    list[i].cast::<u8>(),
+                    words.as_mut_ptr().cast::<u8>(),
+                    len,
+                )
+            };
+            list[i] = words.as_ptr().cast();
+            arena.copies.push(words);
         }
         out.buffers = list.as_mut_ptr();
         arena.buffer_lists.push(list);

@@ -395,11 +395,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let errors = m.units.iter().any(|u| u.status == Status::Error);
     // With expectations, the matrix fails when a unit's results are not
     // the ones its library's file declares.
-    let unexpected: Vec<&matrix::Unit> = m
-        .units
-        .iter()
-        .filter(|u| !u.unexpected.is_empty())
-        .collect();
+    let unexpected = m.unexpected_units();
     for u in &unexpected {
         println!(
             "UNEXPECTED in {} ({}): {}",

@@ -49,6 +49,24 @@ pub struct Matrix {
     pub complete: bool,
 }
 
+impl Matrix {
+    /// The units with cases a consumer declined as a permitted limitation.
+    pub fn limited_units(&self) -> Vec<&Unit> {
+        self.units
+            .iter()
+            .filter(|u| u.limitation_cases > 0)
+            .collect()
+    }
+
+    /// The units whose results are not as their expectations file says.
+    pub fn unexpected_units(&self) -> Vec<&Unit> {
+        self.units
+            .iter()
+            .filter(|u| !u.unexpected.is_empty())
+            .collect()
+    }
+}
+
 /// The data every unit runs over.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 pub struct Data {

@@ -291,8 +291,7 @@ pub fn markdown(m: &Matrix) -> String {
         }
     }
 
-    let limited: Vec<&crate::matrix::Unit> =
-        m.units.iter().filter(|u| u.limitation_cases > 0).collect();
+    let limited = m.limited_units();
     if !limited.is_empty() {
         let _ = writeln!(
             o,
@@ -304,11 +303,7 @@ pub fn markdown(m: &Matrix) -> String {
             let _ = writeln!(o, "- {}: {} cases", md(&u.id), u.limitation_cases);
         }
     }
-    let unexpected: Vec<&crate::matrix::Unit> = m
-        .units
-        .iter()
-        .filter(|u| !u.unexpected.is_empty())
-        .collect();
+    let unexpected = m.unexpected_units();
     if !unexpected.is_empty() {
         let _ = writeln!(o, "\n## Not as expected\n");
         for u in &unexpected {
@@ -601,8 +596,7 @@ pub fn page(m: &Matrix) -> String {
         }
     }
 
-    let limited: Vec<&crate::matrix::Unit> =
-        m.units.iter().filter(|u| u.limitation_cases > 0).collect();
+    let limited = m.limited_units();
     if !limited.is_empty() {
         let _ = writeln!(
             o,
@@ -614,11 +608,7 @@ pub fn page(m: &Matrix) -> String {
         }
         let _ = writeln!(o, "</ul>");
     }
-    let unexpected: Vec<&crate::matrix::Unit> = m
-        .units
-        .iter()
-        .filter(|u| !u.unexpected.is_empty())
-        .collect();
+    let unexpected = m.unexpected_units();
     if !unexpected.is_empty() {
         let _ = writeln!(o, "<h2 id=\"unexpected\">Not as expected</h2><ul>");
         for u in &unexpected {
