@@ -153,7 +153,7 @@ fn workers_vs_in_process(
                 mode: run::worker::Mode::Roundtrip,
                 producer: Some(producer_path.to_path_buf()),
                 consumer: Some(consumer_path.to_path_buf()),
-                sources: arrowcert::scenario::Sources::builtin_or_gold(Some(support::gold_dir())),
+                sources: arrowcert::sources::Sources::builtin_or_gold(Some(support::gold_dir())),
                 options: opts.clone(),
                 limits: run::proc::Limits::worker(8192),
                 cpu_seconds: Some(121),

@@ -366,7 +366,7 @@ enum Command {
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
-        if arrowcert::sdk::ipc::panics_expected() {
+        if arrowcert::quiet::panics_expected() {
             return;
         }
         eprintln!("arrowcert: internal error (a bug in arrowcert, please report it): {info}");
@@ -552,7 +552,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                     .ok_or_else(|| BadInput(format!("unknown worker mode {mode}")))?,
                 producer,
                 consumer,
-                sources: arrowcert::scenario::Sources {
+                sources: arrowcert::sources::Sources {
                     builtin: !no_builtin,
                     gold,
                     generated,
@@ -616,7 +616,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 consumer.or_else(|| producer.is_none().then(|| "reference".into())),
                 "consumer",
             )?,
-            sources: arrowcert::scenario::Sources {
+            sources: arrowcert::sources::Sources {
                 builtin: !no_builtin,
                 gold,
                 generated: cases,
@@ -690,7 +690,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                     wants("consumer").then(|| consumer.unwrap_or_else(|| "reference".into())),
                     "consumer",
                 )?,
-                sources: arrowcert::scenario::Sources {
+                sources: arrowcert::sources::Sources {
                     builtin: false,
                     gold,
                     generated: 0,

@@ -689,8 +689,8 @@ pub fn run_consumer(
     match result {
         Ok(bytes) => {
             if let Err(e) = crate::sdk::ipc::decode(&bytes) {
-                obs.not_exercised("consumer.read.values", super::consumer::UNDECODABLE);
-                return Ended::Error(format!("{}: {}", super::consumer::UNDECODABLE, e.message));
+                obs.not_exercised("consumer.read.values", crate::roundtrip::UNDECODABLE);
+                return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
             }
             super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
             Ended::Ran

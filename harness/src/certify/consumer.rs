@@ -563,8 +563,8 @@ fn data_case(
     // "values differ".
     if let Ok(bytes) = &first.result {
         if let Err(e) = ipc::decode(bytes) {
-            obs.not_exercised("consumer.read.values", UNDECODABLE);
-            return Ended::Error(format!("{UNDECODABLE}: {}", e.message));
+            obs.not_exercised("consumer.read.values", crate::roundtrip::UNDECODABLE);
+            return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
         }
     }
     let wrong = match &first.result {
@@ -628,12 +628,6 @@ fn reads_right_unpoisoned(
     let again = attempt(consumer, scenario, spec, kind, enc, false, None);
     matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()))
 }
-
-/// What a case says when the consumer's output is not an IPC stream
-/// arrowcert can read: what the library read is written back by its
-/// adapter with the library's own IPC writer, so such output is that
-/// writer's doing, and what was read cannot be compared.
-pub(crate) const UNDECODABLE: &str = "the consumer's output (written with the library's own IPC writer) is not an Arrow IPC stream arrowcert can read, so what it read cannot be compared and no rule is judged on it";
 
 /// A consumer refused a data case cleanly ([`refusal`]). What it refused
 /// decides the verdict. The same data encoded plainly (offsets 0, every

@@ -19,7 +19,8 @@ use crate::plugin::Plugin;
 use crate::report::{self, outcome, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
 use crate::run::{self, worker::identity};
-use crate::scenario::{Scenario, Sources};
+use crate::scenario::Scenario;
+use crate::sources::Sources;
 
 /// At most this many failures are shrunk per run (MUST rules first).
 pub const MAX_SHRINKS: usize = 8;

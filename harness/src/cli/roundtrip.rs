@@ -7,7 +7,7 @@ use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, Summary, Verdict};
 use crate::roundtrip::{self, Filter, Options};
 use crate::run::{self, worker::identity};
-use crate::scenario::{self, Scenario};
+use crate::scenario::Scenario;
 
 use super::{BadInput, EXIT_FAILURES};
 
@@ -213,10 +213,10 @@ pub(super) fn shell_word(s: &str) -> String {
 pub fn run(args: Args) -> Result<i32, BadInput> {
     // Built-in scenarios, or the gold files in their place; plus any
     // generated ones.
-    let sources = scenario::Sources {
+    let sources = crate::sources::Sources {
         generated: args.cases,
         seed: args.seed,
-        ..scenario::Sources::builtin_or_gold(args.gold.clone())
+        ..crate::sources::Sources::builtin_or_gold(args.gold.clone())
     };
     let scenarios: Vec<Scenario> = sources.load().map_err(BadInput)?;
     let data = sources.describe();

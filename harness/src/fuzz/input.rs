@@ -165,7 +165,7 @@ pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
     }
     for b in &s.batches {
         for c in b.columns() {
-            crate::sdk::ipc::quietly(|| c.to_data().validate_full())
+            crate::quiet::quietly(|| c.to_data().validate_full())
                 .map_err(|p| format!("arrow-rs validation panicked: {p}"))?
                 .map_err(|e| format!("the IPC data is not valid: {e}"))?;
         }

@@ -217,10 +217,10 @@ pub fn fuzz(target: Target, data: &[u8]) {
     let plugins = match PLUGINS.get_or_init(|| {
         // libFuzzer's panic hook aborts on every panic, including the
         // ones the harness catches on purpose (arrow-rs and arrow-ipc
-        // panicking on malformed input, `sdk::ipc::quietly`): those pass.
+        // panicking on malformed input, `quiet::quietly`): those pass.
         let fuzzer_hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !crate::sdk::ipc::panics_expected() {
+            if !crate::quiet::panics_expected() {
                 fuzzer_hook(info)
             }
         }));

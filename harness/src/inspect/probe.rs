@@ -170,7 +170,7 @@ pub fn arrow_rs_verdict(schema: &ArrowSchema, array: &ArrowArray) -> Result<(), 
     // once, so the owner's callback never runs from here.
     let mut copy: ArrowArray = unsafe { std::ptr::read(array) };
     copy.release = Some(borrowed_release);
-    crate::sdk::ipc::quietly(|| {
+    crate::quiet::quietly(|| {
         // SAFETY: memory-sound by the caller's construction (every buffer
         // holds what its structure claims), which is all realign reads.
         let copy = unsafe { realigned(copy, ffi_schema) };
@@ -203,7 +203,7 @@ pub fn import_batch(
     // arrow-rs panics on a name that is not UTF-8 (which the spec does not
     // forbid: schema.name.utf8 is SHOULD): read the schema first, a panic
     // caught, before the array is handed over.
-    let arrow_schema = crate::sdk::ipc::quietly(|| Schema::try_from(ffi_schema))
+    let arrow_schema = crate::quiet::quietly(|| Schema::try_from(ffi_schema))
         .map_err(|p| format!("arrow-rs cannot read the schema: {p}"))?
         .map_err(|e| e.to_string())?;
     let moved = crate::abi::ops::take(&mut **array);

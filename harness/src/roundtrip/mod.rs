@@ -29,6 +29,12 @@ use crate::sdk::ipc;
 
 pub use filter::Filter;
 
+/// What a case says when the consumer's output is not an IPC stream
+/// arrowcert can read: what the library read is written back by its
+/// adapter with the library's own IPC writer, so such output is that
+/// writer's doing, and what was read cannot be compared.
+pub const UNDECODABLE: &str = "the consumer's output (written with the library's own IPC writer) is not an Arrow IPC stream arrowcert can read, so what it read cannot be compared and no rule is judged on it";
+
 /// The interface paths a scenario is sent along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Path {
@@ -232,9 +238,9 @@ pub fn run_case(
             let (schema, batches) = expected(scenario, spec);
             match ipc::decode(&bytes) {
                 // Not comparable: its own outcome (an error), never
-                // "values differ" (certify::consumer::UNDECODABLE).
+                // "values differ" (UNDECODABLE).
                 Err(e) => {
-                    let why = format!("{}: {}", crate::certify::consumer::UNDECODABLE, e.message);
+                    let why = format!("{}: {}", UNDECODABLE, e.message);
                     // A contract violation seen around it (a structure not
                     // released) still fails the case.
                     let verdict = if differences.is_empty() {

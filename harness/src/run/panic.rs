@@ -48,9 +48,9 @@ pub fn install_hook() {
     INSTALL.call_once(|| {
         let default = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            // A panic `sdk::ipc::quietly` catches and turns into an error
+            // A panic `quiet::quietly` catches and turns into an error
             // (arrow-rs refusing what it reads) is no harness fault.
-            if crate::sdk::ipc::panics_expected() {
+            if crate::quiet::panics_expected() {
                 default(info);
                 return;
             }

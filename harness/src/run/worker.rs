@@ -12,7 +12,6 @@ use crate::certify;
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
 use crate::roundtrip::{self, Options};
-use crate::scenario;
 
 /// The suites a worker can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +47,7 @@ pub struct WorkerArgs {
     pub producer: Option<PathBuf>,
     /// The consumer (roundtrip; certify: when its side runs).
     pub consumer: Option<PathBuf>,
-    pub sources: scenario::Sources,
+    pub sources: crate::sources::Sources,
     pub options: Options,
     pub limits: Limits,
     /// CPU seconds each case may use (soft RLIMIT_CPU, renewed per case).

@@ -12,6 +12,7 @@ use arrow_schema::DataType;
 use arrow_schema::SchemaRef;
 
 use super::{PluginError, PluginResult};
+use crate::quiet::quietly;
 
 /// A decoded IPC stream: its schema and every record batch.
 #[derive(Debug, Clone)]
@@ -77,29 +78,6 @@ pub fn decode(bytes: &[u8]) -> PluginResult<Decoded> {
             "IPC stream: the reader failed on malformed input: {why}"
         ))),
     }
-}
-
-thread_local! {
-    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// True while [`quietly`] runs on this thread: a panic hook should not
-/// report a panic then, because it is caught and turned into an error.
-pub fn panics_expected() -> bool {
-    QUIET.with(|q| q.get())
-}
-
-/// Runs `f`, turning a panic into `Err` with its message.
-pub fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    let before = QUIET.with(|q| q.replace(true));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    QUIET.with(|q| q.set(before));
-    r.map_err(|e| {
-        e.downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| e.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into())
-    })
 }
 
 /// Walks the stream's message frames and refuses one whose metadata or
