@@ -8,9 +8,7 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use super::progress::Progress;
-use super::roundtrip::{
-    not_yet_run, resumable, resume_command, shell_word, verdict_word, Checkpoint,
-};
+use super::words::{resume_command, shell_word, verdict_word};
 use super::BadInput;
 use crate::certify::{self, summary, CaseSpec};
 use crate::device::Kind as DeviceKind;
@@ -18,6 +16,7 @@ use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, outcome, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
 use crate::roundtrip::Filter;
+use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 use crate::run::{self, worker::identity};
 use crate::scenario::Scenario;
 use crate::sources::Sources;
@@ -267,7 +266,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             if let Some(c) = &args.consumer {
                 plugins.push(("consumer", &c.path));
             }
-            Some(resumable(path, "certify", &data, &plugins)?)
+            Some(resumable(path, "certify", &data, &plugins).map_err(BadInput)?)
         }
         None => None,
     };
@@ -441,25 +440,27 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         Vec::new()
     };
     let interrupted = interrupted.or_else(run::proc::interrupted);
-    let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
-        r.rules = summary::rule_verdicts(&r.cases, sides);
-        r.shrunk = shrunk;
-        let judged = outcome::judge(&outcome::Run {
-            cases: &r.cases,
-            rules: &r.rules,
-            planned: r.planned,
-            complete: r.complete,
-            data_rules: outcome::DATA_RULES,
-        });
-        r.expectations = args
-            .expectations
-            .as_ref()
-            .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
-        r.outcome = Some(match &r.expectations {
-            Some(checked) => outcome::with_expectations(judged, checked),
-            None => judged,
-        });
-    })?;
+    let report = checkpoint
+        .into_inner()
+        .finish(interrupted, clock, |r| {
+            r.rules = summary::rule_verdicts(&r.cases, sides);
+            r.shrunk = shrunk;
+            let judged = outcome::judge(&outcome::Run {
+                cases: &r.cases,
+                rules: &r.rules,
+                planned: r.planned,
+                complete: r.complete,
+                data_rules: outcome::DATA_RULES,
+            });
+            r.expectations = args.expectations.as_ref().map(|(path, exp)| {
+                report::expectations::check(r, exp, &path.display().to_string())
+            });
+            r.outcome = Some(match &r.expectations {
+                Some(checked) => outcome::with_expectations(judged, checked),
+                None => judged,
+            });
+        })
+        .map_err(BadInput)?;
     print!(
         "{}",
         summary::render(&report.rules, &report.cases, &report.shrunk)

@@ -18,7 +18,7 @@ use std::time::{Instant, SystemTime};
 use crate::matrix::{self, render, Data, Library, Matrix, Planned, Shard, Status, Unit, UnitKind};
 use crate::report::{self, Summary};
 
-use super::roundtrip::shell_word;
+use super::words::shell_word;
 use super::{BadInput, Place, BUNDLED, EXIT_FAILURES};
 
 pub struct Args {

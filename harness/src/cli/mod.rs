@@ -9,6 +9,7 @@ pub mod inspect;
 pub mod matrix;
 pub mod progress;
 pub mod roundtrip;
+pub mod words;
 
 use std::path::{Path, PathBuf};
 

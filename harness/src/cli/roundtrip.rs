@@ -6,9 +6,11 @@ use std::time::{Instant, SystemTime};
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, Summary, Verdict};
 use crate::roundtrip::{self, Filter, Options};
+use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 use crate::run::{self, worker::identity};
 use crate::scenario::Scenario;
 
+use super::words::{resume_command, shell_word, verdict_word};
 use super::{BadInput, EXIT_FAILURES};
 
 pub struct Args {
@@ -36,177 +38,6 @@ pub struct Args {
     pub resume: Option<PathBuf>,
     /// `--expectations FILE`, read: the run passes when its results match.
     pub expectations: Option<(PathBuf, crate::report::expectations::Expectations)>,
-}
-
-/// How often the report of a running job is rewritten (atomically), so
-/// that a run killed outright still leaves a valid, resumable report.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The report of a run in progress: every finished case, rewritten to disk
-/// now and then with `complete: false`.
-pub(super) struct Checkpoint {
-    pub(super) report: Report,
-    pub(super) path: PathBuf,
-    /// Plan position of each case ID, to keep `cases` in plan order.
-    pub(super) position: std::collections::HashMap<String, usize>,
-    pub(super) last: Instant,
-    /// The first write error, reported once at the end.
-    pub(super) error: Option<String>,
-    /// No report file is written (`arrowcert replay` without --report).
-    pub(super) disabled: bool,
-}
-
-impl Checkpoint {
-    pub(super) fn add(&mut self, case: &Case) {
-        self.report.cases.push(case.clone());
-        if self.last.elapsed() >= CHECKPOINT_EVERY {
-            self.save(false);
-        }
-    }
-
-    fn sort(&mut self) {
-        let position = &self.position;
-        self.report
-            .cases
-            .sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
-    }
-
-    /// The end of a run: complete unless interrupted or short of the plan;
-    /// `judge` adds what the command derives from every case (with cases
-    /// in plan order) before the final write.
-    pub(super) fn finish(
-        mut self,
-        interrupted: Option<i32>,
-        clock: Instant,
-        judge: impl FnOnce(&mut Report),
-    ) -> Result<Report, BadInput> {
-        let complete =
-            interrupted.is_none() && self.report.cases.len() as u64 >= self.report.planned;
-        self.report.duration_ms = clock.elapsed().as_millis() as u64;
-        self.report.interrupted = interrupted.map(run::proc::signal_name);
-        self.sort();
-        self.report.summary = Summary::of(&self.report.cases);
-        self.report.complete = complete;
-        self.report.limitations = limitations(&self.report);
-        judge(&mut self.report);
-        self.save(complete);
-        match self.error {
-            Some(e) => Err(BadInput(e)),
-            None => Ok(self.report),
-        }
-    }
-
-    pub(super) fn save(&mut self, complete: bool) {
-        self.last = Instant::now();
-        self.sort();
-        self.report.summary = Summary::of(&self.report.cases);
-        self.report.complete = complete;
-        self.report.finished_at = report::time::rfc3339(SystemTime::now());
-        if self.disabled {
-            return;
-        }
-        if let Err(e) = report::write(&self.report, &self.path) {
-            self.error
-                .get_or_insert(format!("{}: cannot write report: {e}", self.path.display()));
-        }
-    }
-}
-
-/// Every limitation a consumer declared in this run, with the library's
-/// name (the consumer's: only consumers decline under the spec's
-/// permissions).
-pub(super) fn limitations(report: &Report) -> Vec<report::LimitationEntry> {
-    let library = report
-        .plugins
-        .iter()
-        .find(|p| p.role == "consumer")
-        .map_or_else(|| "consumer".to_string(), |p| p.name.clone());
-    report
-        .cases
-        .iter()
-        .filter(|c| c.verdict == report::Verdict::Limitation)
-        .map(|c| report::LimitationEntry {
-            library: library.clone(),
-            case: c.id.clone(),
-            path: c.path.clone(),
-            message: c.message.clone().unwrap_or_default(),
-        })
-        .collect()
-}
-
-/// The selected plan positions whose case IDs the resumed report does not
-/// have yet (all of them without a report).
-pub(super) fn not_yet_run<'a>(
-    previous: Option<&Report>,
-    selected: &[usize],
-    id: impl Fn(usize) -> &'a str,
-) -> Vec<usize> {
-    let done: std::collections::HashSet<&str> = previous
-        .map(|r| r.cases.iter().map(|c| c.id.as_str()).collect())
-        .unwrap_or_default();
-    selected
-        .iter()
-        .copied()
-        .filter(|&i| !done.contains(id(i)))
-        .collect()
-}
-
-/// Reads the report of an interrupted run and checks that it was made by
-/// the same command, on the same data, with the same plugin files.
-pub(super) fn resumable(
-    path: &std::path::Path,
-    command: &str,
-    data: &str,
-    plugins: &[(&str, &std::path::Path)],
-) -> Result<Report, BadInput> {
-    let old = report::read(path).map_err(BadInput)?;
-    if old.command != command {
-        return Err(BadInput(format!(
-            "{}: a `{}` report, not a {command} report",
-            path.display(),
-            old.command
-        )));
-    }
-    if old.data != data {
-        return Err(BadInput(format!(
-            "{}: made with data from {}, not {data}",
-            path.display(),
-            old.data
-        )));
-    }
-    for (role, lib) in plugins {
-        let now =
-            report::sha256_file(lib).map_err(|e| BadInput(format!("{}: {e}", lib.display())))?;
-        match old.plugins.iter().find(|p| p.role == *role) {
-            Some(p) if p.sha256 == now => {}
-            Some(p) => {
-                return Err(BadInput(format!(
-                    "{}: the {role} changed since the report was written ({} had sha256 {}, {} has {now})",
-                    path.display(),
-                    p.path,
-                    p.sha256,
-                    lib.display()
-                )))
-            }
-            None => {
-                return Err(BadInput(format!(
-                    "{}: the report names no {role}",
-                    path.display()
-                )))
-            }
-        }
-    }
-    Ok(old)
-}
-
-pub(super) fn shell_word(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// Runs the command; returns the exit code.
@@ -253,12 +84,15 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     }
 
     let previous = match &args.resume {
-        Some(path) => Some(resumable(
-            path,
-            "roundtrip",
-            &data,
-            &[("producer", &args.producer), ("consumer", &args.consumer)],
-        )?),
+        Some(path) => Some(
+            resumable(
+                path,
+                "roundtrip",
+                &data,
+                &[("producer", &args.producer), ("consumer", &args.consumer)],
+            )
+            .map_err(BadInput)?,
+        ),
         None => None,
     };
     let selected: Vec<usize> = plan
@@ -411,24 +245,26 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
         outcome.interrupted
     };
-    let report = checkpoint.into_inner().finish(interrupted, clock, |r| {
-        // Every pass of a round trip compared data (no data rules needed).
-        let judged = report::outcome::judge(&report::outcome::Run {
-            cases: &r.cases,
-            rules: &[],
-            planned: r.planned,
-            complete: r.complete,
-            data_rules: &[],
-        });
-        r.expectations = args
-            .expectations
-            .as_ref()
-            .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
-        r.outcome = Some(match &r.expectations {
-            Some(checked) => report::outcome::with_expectations(judged, checked),
-            None => judged,
-        });
-    })?;
+    let report = checkpoint
+        .into_inner()
+        .finish(interrupted, clock, |r| {
+            // Every pass of a round trip compared data (no data rules needed).
+            let judged = report::outcome::judge(&report::outcome::Run {
+                cases: &r.cases,
+                rules: &[],
+                planned: r.planned,
+                complete: r.complete,
+                data_rules: &[],
+            });
+            r.expectations = args.expectations.as_ref().map(|(path, exp)| {
+                report::expectations::check(r, exp, &path.display().to_string())
+            });
+            r.outcome = Some(match &r.expectations {
+                Some(checked) => report::outcome::with_expectations(judged, checked),
+                None => judged,
+            });
+        })
+        .map_err(BadInput)?;
     print_summary(&report);
     println!("report: {}", path.display());
     if let Some(sig) = interrupted {
@@ -448,57 +284,10 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .map_or(EXIT_FAILURES, |j| j.exit_code()))
 }
 
-/// The invocation without any earlier `--resume`, quoted for a shell.
-pub(super) fn resume_command(invocation: &[String]) -> String {
-    let mut words = Vec::new();
-    let mut skip_next = false;
-    for w in invocation {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        if w == "--resume" {
-            skip_next = true;
-            continue;
-        }
-        if w.starts_with("--resume=") {
-            continue;
-        }
-        words.push(shell_word(w));
-    }
-    words.join(" ")
-}
-
 fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &str) {
     println!(
         "arrowcert roundtrip: {producer} -> {consumer} ({scenarios} scenarios from {data}, {how})"
     );
-}
-
-pub(super) fn verdict_word(c: &Case) -> String {
-    match c.verdict {
-        Verdict::Pass if c.passed_with_changes() => {
-            "ok (values equal; types, names or metadata changed)".into()
-        }
-        Verdict::Pass => "ok".into(),
-        Verdict::Fail => "FAILED".into(),
-        Verdict::Error => "ERROR".into(),
-        Verdict::Crash => "CRASHED".into(),
-        Verdict::Timeout => "TIMED OUT".into(),
-        // The message says whose fault it is and asks for a report.
-        Verdict::HarnessError => format!(
-            "HARNESS ERROR ({})",
-            report::printable(c.message.as_deref().unwrap_or("no message"))
-        ),
-        Verdict::Limitation => format!(
-            "limitation ({})",
-            report::printable(c.message.as_deref().unwrap_or("no message"))
-        ),
-        Verdict::Skip => format!(
-            "skipped ({})",
-            report::printable(c.message.as_deref().unwrap_or("no reason given"))
-        ),
-    }
 }
 
 fn print_summary(report: &Report) {

@@ -10,6 +10,7 @@
 //! whole process group, the case in flight gets a `crash` or `timeout`
 //! verdict, and a fresh worker takes the remaining cases.
 
+pub mod checkpoint;
 pub mod panic;
 pub mod proc;
 pub mod protocol;

@@ -1,0 +1,62 @@
+//! Words the commands print: shell-quoted arguments, the command that
+//! resumes a run, a case's verdict.
+
+use crate::report::{self, Case, Verdict};
+
+/// `s` as one shell word: as it is when that is safe, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The invocation without any earlier `--resume`, quoted for a shell.
+pub fn resume_command(invocation: &[String]) -> String {
+    let mut words = Vec::new();
+    let mut skip_next = false;
+    for w in invocation {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if w == "--resume" {
+            skip_next = true;
+            continue;
+        }
+        if w.starts_with("--resume=") {
+            continue;
+        }
+        words.push(shell_word(w));
+    }
+    words.join(" ")
+}
+
+pub fn verdict_word(c: &Case) -> String {
+    match c.verdict {
+        Verdict::Pass if c.passed_with_changes() => {
+            "ok (values equal; types, names or metadata changed)".into()
+        }
+        Verdict::Pass => "ok".into(),
+        Verdict::Fail => "FAILED".into(),
+        Verdict::Error => "ERROR".into(),
+        Verdict::Crash => "CRASHED".into(),
+        Verdict::Timeout => "TIMED OUT".into(),
+        // The message says whose fault it is and asks for a report.
+        Verdict::HarnessError => format!(
+            "HARNESS ERROR ({})",
+            report::printable(c.message.as_deref().unwrap_or("no message"))
+        ),
+        Verdict::Limitation => format!(
+            "limitation ({})",
+            report::printable(c.message.as_deref().unwrap_or("no message"))
+        ),
+        Verdict::Skip => format!(
+            "skipped ({})",
+            report::printable(c.message.as_deref().unwrap_or("no reason given"))
+        ),
+    }
+}
