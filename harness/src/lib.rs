@@ -11,6 +11,7 @@ pub mod certify;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod engine;
 pub mod export;
 pub mod fuzz;
 pub mod gen;

@@ -671,7 +671,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             }
             let mut names: Vec<String> = Vec::new();
             for id in &cases {
-                let name = cli::certify::scenario_of(id).ok_or_else(|| {
+                let name = arrowcert::certify::scenario_of(id).ok_or_else(|| {
                     BadInput(format!(
                         "{id}: not a certification case ID (producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]] or consumer/<kind>/<variant>/<scenario>[/batch:<i>])"
                     ))

@@ -768,8 +768,8 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
         stdout.contains(&format!("smallest case: {}", s.case)),
         "{stdout}"
     );
-    let name = arrowcert::cli::certify::scenario_of(&s.case).unwrap();
-    let from = arrowcert::cli::certify::scenario_of(&s.from_case).unwrap();
+    let name = arrowcert::certify::scenario_of(&s.case).unwrap();
+    let from = arrowcert::certify::scenario_of(&s.from_case).unwrap();
     assert!(name.starts_with(&format!("{from}@")), "{name} from {from}");
     let small = arrowcert::gen::scenario(3, &name).unwrap();
     let big = arrowcert::gen::scenario(3, &from).unwrap();

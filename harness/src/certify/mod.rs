@@ -13,12 +13,15 @@
 #![forbid(unsafe_code)]
 
 pub mod asynchronous;
+mod case_id;
 pub mod checks;
 pub mod consumer;
 pub mod crash;
 pub mod device;
 pub mod leaks;
 pub mod summary;
+
+pub use case_id::scenario_of;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;

@@ -10,19 +10,16 @@ use std::time::{Instant, SystemTime};
 use super::progress::Progress;
 use super::words::{resume_command, shell_word, verdict_word};
 use super::BadInput;
-use crate::certify::{self, summary, CaseSpec};
+use crate::certify::{self, summary};
 use crate::device::Kind as DeviceKind;
+use crate::engine::certify::{shrink_failures, shrink_schedules, Engine};
 use crate::gen::{self, shrink};
 use crate::plugin::Plugin;
-use crate::report::{self, outcome, Case, PluginIdentity, Report, ShrunkFailure, Summary, Verdict};
+use crate::report::{self, outcome, Case, PluginIdentity, Report, Summary, Verdict};
 use crate::roundtrip::Filter;
+use crate::run;
 use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
-use crate::run::{self, worker::identity};
-use crate::scenario::Scenario;
 use crate::sources::Sources;
-
-/// At most this many failures are shrunk per run (MUST rules first).
-pub const MAX_SHRINKS: usize = 8;
 
 /// A plugin under test: where it is, and how the user named it.
 #[derive(Debug, Clone)]
@@ -116,111 +113,6 @@ fn replay_prefix(args: &Args) -> String {
     }
     replay.push_str(&format!(" --seed {}", args.sources.seed));
     replay
-}
-
-/// Runs planned cases, in this process or in workers.
-struct Engine<'a> {
-    args: &'a Args,
-    opts: certify::Options,
-    /// Loaded once when cases run in this process.
-    producer: Option<Plugin>,
-    consumer: Option<Plugin>,
-}
-
-impl Engine<'_> {
-    /// Runs `selected` cases of `plan` over `scenarios` (as `sources`
-    /// loads them); returns the signal that interrupted the run, if any.
-    /// `plan[..planned]` is what workers plan themselves; specs after it
-    /// are async cases spelled out by their IDs.
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &self,
-        sources: &Sources,
-        scenarios: &[Scenario],
-        plan: &[CaseSpec],
-        planned: usize,
-        selected: &[usize],
-        ready: &mut dyn FnMut(&[PluginIdentity]),
-        on_case: &mut dyn FnMut(&Case),
-    ) -> Result<Option<i32>, BadInput> {
-        if self.args.jobs == 0 {
-            let mut ids = Vec::new();
-            if let Some(p) = &self.producer {
-                ids.push(identity("producer", p));
-            }
-            if let Some(c) = &self.consumer {
-                ids.push(identity("consumer", c));
-            }
-            ready(&ids);
-            let plugins = certify::Plugins {
-                producer: self.producer.as_ref(),
-                consumer: self.consumer.as_ref(),
-            };
-            for &i in selected {
-                if run::proc::interrupted().is_some() {
-                    break;
-                }
-                let spec = &plan[i];
-                let scenario = &scenarios[spec.scenario];
-                on_case(&run::panic::guarded(
-                    &spec.id,
-                    || certify::record(scenario, spec, &self.opts),
-                    || certify::run_case(plugins, scenario, spec, &self.opts),
-                ));
-            }
-            return Ok(run::proc::interrupted());
-        }
-        let worker_args = run::worker::WorkerArgs {
-            socket: PathBuf::new(),
-            mode: run::worker::Mode::Certify,
-            producer: self.args.producer.as_ref().map(|l| l.path.clone()),
-            consumer: self.args.consumer.as_ref().map(|l| l.path.clone()),
-            sources: sources.clone(),
-            options: crate::roundtrip::Options {
-                replay_prefix: self.opts.replay_prefix.clone(),
-                ..Default::default()
-            },
-            limits: run::proc::Limits::worker(self.args.max_memory_mb),
-            cpu_seconds: None,
-        };
-        let cfg = run::Config::for_workers(
-            worker_args,
-            self.args.jobs.min(selected.len()).max(1),
-            self.args.case_timeout_ms,
-            self.args.max_memory_mb,
-        )
-        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
-        let jobs: Vec<run::Job> = selected
-            .iter()
-            .map(|&index| run::Job {
-                index,
-                record: certify::record(&scenarios[plan[index].scenario], &plan[index], &self.opts),
-            })
-            .collect();
-        // A crash or hang is charged to the rule its case exercises.
-        let specs: std::collections::HashMap<&str, &CaseSpec> = selected
-            .iter()
-            .map(|&i| (plan[i].id.as_str(), &plan[i]))
-            .collect();
-        let outcome = run::run(
-            &cfg,
-            planned,
-            jobs,
-            |p| ready(p),
-            |c| match specs.get(c.id.as_str()) {
-                Some(spec) if matches!(c.verdict, Verdict::Crash | Verdict::Timeout) => {
-                    let mut charged = c.clone();
-                    certify::crash::charge(spec, &mut charged);
-                    on_case(&charged)
-                }
-                _ => on_case(c),
-            },
-        );
-        let _ = std::fs::remove_dir_all(&cfg.scratch);
-        Ok(outcome
-            .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugin: {why}")))?
-            .interrupted)
-    }
 }
 
 /// Runs the command; returns the exit code (0: every MUST rule holds).
@@ -348,7 +240,11 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
     };
     let engine = Engine {
-        args: &args,
+        jobs: args.jobs,
+        producer_path: args.producer.as_ref().map(|l| l.path.clone()),
+        consumer_path: args.consumer.as_ref().map(|l| l.path.clone()),
+        case_timeout_ms: args.case_timeout_ms,
+        max_memory_mb: args.max_memory_mb,
         opts,
         producer: load(&args.producer)?,
         consumer: load(&args.consumer)?,
@@ -403,15 +299,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         progress.borrow_mut().tick(failed);
         checkpoint.borrow_mut().add(c);
     };
-    let interrupted = engine.run(
-        sources,
-        &scenarios,
-        &plan,
-        planned,
-        &todo,
-        &mut ready,
-        &mut on_case,
-    )?;
+    let interrupted = engine
+        .run(
+            sources,
+            &scenarios,
+            &plan,
+            planned,
+            &todo,
+            &mut ready,
+            &mut on_case,
+        )
+        .map_err(BadInput)?;
     progress.borrow_mut().clear();
 
     // Shrink what failed on generated scenarios, then write the report.
@@ -425,16 +323,20 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             sources,
             args.shrink,
             sides,
-        )?;
-        out.extend(shrink_schedules(
-            &engine,
-            report,
-            &scenarios,
-            &plan,
-            sources,
-            args.shrink,
-            sides,
-        )?);
+        )
+        .map_err(BadInput)?;
+        out.extend(
+            shrink_schedules(
+                &engine,
+                report,
+                &scenarios,
+                &plan,
+                sources,
+                args.shrink,
+                sides,
+            )
+            .map_err(BadInput)?,
+        );
         out
     } else {
         Vec::new()
@@ -542,294 +444,6 @@ fn print_evidence(c: &Case) {
     }
 }
 
-/// What a shrink is after: a rule broken, or the process dying.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
-    Rule(String),
-    Crash,
-}
-
-impl Target {
-    fn name(&self) -> &str {
-        match self {
-            Target::Rule(r) => r,
-            Target::Crash => "crash",
-        }
-    }
-
-    fn shown_by(&self, c: &Case) -> bool {
-        match self {
-            Target::Rule(r) => c.violations.iter().any(|v| &v.rule == r),
-            Target::Crash => matches!(c.verdict, Verdict::Crash | Verdict::Timeout),
-        }
-    }
-
-    fn evidence(&self, c: &Case) -> String {
-        match self {
-            Target::Rule(r) => c
-                .violations
-                .iter()
-                .find(|v| &v.rule == r)
-                .map(|v| format!("{}: {}", v.at, v.evidence))
-                .unwrap_or_default(),
-            Target::Crash => c.message.clone().unwrap_or_default(),
-        }
-    }
-}
-
-/// The failures worth shrinking: each failing rule (MUST first, INFO
-/// never) and crashes, with the first generated case that showed it.
-fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
-    let rules = summary::rule_verdicts(&report.cases, sides);
-    let mut failing: Vec<_> = rules
-        .iter()
-        .filter(|r| r.verdict == Verdict::Fail && r.level != "INFO")
-        .collect();
-    failing.sort_by_key(|r| r.level != "MUST");
-    // Async cases shrink their schedule instead (shrink_schedules).
-    let generated = |c: &&Case| {
-        !is_async(&c.id) && gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty())
-    };
-    let mut out: Vec<(Target, &Case)> = Vec::new();
-    let crash = Target::Crash;
-    if let Some(c) = report
-        .cases
-        .iter()
-        .filter(generated)
-        .find(|c| crash.shown_by(c))
-    {
-        out.push((crash, c));
-    }
-    for r in failing {
-        let t = Target::Rule(r.rule.clone());
-        if let Some(c) = report
-            .cases
-            .iter()
-            .filter(generated)
-            .find(|c| t.shown_by(c))
-        {
-            out.push((t, c));
-        }
-    }
-    out.truncate(MAX_SHRINKS);
-    out
-}
-
-/// Shrinks each failure seen on a generated scenario to the smallest
-/// scenario (on the same path) that still shows it.
-fn shrink_failures(
-    engine: &Engine,
-    report: &Report,
-    scenarios: &[Scenario],
-    plan: &[CaseSpec],
-    sources: &Sources,
-    budget: shrink::Budget,
-    sides: certify::Sides,
-) -> Result<Vec<ShrunkFailure>, BadInput> {
-    let mut out = Vec::new();
-    for (target, first) in targets(report, sides) {
-        let Some((index, _)) = gen::parse_name(&first.scenario) else {
-            continue;
-        };
-        let Some(path) = plan.iter().find(|s| s.id == first.id).map(|s| s.path) else {
-            continue;
-        };
-        if run::proc::interrupted().is_some() {
-            break;
-        }
-        let mut smallest: Option<(Case, String)> = None;
-        let mut error = None;
-        let result = shrink::shrink(sources.seed, index, budget, |candidate| {
-            if error.is_some() || run::proc::interrupted().is_some() {
-                return false;
-            }
-            let cands = std::slice::from_ref(candidate);
-            let cplan = certify::plan(cands, sides, sources.seed);
-            let selected: Vec<usize> = (0..cplan.len())
-                .filter(|&i| cplan[i].path == path)
-                .collect();
-            let only = Sources {
-                builtin: false,
-                gold: None,
-                generated: 0,
-                seed: sources.seed,
-                only: Some(vec![candidate.name.clone()]),
-            };
-            let mut hit: Option<Case> = None;
-            let ran = engine.run(
-                &only,
-                cands,
-                &cplan,
-                cplan.len(),
-                &selected,
-                &mut |_| {},
-                &mut |c| {
-                    if hit.is_none() && target.shown_by(c) {
-                        hit = Some(c.clone());
-                    }
-                },
-            );
-            if let Err(e) = ran {
-                error = Some(e);
-                return false;
-            }
-            match hit {
-                Some(c) => {
-                    smallest = Some((c, gen::describe(candidate)));
-                    true
-                }
-                None => false,
-            }
-        })
-        .map_err(BadInput)?;
-        if let Some(e) = error {
-            return Err(e);
-        }
-        let (case, scenario) = smallest.unwrap_or_else(|| {
-            let s = scenarios.iter().find(|s| s.name == first.scenario);
-            (first.clone(), s.map(gen::describe).unwrap_or_default())
-        });
-        out.push(ShrunkFailure {
-            target: target.name().to_string(),
-            from_case: first.id.clone(),
-            evidence: report::bounded(&target.evidence(&case), 4096),
-            replay: case.replay.clone(),
-            case: case.id,
-            scenario,
-            tried: result.tried as u64,
-            steps: result.steps as u64,
-            exhausted: result.exhausted,
-        });
-    }
-    Ok(out)
-}
-
-fn is_async(id: &str) -> bool {
-    id.starts_with("producer/async/") || id.starts_with("consumer/async/")
-}
-
-/// Shrinks each async rule failure to the shortest schedule (same
-/// scenario) that still shows it: one simplification at a time
-/// ([`Schedule::simpler`], [`Delivery::simpler`]), keeping each that still
-/// fails, until none does.
-///
-/// [`Schedule::simpler`]: crate::asynchronous::schedule::Schedule::simpler
-/// [`Delivery::simpler`]: crate::asynchronous::schedule::Delivery::simpler
-fn shrink_schedules(
-    engine: &Engine,
-    report: &Report,
-    scenarios: &[Scenario],
-    plan: &[CaseSpec],
-    sources: &Sources,
-    budget: shrink::Budget,
-    sides: certify::Sides,
-) -> Result<Vec<ShrunkFailure>, BadInput> {
-    use crate::certify::Path;
-    let rules = summary::rule_verdicts(&report.cases, sides);
-    let mut out = Vec::new();
-    let started = Instant::now();
-    for r in rules.iter().filter(|r| {
-        r.verdict == Verdict::Fail
-            && r.level != "INFO"
-            && (r.rule.starts_with("async.") || r.rule.starts_with("consumer.async."))
-    }) {
-        if out.len() >= MAX_SHRINKS || run::proc::interrupted().is_some() {
-            break;
-        }
-        let target = Target::Rule(r.rule.clone());
-        let Some(first) = report
-            .cases
-            .iter()
-            .find(|c| is_async(&c.id) && target.shown_by(c))
-        else {
-            continue;
-        };
-        let Some(spec) = certify::spec_for(plan, scenarios, &first.id) else {
-            continue;
-        };
-        let scenario = &scenarios[spec.scenario];
-        // The scenario may be a gold one: workers rebuild it from the
-        // directory (a regression: `--gold` was lost here, and a gold
-        // scenario's async failure ended the run with bad input).
-        let only = Sources {
-            builtin: false,
-            gold: sources.gold.clone(),
-            generated: 0,
-            seed: sources.seed,
-            only: Some(vec![scenario.name.clone()]),
-        };
-        let cands = std::slice::from_ref(scenario);
-        let base = certify::plan(cands, sides, sources.seed);
-        let (mut best, mut best_case) = (spec.path, first.clone());
-        let (mut tried, mut steps, mut exhausted) = (0u64, 0u64, false);
-        'walk: loop {
-            let next: Vec<Path> = match best {
-                Path::Async(s) => s.simpler().into_iter().map(Path::Async).collect(),
-                Path::AsyncConsumer(d) => {
-                    d.simpler().into_iter().map(Path::AsyncConsumer).collect()
-                }
-                _ => Vec::new(),
-            };
-            for cand in next {
-                if tried as usize >= budget.candidates || started.elapsed() > budget.time {
-                    exhausted = true;
-                    break 'walk;
-                }
-                tried += 1;
-                let id = match cand {
-                    Path::Async(s) => format!("producer/async/{s}/{}", scenario.name),
-                    Path::AsyncConsumer(d) => format!("consumer/async/{d}/{}", scenario.name),
-                    _ => unreachable!("async paths only"),
-                };
-                let mut cplan = base.clone();
-                let index = match cplan.iter().position(|s| s.id == id) {
-                    Some(i) => i,
-                    None => {
-                        let Some(spec) = certify::spec_for(&[], cands, &id) else {
-                            continue;
-                        };
-                        cplan.push(spec);
-                        cplan.len() - 1
-                    }
-                };
-                let mut hit: Option<Case> = None;
-                engine.run(
-                    &only,
-                    cands,
-                    &cplan,
-                    base.len(),
-                    &[index],
-                    &mut |_| {},
-                    &mut |c| {
-                        if hit.is_none() && target.shown_by(c) {
-                            hit = Some(c.clone());
-                        }
-                    },
-                )?;
-                if let Some(c) = hit {
-                    best = cand;
-                    best_case = c;
-                    steps += 1;
-                    continue 'walk;
-                }
-            }
-            break;
-        }
-        out.push(ShrunkFailure {
-            target: target.name().to_string(),
-            from_case: first.id.clone(),
-            evidence: report::bounded(&target.evidence(&best_case), 4096),
-            replay: best_case.replay.clone(),
-            case: best_case.id.clone(),
-            scenario: gen::describe(scenario),
-            tried,
-            steps,
-            exhausted,
-        });
-    }
-    Ok(out)
-}
-
 impl Args {
     /// The sides this run certifies.
     pub fn sides(&self) -> certify::Sides {
@@ -849,76 +463,6 @@ impl Args {
             out.push(format!("--consumer {}", c.arg));
         }
         out.join(" ")
-    }
-}
-
-/// The scenario name inside a certification case ID
-/// (`producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]]` or
-/// `consumer/<kind>/<variant>/<scenario>[/batch:<i>]`).
-pub fn scenario_of(case_id: &str) -> Option<String> {
-    // producer/device:<kind>/..., consumer/device:<kind>/...: the device
-    // segment is not part of the path.
-    let without_device;
-    let case_id = match case_id.split_once("/device:") {
-        Some((side, rest)) if !side.contains('/') => {
-            without_device = format!("{side}/{}", rest.split_once('/')?.1);
-            without_device.as_str()
-        }
-        _ => case_id,
-    };
-    let rest = match case_id.strip_prefix("producer/") {
-        // producer/async/<schedule>/<scenario>: skip the schedule.
-        Some(rest) if rest.starts_with("async/") => rest.split_once('/')?.1,
-        Some(rest) => rest,
-        None => {
-            let rest = case_id.strip_prefix("consumer/")?;
-            rest.split_once('/')?.1
-        }
-    };
-    let (_, rest) = rest.split_once('/')?;
-    let name = match rest.find("/batch:") {
-        Some(i) => &rest[..i],
-        None => rest,
-    };
-    (!name.is_empty()).then(|| name.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scenario_names_come_out_of_case_ids() {
-        assert_eq!(
-            scenario_of("producer/array/gen/17@s3c1/batch:0/slice:1+2").as_deref(),
-            Some("gen/17@s3c1")
-        );
-        assert_eq!(
-            scenario_of("producer/stream/gold/generated_map").as_deref(),
-            Some("gold/generated_map")
-        );
-        assert_eq!(
-            scenario_of("producer/schema/primitive").as_deref(),
-            Some("primitive")
-        );
-        assert_eq!(scenario_of("roundtrip/x"), None);
-        assert_eq!(
-            scenario_of("consumer/array/varied/gen/3@s1/batch:0").as_deref(),
-            Some("gen/3@s1")
-        );
-        assert_eq!(
-            scenario_of("consumer/stream_error/next-EIO/primitive").as_deref(),
-            Some("primitive")
-        );
-        assert_eq!(scenario_of("producer/array/"), None);
-        assert_eq!(
-            scenario_of("producer/async/r1,cancel@0:race/gen/4@s1").as_deref(),
-            Some("gen/4@s1")
-        );
-        assert_eq!(
-            scenario_of("consumer/async/each-thread,error@1/nested").as_deref(),
-            Some("nested")
-        );
     }
 }
 

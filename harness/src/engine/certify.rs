@@ -1,0 +1,421 @@
+//! The certification engine: runs planned certification cases, in this
+//! process or in worker processes, and shrinks what failed (generated
+//! scenarios to the smallest that still fail, async schedules to the
+//! shortest). `arrowcert certify` and `arrowcert replay` (`cli::certify`)
+//! parse arguments, keep the report and print; this runs the cases.
+//!
+//! Above `run` (it drives workers) and `certify` (what one case checks).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::certify::{self, summary, CaseSpec};
+use crate::gen::{self, shrink};
+use crate::plugin::Plugin;
+use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Verdict};
+use crate::run::{self, worker::identity};
+use crate::scenario::Scenario;
+use crate::sources::Sources;
+
+/// At most this many failures are shrunk per run (MUST rules first).
+pub const MAX_SHRINKS: usize = 8;
+
+/// Runs planned cases, in this process or in workers.
+pub struct Engine {
+    /// Worker processes at once; 0 runs every case in this process.
+    pub jobs: usize,
+    /// The plugins' files, for workers to load.
+    pub producer_path: Option<PathBuf>,
+    pub consumer_path: Option<PathBuf>,
+    /// Deadline of one case in a worker.
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker, in MiB.
+    pub max_memory_mb: u64,
+    pub opts: certify::Options,
+    /// Loaded once when cases run in this process.
+    pub producer: Option<Plugin>,
+    pub consumer: Option<Plugin>,
+}
+
+impl Engine {
+    /// Runs `selected` cases of `plan` over `scenarios` (as `sources`
+    /// loads them); returns the signal that interrupted the run, if any.
+    /// `plan[..planned]` is what workers plan themselves; specs after it
+    /// are async cases spelled out by their IDs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        sources: &Sources,
+        scenarios: &[Scenario],
+        plan: &[CaseSpec],
+        planned: usize,
+        selected: &[usize],
+        ready: &mut dyn FnMut(&[PluginIdentity]),
+        on_case: &mut dyn FnMut(&Case),
+    ) -> Result<Option<i32>, String> {
+        if self.jobs == 0 {
+            let mut ids = Vec::new();
+            if let Some(p) = &self.producer {
+                ids.push(identity("producer", p));
+            }
+            if let Some(c) = &self.consumer {
+                ids.push(identity("consumer", c));
+            }
+            ready(&ids);
+            let plugins = certify::Plugins {
+                producer: self.producer.as_ref(),
+                consumer: self.consumer.as_ref(),
+            };
+            for &i in selected {
+                if run::proc::interrupted().is_some() {
+                    break;
+                }
+                let spec = &plan[i];
+                let scenario = &scenarios[spec.scenario];
+                on_case(&run::panic::guarded(
+                    &spec.id,
+                    || certify::record(scenario, spec, &self.opts),
+                    || certify::run_case(plugins, scenario, spec, &self.opts),
+                ));
+            }
+            return Ok(run::proc::interrupted());
+        }
+        let worker_args = run::worker::WorkerArgs {
+            socket: PathBuf::new(),
+            mode: run::worker::Mode::Certify,
+            producer: self.producer_path.clone(),
+            consumer: self.consumer_path.clone(),
+            sources: sources.clone(),
+            options: crate::roundtrip::Options {
+                replay_prefix: self.opts.replay_prefix.clone(),
+                ..Default::default()
+            },
+            limits: run::proc::Limits::worker(self.max_memory_mb),
+            cpu_seconds: None,
+        };
+        let cfg = run::Config::for_workers(
+            worker_args,
+            self.jobs.min(selected.len()).max(1),
+            self.case_timeout_ms,
+            self.max_memory_mb,
+        )
+        .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+        let jobs: Vec<run::Job> = selected
+            .iter()
+            .map(|&index| run::Job {
+                index,
+                record: certify::record(&scenarios[plan[index].scenario], &plan[index], &self.opts),
+            })
+            .collect();
+        // A crash or hang is charged to the rule its case exercises.
+        let specs: std::collections::HashMap<&str, &CaseSpec> = selected
+            .iter()
+            .map(|&i| (plan[i].id.as_str(), &plan[i]))
+            .collect();
+        let outcome = run::run(
+            &cfg,
+            planned,
+            jobs,
+            |p| ready(p),
+            |c| match specs.get(c.id.as_str()) {
+                Some(spec) if matches!(c.verdict, Verdict::Crash | Verdict::Timeout) => {
+                    let mut charged = c.clone();
+                    certify::crash::charge(spec, &mut charged);
+                    on_case(&charged)
+                }
+                _ => on_case(c),
+            },
+        );
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+        Ok(outcome
+            .map_err(|run::StartError(why)| format!("cannot run the plugin: {why}"))?
+            .interrupted)
+    }
+}
+
+/// What a shrink is after: a rule broken, or the process dying.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Rule(String),
+    Crash,
+}
+
+impl Target {
+    fn name(&self) -> &str {
+        match self {
+            Target::Rule(r) => r,
+            Target::Crash => "crash",
+        }
+    }
+
+    fn shown_by(&self, c: &Case) -> bool {
+        match self {
+            Target::Rule(r) => c.violations.iter().any(|v| &v.rule == r),
+            Target::Crash => matches!(c.verdict, Verdict::Crash | Verdict::Timeout),
+        }
+    }
+
+    fn evidence(&self, c: &Case) -> String {
+        match self {
+            Target::Rule(r) => c
+                .violations
+                .iter()
+                .find(|v| &v.rule == r)
+                .map(|v| format!("{}: {}", v.at, v.evidence))
+                .unwrap_or_default(),
+            Target::Crash => c.message.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// The failures worth shrinking: each failing rule (MUST first, INFO
+/// never) and crashes, with the first generated case that showed it.
+fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
+    let rules = summary::rule_verdicts(&report.cases, sides);
+    let mut failing: Vec<_> = rules
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail && r.level != "INFO")
+        .collect();
+    failing.sort_by_key(|r| r.level != "MUST");
+    // Async cases shrink their schedule instead (shrink_schedules).
+    let generated = |c: &&Case| {
+        !is_async(&c.id) && gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty())
+    };
+    let mut out: Vec<(Target, &Case)> = Vec::new();
+    let crash = Target::Crash;
+    if let Some(c) = report
+        .cases
+        .iter()
+        .filter(generated)
+        .find(|c| crash.shown_by(c))
+    {
+        out.push((crash, c));
+    }
+    for r in failing {
+        let t = Target::Rule(r.rule.clone());
+        if let Some(c) = report
+            .cases
+            .iter()
+            .filter(generated)
+            .find(|c| t.shown_by(c))
+        {
+            out.push((t, c));
+        }
+    }
+    out.truncate(MAX_SHRINKS);
+    out
+}
+
+/// Shrinks each failure seen on a generated scenario to the smallest
+/// scenario (on the same path) that still shows it.
+pub fn shrink_failures(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    sources: &Sources,
+    budget: shrink::Budget,
+    sides: certify::Sides,
+) -> Result<Vec<ShrunkFailure>, String> {
+    let mut out = Vec::new();
+    for (target, first) in targets(report, sides) {
+        let Some((index, _)) = gen::parse_name(&first.scenario) else {
+            continue;
+        };
+        let Some(path) = plan.iter().find(|s| s.id == first.id).map(|s| s.path) else {
+            continue;
+        };
+        if run::proc::interrupted().is_some() {
+            break;
+        }
+        let mut smallest: Option<(Case, String)> = None;
+        let mut error = None;
+        let result = shrink::shrink(sources.seed, index, budget, |candidate| {
+            if error.is_some() || run::proc::interrupted().is_some() {
+                return false;
+            }
+            let cands = std::slice::from_ref(candidate);
+            let cplan = certify::plan(cands, sides, sources.seed);
+            let selected: Vec<usize> = (0..cplan.len())
+                .filter(|&i| cplan[i].path == path)
+                .collect();
+            let only = Sources {
+                builtin: false,
+                gold: None,
+                generated: 0,
+                seed: sources.seed,
+                only: Some(vec![candidate.name.clone()]),
+            };
+            let mut hit: Option<Case> = None;
+            let ran = engine.run(
+                &only,
+                cands,
+                &cplan,
+                cplan.len(),
+                &selected,
+                &mut |_| {},
+                &mut |c| {
+                    if hit.is_none() && target.shown_by(c) {
+                        hit = Some(c.clone());
+                    }
+                },
+            );
+            if let Err(e) = ran {
+                error = Some(e);
+                return false;
+            }
+            match hit {
+                Some(c) => {
+                    smallest = Some((c, gen::describe(candidate)));
+                    true
+                }
+                None => false,
+            }
+        })?;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let (case, scenario) = smallest.unwrap_or_else(|| {
+            let s = scenarios.iter().find(|s| s.name == first.scenario);
+            (first.clone(), s.map(gen::describe).unwrap_or_default())
+        });
+        out.push(ShrunkFailure {
+            target: target.name().to_string(),
+            from_case: first.id.clone(),
+            evidence: report::bounded(&target.evidence(&case), 4096),
+            replay: case.replay.clone(),
+            case: case.id,
+            scenario,
+            tried: result.tried as u64,
+            steps: result.steps as u64,
+            exhausted: result.exhausted,
+        });
+    }
+    Ok(out)
+}
+
+fn is_async(id: &str) -> bool {
+    id.starts_with("producer/async/") || id.starts_with("consumer/async/")
+}
+
+/// Shrinks each async rule failure to the shortest schedule (same
+/// scenario) that still shows it: one simplification at a time
+/// ([`Schedule::simpler`], [`Delivery::simpler`]), keeping each that still
+/// fails, until none does.
+///
+/// [`Schedule::simpler`]: crate::asynchronous::schedule::Schedule::simpler
+/// [`Delivery::simpler`]: crate::asynchronous::schedule::Delivery::simpler
+pub fn shrink_schedules(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    sources: &Sources,
+    budget: shrink::Budget,
+    sides: certify::Sides,
+) -> Result<Vec<ShrunkFailure>, String> {
+    use crate::certify::Path;
+    let rules = summary::rule_verdicts(&report.cases, sides);
+    let mut out = Vec::new();
+    let started = Instant::now();
+    for r in rules.iter().filter(|r| {
+        r.verdict == Verdict::Fail
+            && r.level != "INFO"
+            && (r.rule.starts_with("async.") || r.rule.starts_with("consumer.async."))
+    }) {
+        if out.len() >= MAX_SHRINKS || run::proc::interrupted().is_some() {
+            break;
+        }
+        let target = Target::Rule(r.rule.clone());
+        let Some(first) = report
+            .cases
+            .iter()
+            .find(|c| is_async(&c.id) && target.shown_by(c))
+        else {
+            continue;
+        };
+        let Some(spec) = certify::spec_for(plan, scenarios, &first.id) else {
+            continue;
+        };
+        let scenario = &scenarios[spec.scenario];
+        // The scenario may be a gold one: workers rebuild it from the
+        // directory (a regression: `--gold` was lost here, and a gold
+        // scenario's async failure ended the run with bad input).
+        let only = Sources {
+            builtin: false,
+            gold: sources.gold.clone(),
+            generated: 0,
+            seed: sources.seed,
+            only: Some(vec![scenario.name.clone()]),
+        };
+        let cands = std::slice::from_ref(scenario);
+        let base = certify::plan(cands, sides, sources.seed);
+        let (mut best, mut best_case) = (spec.path, first.clone());
+        let (mut tried, mut steps, mut exhausted) = (0u64, 0u64, false);
+        'walk: loop {
+            let next: Vec<Path> = match best {
+                Path::Async(s) => s.simpler().into_iter().map(Path::Async).collect(),
+                Path::AsyncConsumer(d) => {
+                    d.simpler().into_iter().map(Path::AsyncConsumer).collect()
+                }
+                _ => Vec::new(),
+            };
+            for cand in next {
+                if tried as usize >= budget.candidates || started.elapsed() > budget.time {
+                    exhausted = true;
+                    break 'walk;
+                }
+                tried += 1;
+                let id = match cand {
+                    Path::Async(s) => format!("producer/async/{s}/{}", scenario.name),
+                    Path::AsyncConsumer(d) => format!("consumer/async/{d}/{}", scenario.name),
+                    _ => unreachable!("async paths only"),
+                };
+                let mut cplan = base.clone();
+                let index = match cplan.iter().position(|s| s.id == id) {
+                    Some(i) => i,
+                    None => {
+                        let Some(spec) = certify::spec_for(&[], cands, &id) else {
+                            continue;
+                        };
+                        cplan.push(spec);
+                        cplan.len() - 1
+                    }
+                };
+                let mut hit: Option<Case> = None;
+                engine.run(
+                    &only,
+                    cands,
+                    &cplan,
+                    base.len(),
+                    &[index],
+                    &mut |_| {},
+                    &mut |c| {
+                        if hit.is_none() && target.shown_by(c) {
+                            hit = Some(c.clone());
+                        }
+                    },
+                )?;
+                if let Some(c) = hit {
+                    best = cand;
+                    best_case = c;
+                    steps += 1;
+                    continue 'walk;
+                }
+            }
+            break;
+        }
+        out.push(ShrunkFailure {
+            target: target.name().to_string(),
+            from_case: first.id.clone(),
+            evidence: report::bounded(&target.evidence(&best_case), 4096),
+            replay: best_case.replay.clone(),
+            case: best_case.id.clone(),
+            scenario: gen::describe(scenario),
+            tried,
+            steps,
+            exhausted,
+        });
+    }
+    Ok(out)
+}
