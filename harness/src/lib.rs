@@ -14,7 +14,7 @@ pub mod device;
 pub mod engine;
 pub mod export;
 pub mod fuzz;
-pub mod gen;
+pub mod generate;
 pub mod inspect;
 pub mod matrix;
 pub mod plugin;

@@ -455,7 +455,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             consumer_arg: consumer,
             gold,
             cases,
-            seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
+            seed: seed.unwrap_or_else(arrowcert::generate::fresh_seed),
             report,
             filter: Filter {
                 patterns: filters,
@@ -520,7 +520,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 consumers,
                 gold,
                 cases,
-                seed: seed.unwrap_or_else(arrowcert::gen::fresh_seed),
+                seed: seed.unwrap_or_else(arrowcert::generate::fresh_seed),
                 out,
                 shard,
                 jobs,
@@ -626,7 +626,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                         .map_err(BadInput)?
                         .seed
                         .unwrap_or(0),
-                    (None, None) => arrowcert::gen::fresh_seed(),
+                    (None, None) => arrowcert::generate::fresh_seed(),
                 },
                 only: None,
             },
@@ -647,7 +647,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
             },
             case_timeout_ms,
             max_memory_mb,
-            shrink: arrowcert::gen::shrink::Budget {
+            shrink: arrowcert::generate::shrink::Budget {
                 candidates: shrink_candidates,
                 ..Default::default()
             },
@@ -711,7 +711,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
                 jobs,
                 case_timeout_ms,
                 max_memory_mb,
-                shrink: arrowcert::gen::shrink::Budget {
+                shrink: arrowcert::generate::shrink::Budget {
                     candidates: 0,
                     ..Default::default()
                 },

@@ -1,6 +1,6 @@
 //! Where a run's scenarios come from: the built-in ones, Arrow's gold
 //! files, generated ones, or a list of names. Above both `scenario` (the
-//! data and its fixed sources) and `gen` (the generator), which it
+//! data and its fixed sources) and `generate` (the generator), which it
 //! chooses between, so that neither depends on the other's way back.
 
 #![forbid(unsafe_code)]
@@ -49,8 +49,8 @@ impl Sources {
             return names
                 .iter()
                 .map(|n| {
-                    if n.starts_with(crate::gen::PREFIX) {
-                        return crate::gen::scenario(self.seed, n);
+                    if n.starts_with(crate::generate::PREFIX) {
+                        return crate::generate::scenario(self.seed, n);
                     }
                     let pool: Box<dyn Iterator<Item = Scenario>> = if n.starts_with("gold/") {
                         if self.gold.is_none() {
@@ -74,7 +74,7 @@ impl Sources {
             out.extend(crate::scenario::gold_dir(dir)?);
         }
         if self.generated > 0 {
-            out.extend(crate::gen::scenarios(self.seed, self.generated)?);
+            out.extend(crate::generate::scenarios(self.seed, self.generated)?);
         }
         Ok(out)
     }

@@ -12,7 +12,7 @@ use arrowcert::scenario::Scenario;
 
 fn scenarios() -> Vec<Scenario> {
     let mut all = arrowcert::scenario::builtin();
-    all.extend(arrowcert::gen::scenarios(77, 250).expect("generated scenarios"));
+    all.extend(arrowcert::generate::scenarios(77, 250).expect("generated scenarios"));
     all
 }
 

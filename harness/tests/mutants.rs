@@ -771,8 +771,8 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
     let name = arrowcert::certify::scenario_of(&s.case).unwrap();
     let from = arrowcert::certify::scenario_of(&s.from_case).unwrap();
     assert!(name.starts_with(&format!("{from}@")), "{name} from {from}");
-    let small = arrowcert::gen::scenario(3, &name).unwrap();
-    let big = arrowcert::gen::scenario(3, &from).unwrap();
+    let small = arrowcert::generate::scenario(3, &name).unwrap();
+    let big = arrowcert::generate::scenario(3, &from).unwrap();
     let size = |sc: &arrowcert::scenario::Scenario| {
         sc.schema.fields().len() * 1000 + sc.batches.iter().map(|b| b.num_rows()).sum::<usize>()
     };
@@ -780,7 +780,7 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
         size(&small) < size(&big),
         "{} vs {}",
         s.scenario,
-        arrowcert::gen::describe(&big)
+        arrowcert::generate::describe(&big)
     );
     assert_eq!(small.schema.fields().len(), 1, "{}", s.scenario);
     // The replay command, as printed, reproduces that very case.

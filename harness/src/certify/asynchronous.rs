@@ -51,7 +51,7 @@ pub const DEADLINE: Duration = Duration::from_secs(3);
 pub const INVALID_REQUEST_SCENARIOS: [&str; 3] = ["primitive", "nested", "no_batches"];
 
 fn generated(s: &Scenario) -> bool {
-    s.name.starts_with(crate::gen::PREFIX)
+    s.name.starts_with(crate::generate::PREFIX)
 }
 
 /// The producer-side async cases: the fixed schedules for built-in and

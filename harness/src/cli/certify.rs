@@ -13,7 +13,7 @@ use super::BadInput;
 use crate::certify::{self, summary};
 use crate::device::Kind as DeviceKind;
 use crate::engine::certify::{shrink_failures, shrink_schedules, Engine};
-use crate::gen::{self, shrink};
+use crate::generate::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, outcome, Case, PluginIdentity, Report, Summary, Verdict};
 use crate::roundtrip::Filter;
@@ -202,7 +202,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             rules: Vec::new(),
             seed: scenarios
                 .iter()
-                .any(|s| s.name.starts_with(gen::PREFIX))
+                .any(|s| s.name.starts_with(generate::PREFIX))
                 .then_some(sources.seed),
             shrunk: Vec::new(),
             fuzz: Vec::new(),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::certify::{self, summary, CaseSpec};
-use crate::gen::{self, shrink};
+use crate::generate::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity, Report, ShrunkFailure, Verdict};
 use crate::run::{self, worker::identity};
@@ -179,7 +179,8 @@ fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
     failing.sort_by_key(|r| r.level != "MUST");
     // Async cases shrink their schedule instead (shrink_schedules).
     let generated = |c: &&Case| {
-        !is_async(&c.id) && gen::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty())
+        !is_async(&c.id)
+            && generate::parse_name(&c.scenario).is_some_and(|(_, walk)| walk.is_empty())
     };
     let mut out: Vec<(Target, &Case)> = Vec::new();
     let crash = Target::Crash;
@@ -219,7 +220,7 @@ pub fn shrink_failures(
 ) -> Result<Vec<ShrunkFailure>, String> {
     let mut out = Vec::new();
     for (target, first) in targets(report, sides) {
-        let Some((index, _)) = gen::parse_name(&first.scenario) else {
+        let Some((index, _)) = generate::parse_name(&first.scenario) else {
             continue;
         };
         let Some(path) = plan.iter().find(|s| s.id == first.id).map(|s| s.path) else {
@@ -266,7 +267,7 @@ pub fn shrink_failures(
             }
             match hit {
                 Some(c) => {
-                    smallest = Some((c, gen::describe(candidate)));
+                    smallest = Some((c, generate::describe(candidate)));
                     true
                 }
                 None => false,
@@ -277,7 +278,7 @@ pub fn shrink_failures(
         }
         let (case, scenario) = smallest.unwrap_or_else(|| {
             let s = scenarios.iter().find(|s| s.name == first.scenario);
-            (first.clone(), s.map(gen::describe).unwrap_or_default())
+            (first.clone(), s.map(generate::describe).unwrap_or_default())
         });
         out.push(ShrunkFailure {
             target: target.name().to_string(),
@@ -411,7 +412,7 @@ pub fn shrink_schedules(
             evidence: report::bounded(&target.evidence(&best_case), 4096),
             replay: best_case.replay.clone(),
             case: best_case.id.clone(),
-            scenario: gen::describe(scenario),
+            scenario: generate::describe(scenario),
             tried,
             steps,
             exhausted,

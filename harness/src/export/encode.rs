@@ -23,7 +23,7 @@ use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Schema, UnionMode};
 
 use super::format;
-use crate::gen::values::Rng;
+use crate::generate::values::Rng;
 
 /// How the exporter encodes what it hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

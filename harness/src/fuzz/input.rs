@@ -6,7 +6,7 @@
 //!
 //! - [`Source::Builtin`]: one byte picks a built-in scenario;
 //! - [`Source::Generated`]: a run seed and a scenario index for the
-//!   scenario generator (`gen::tree`, what certification draws from);
+//!   scenario generator (`generate::tree`, what certification draws from);
 //! - [`Source::Ipc`]: the rest is an Arrow IPC stream (the gold files are
 //!   seeds of this kind); data that does not decode or does not pass arrow-rs's
 //!   full validation is not a scenario.
@@ -54,7 +54,7 @@ thread_local! {
 const CACHED: usize = 512;
 
 /// The scenario the rest of the input describes. Without `ipc`, a
-/// generated scenario's IPC stream is left empty ([`crate::gen::data`]):
+/// generated scenario's IPC stream is left empty ([`crate::generate::data`]):
 /// only a producer plugin reads it.
 pub fn scenario(u: Unstructured, tag: &str, ipc: bool) -> Result<Scenario, String> {
     let mut key = vec![ipc as u8];
@@ -132,12 +132,12 @@ pub fn generated(bytes: &[u8], tag: &str, ipc: bool) -> Result<Scenario, String>
         *d = *s;
     }
     let (seed, index) = (u64::from_le_bytes(seed), u16::from_le_bytes(index) as u64);
-    let spec = crate::gen::tree(seed, index)?.current();
+    let spec = crate::generate::tree(seed, index)?.current();
     let name = format!("fuzz/gen-{tag}");
     if ipc {
-        crate::gen::build(&name, &spec)
+        crate::generate::build(&name, &spec)
     } else {
-        crate::gen::data(&name, &spec)
+        crate::generate::data(&name, &spec)
     }
 }
 

@@ -20,7 +20,7 @@ pub struct Scenario {
     /// Stable name used in case IDs (`primitive`, `gold/generated_map`, ...).
     pub name: String,
     /// The batches as an Arrow IPC stream (what producer plugins are
-    /// given); empty for data built without it (`gen::data`).
+    /// given); empty for data built without it (`generate::data`).
     pub ipc: Vec<u8>,
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
