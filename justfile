@@ -114,6 +114,10 @@ abi-check HEADER="harness/include/arrowcert_plugin.h": build
 test:
     cargo test --workspace
 
+# The lints CI denies warnings of ([workspace.lints] in Cargo.toml).
+lint:
+    cargo clippy --workspace --all-targets -- -D warnings
+
 # Benchmarks (figures printed, never asserted; docs/BENCHMARKS.md): gold
 # round trips per second per path with a baseline ratio; certification
 # overhead against a bare produce -> import -> release loop; validation

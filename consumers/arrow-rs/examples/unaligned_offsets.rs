@@ -67,10 +67,10 @@ fn main() {
         release: Some(release),
         private_data: std::ptr::null_mut(),
     };
+    let offsets = buffers[1];
     println!(
-        "offsets at {:p} (address mod 4 = {})",
-        unsafe { base.add(1) },
-        (base as usize + 1) % 4
+        "offsets at {offsets:p} (address mod 4 = {})",
+        offsets as usize % 4
     );
     let schema = FFI_ArrowSchema::try_from(&DataType::Utf8).expect("schema");
     // SAFETY: `struct ArrowArray` has this layout; the array is valid by the

@@ -552,14 +552,14 @@ fn finish_refuses_a_null_token_and_a_negative_timeout() {
 #[test]
 fn start_refuses_null_pointers() {
     let mut token: *mut c_void = std::ptr::null_mut();
-    // SAFETY: NULL handler on purpose.
     assert_eq!(
+        // SAFETY: NULL handler on purpose.
         unsafe { arrowcert_consume_async_start(std::ptr::null_mut(), &mut token) },
         libc::EINVAL
     );
     let mut handler = Handler::poisoned();
-    // SAFETY: NULL token on purpose.
     assert_eq!(
+        // SAFETY: NULL token on purpose.
         unsafe { arrowcert_consume_async_start(&mut handler, std::ptr::null_mut()) },
         libc::EINVAL
     );

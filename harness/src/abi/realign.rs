@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn unaligned_utf8_offsets_are_copied_aligned_and_the_original_released_once() {
         // offsets [0, 1, 3] at a 1-byte shift; values "abc".
-        let mut raw = vec![0u8; 32];
+        let mut raw = [0u8; 32];
         for (i, v) in [0i32, 1, 3].iter().enumerate() {
             raw[1 + 4 * i..5 + 4 * i].copy_from_slice(&v.to_ne_bytes());
         }

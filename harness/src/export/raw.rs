@@ -608,10 +608,10 @@ impl Ledger {
         } else {
             self.keep_box(ptrs)
         };
-        // SAFETY: buffers_ptr, when non-NULL, is a live Vec kept by the ledger.
         let buffers_arr = if buffers_ptr.is_null() {
             std::ptr::null_mut()
         } else {
+            // SAFETY: buffers_ptr is a live Vec kept by the ledger.
             unsafe { (*buffers_ptr).as_mut_ptr() }
         };
         let (children, children_arr, dictionary) = self.nested(

@@ -397,7 +397,7 @@ impl Plugin {
                 symbols.push(*name);
             }
         }
-        // SAFETY (all lookups below): each F is the type PLUGIN_ABI.md
+        // SAFETY: (all lookups below) each F is the type PLUGIN_ABI.md
         // declares for that symbol (mirrored in arrowcert_plugin.h).
         let abi_fn: Option<AbiVersionFn> = unsafe { lookup(&lib, "arrowcert_plugin_abi_version") };
         let Some(abi_fn) = abi_fn else {
@@ -416,6 +416,7 @@ impl Plugin {
                 Err(why) => Err(LoadError::IntegrationIncomplete(path.to_path_buf(), why)),
             };
         };
+        // SAFETY: as above.
         let name_fn: NameFn = unsafe { lookup(&lib, "arrowcert_plugin_name") }.ok_or(
             LoadError::MissingIdentity(path.to_path_buf(), "arrowcert_plugin_name"),
         )?;
@@ -436,7 +437,7 @@ impl Plugin {
             .map_err(|_| LoadError::NameNotUtf8(path.to_path_buf()))?
             .to_string();
 
-        // SAFETY (each field): F is the declared type of that symbol.
+        // SAFETY: (each field) F is the declared type of that symbol.
         let entries = unsafe {
             Entries {
                 supports_device: lookup(&lib, "arrowcert_plugin_supports_device"),

@@ -119,7 +119,7 @@ impl Expectations {
         let rule_id = !id.contains('/');
         self.expectations
             .iter()
-            .find(|x| (!x.pattern.contains('/')) == rule_id && glob(&x.pattern, id))
+            .find(|x| x.pattern.contains('/') != rule_id && glob(&x.pattern, id))
     }
 }
 

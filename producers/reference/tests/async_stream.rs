@@ -622,8 +622,8 @@ fn invalid_arguments_fail_without_any_callback() {
     assert_eq!(run.rc, libc::EINVAL);
     assert!(last_error().unwrap().contains("on_error"));
     assert!(run.released.recv_timeout(QUIET).is_err());
-    // SAFETY: a NULL handler is rejected before anything else.
     let ipc = ipc_bytes();
+    // SAFETY: a NULL handler is rejected before anything else.
     let rc = unsafe {
         plugin::arrowcert_produce_async(
             ipc.as_ptr(),

@@ -199,6 +199,7 @@ pub fn detect(lib: &libloading::Library) -> Result<Option<Library>, Incomplete> 
         |a: &'static str, b: &'static str| -> Result<Option<(SchemaFn, BatchFn)>, Incomplete> {
             // SAFETY: the types are the ones archery declares for these names.
             let sa: Option<SchemaFn> = unsafe { super::lookup(lib, a) };
+            // SAFETY: as above.
             let sb: Option<BatchFn> = unsafe { super::lookup(lib, b) };
             match (sa, sb) {
                 (Some(sa), Some(sb)) => Ok(Some((sa, sb))),
@@ -217,15 +218,17 @@ pub fn detect(lib: &libloading::Library) -> Result<Option<Library>, Incomplete> 
         };
     let export = pair(flavor.export_schema, flavor.export_batch)?;
     let import = pair(flavor.import_schema, flavor.import_batch)?;
-    // SAFETY (each): the declared types of these optional symbols.
     Ok(Some(Library {
         flavor,
         export,
         import,
+        // SAFETY: F is the type archery declares for this optional name.
         bytes_allocated: flavor
             .bytes_allocated
             .and_then(|n| unsafe { super::lookup(lib, n) }),
+        // SAFETY: as above.
         run_gc: flavor.run_gc.and_then(|n| unsafe { super::lookup(lib, n) }),
+        // SAFETY: as above.
         free_error: flavor
             .free_error
             .and_then(|n| unsafe { super::lookup(lib, n) }),

@@ -133,9 +133,9 @@ pub unsafe fn import(array: ArrowArray) -> RecordBatch {
 /// This thread's last error of the plugin.
 pub fn last_error() -> Option<String> {
     let p = plugin::arrowcert_last_error();
-    // SAFETY: the plugin returns NULL or a NUL-terminated string valid until
-    // the next call on this thread.
     (!p.is_null()).then(|| {
+        // SAFETY: the plugin returns NULL or a NUL-terminated string valid
+        // until the next call on this thread.
         unsafe { std::ffi::CStr::from_ptr(p) }
             .to_string_lossy()
             .into_owned()
