@@ -35,6 +35,9 @@ struct RawArray {
     private_data: *mut c_void,
 }
 
+/// # Safety
+/// `a` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release(a: *mut RawArray) {
     // SAFETY: arrow-rs passes the array it owns.
     unsafe { (*a).release = None };

@@ -156,6 +156,10 @@ unsafe fn state<'a>(stream: *mut FFI_ArrowArrayStream) -> Option<&'a mut Unwrap>
     unsafe { (*stream).private_data().cast::<Unwrap>().as_mut() }
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowSchema.
 unsafe extern "C" fn get_schema(
     stream: *mut FFI_ArrowArrayStream,
     out: *mut FFI_ArrowSchema,
@@ -176,6 +180,10 @@ unsafe extern "C" fn get_schema(
     .unwrap_or(libc::EIO)
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one chunk of
+/// the stream's kind.
 unsafe extern "C" fn get_next(
     stream: *mut FFI_ArrowArrayStream,
     out: *mut FFI_ArrowArray,
@@ -224,6 +232,9 @@ unsafe extern "C" fn get_next(
     .unwrap_or(libc::EIO)
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error(stream: *mut FFI_ArrowArrayStream) -> *const c_char {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: arrow-rs calls this on the wrapper.
@@ -242,6 +253,9 @@ unsafe extern "C" fn get_last_error(stream: *mut FFI_ArrowArrayStream) -> *const
     .unwrap_or(std::ptr::null())
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it.
 unsafe extern "C" fn release(stream: *mut FFI_ArrowArrayStream) {
     if stream.is_null() {
         return;

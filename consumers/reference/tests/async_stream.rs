@@ -68,6 +68,9 @@ unsafe fn log_of<'a>(producer: *mut ArrowAsyncProducer) -> &'a ProducerLog {
     unsafe { &*((*producer).private_data as *const ProducerLog) }
 }
 
+/// # Safety
+/// `producer` is the live ArrowAsyncProducer this callback was installed in; the
+/// interface keeps it valid until just before the handler's release.
 unsafe extern "C" fn request(producer: *mut ArrowAsyncProducer, n: i64) {
     // SAFETY: the consumer calls this on the live producer.
     let log = unsafe { log_of(producer) };
@@ -79,6 +82,9 @@ unsafe extern "C" fn request(producer: *mut ArrowAsyncProducer, n: i64) {
     log.credit_changed.notify_all();
 }
 
+/// # Safety
+/// `producer` is the live ArrowAsyncProducer this callback was installed in; the
+/// interface keeps it valid until just before the handler's release.
 unsafe extern "C" fn cancel(producer: *mut ArrowAsyncProducer) {
     // SAFETY: as in request.
     let log = unsafe { log_of(producer) };
@@ -96,6 +102,9 @@ struct TaskData {
     extracts: usize,
 }
 
+/// # Safety
+/// `task` is an ArrowAsyncTask this producer handed to on_next_task, and `out` is
+/// NULL or valid for writes of one ArrowDeviceArray.
 unsafe extern "C" fn extract_data(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArray) -> c_int {
     // SAFETY: the task is valid during on_next_task, where the consumer
     // calls this; its private data is a TaskData.

@@ -222,6 +222,10 @@ fn shallow(a: &ArrowArray) -> ArrowArray {
 
 /// A child of the copy: its memory belongs to the root's arena, so
 /// releasing it only marks it released.
+///
+/// # Safety
+/// `a` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release_child(a: *mut ArrowArray) {
     if !a.is_null() {
         // SAFETY: the caller passes a live array of the copy.
@@ -231,6 +235,10 @@ unsafe extern "C" fn release_child(a: *mut ArrowArray) {
 
 /// The copy's root release: frees the arena and releases the producer's
 /// array.
+///
+/// # Safety
+/// `a` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release_root(a: *mut ArrowArray) {
     if a.is_null() {
         return;
@@ -281,6 +289,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts its calls in the AtomicUsize its private_data points to.
+    ///
+    /// # Safety
+    /// `a` is the live structure this release callback was installed in (or moved
+    /// to), called as the C data interface calls a release callback.
     unsafe extern "C" fn count_release(a: *mut ArrowArray) {
         // SAFETY: test arrays whose private_data is a live AtomicUsize.
         unsafe {

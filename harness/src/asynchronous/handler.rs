@@ -448,6 +448,10 @@ fn guarded<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(default)
 }
 
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_schema(handler: *mut Handler, schema: *mut ArrowSchema) -> c_int {
     // SAFETY: called by the producer on the harness's handler.
     let Some(s) = (unsafe { session(handler) }) else {
@@ -548,6 +552,10 @@ fn extract(s: &Session, task: *mut ArrowAsyncTask, index: usize, want: bool) {
     }
 }
 
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_next_task(
     handler: *mut Handler,
     task: *mut ArrowAsyncTask,
@@ -620,6 +628,10 @@ unsafe extern "C" fn on_next_task(
     })
 }
 
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_error(
     handler: *mut Handler,
     code: c_int,
@@ -646,6 +658,10 @@ unsafe extern "C" fn on_error(
     })
 }
 
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn release(handler: *mut Handler) {
     // SAFETY: called by the producer on the harness's handler.
     let Some(s) = (unsafe { session(handler) }) else {

@@ -3,6 +3,12 @@
 //! `harness/include/arrowcert_emulated_device.h`, which documents each
 //! function). Every entry checks its handles and ranges against the
 //! device's tables, so a plugin bug is an error code, not a harness crash.
+//!
+//! The table's contract, the `# Safety` of each function below: it is
+//! called through the table by a plugin; pointer arguments are NULL or
+//! what the table's own functions handed out (handles, device memory,
+//! host bytes of the given length), and out-pointers are valid for one
+//! write.
 
 use std::ffi::{c_int, c_void};
 
@@ -56,6 +62,8 @@ fn code(r: Result<(), String>) -> c_int {
     }
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn alloc(size: i64, out: *mut *mut c_void) -> c_int {
     if out.is_null() || size < 0 {
         return libc::EINVAL;
@@ -71,6 +79,8 @@ unsafe extern "C" fn alloc(size: i64, out: *mut *mut c_void) -> c_int {
     }
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn free(ptr: *mut c_void) -> c_int {
     if ptr.is_null() {
         return 0;
@@ -78,6 +88,8 @@ unsafe extern "C" fn free(ptr: *mut c_void) -> c_int {
     code(emulated().free(ptr as usize))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn stream_create(out: *mut *mut c_void) -> c_int {
     if out.is_null() {
         return libc::EINVAL;
@@ -88,10 +100,14 @@ unsafe extern "C" fn stream_create(out: *mut *mut c_void) -> c_int {
     0
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn stream_destroy(s: *mut c_void) -> c_int {
     code(emulated().stream_destroy(Stream(s as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn write_async(
     s: *mut c_void,
     dst: *mut c_void,
@@ -111,14 +127,20 @@ unsafe extern "C" fn write_async(
     code(emulated().write_async(Stream(s as usize as u64), dst as usize, data))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn stream_synchronize(s: *mut c_void) -> c_int {
     code(emulated().stream_synchronize(Stream(s as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn stream_wait_event(s: *mut c_void, e: *mut c_void) -> c_int {
     code(emulated().stream_wait_event(Stream(s as usize as u64), Event(e as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn event_create(out: *mut *mut c_void) -> c_int {
     if out.is_null() {
         return libc::EINVAL;
@@ -129,18 +151,26 @@ unsafe extern "C" fn event_create(out: *mut *mut c_void) -> c_int {
     0
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn event_destroy(e: *mut c_void) -> c_int {
     code(emulated().event_destroy(Event(e as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn event_record(e: *mut c_void, s: *mut c_void) -> c_int {
     code(emulated().event_record(Event(e as usize as u64), Stream(s as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn event_synchronize(e: *mut c_void) -> c_int {
     code(emulated().event_synchronize(Event(e as usize as u64)))
 }
 
+/// # Safety
+/// The table's contract (module docs).
 unsafe extern "C" fn event_query(e: *mut c_void) -> c_int {
     match emulated().event_query(Event(e as usize as u64), true) {
         Ok(true) => 0,

@@ -550,6 +550,10 @@ struct Private {
 }
 
 /// The release callback of every rebuilt node.
+///
+/// # Safety
+/// `a` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release_node(a: *mut ArrowArray) {
     if a.is_null() {
         return;

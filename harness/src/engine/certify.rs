@@ -6,6 +6,8 @@
 //!
 //! Above `run` (it drives workers) and `certify` (what one case checks).
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::time::Instant;
 

@@ -278,6 +278,9 @@ unsafe fn session_of(p: *mut ArrowAsyncProducer) -> Option<Arc<Session>> {
     weak.upgrade()
 }
 
+/// # Safety
+/// `p` is the live ArrowAsyncProducer this callback was installed in; the interface keeps
+/// it valid until just before the handler's release.
 unsafe extern "C" fn producer_request(p: *mut ArrowAsyncProducer, n: i64) {
     // SAFETY: the consumer calls the producer the harness gave it.
     let Some(s) = (unsafe { session_of(p) }) else {
@@ -302,6 +305,9 @@ unsafe extern "C" fn producer_request(p: *mut ArrowAsyncProducer, n: i64) {
     s.changed.notify_all();
 }
 
+/// # Safety
+/// `p` is the live ArrowAsyncProducer this callback was installed in; the interface keeps
+/// it valid until just before the handler's release.
 unsafe extern "C" fn producer_cancel(p: *mut ArrowAsyncProducer) {
     // SAFETY: as in producer_request.
     let Some(s) = (unsafe { session_of(p) }) else {
@@ -312,6 +318,9 @@ unsafe extern "C" fn producer_cancel(p: *mut ArrowAsyncProducer) {
     s.changed.notify_all();
 }
 
+/// # Safety
+/// `task` is an ArrowAsyncTask this producer handed to on_next_task, and `out` is
+/// NULL or valid for writes of one ArrowDeviceArray.
 unsafe extern "C" fn extract(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArray) -> c_int {
     if task.is_null() {
         return libc::EINVAL;

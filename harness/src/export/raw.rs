@@ -296,6 +296,8 @@ impl Ledger {
 
     /// Keeps `value` until the ledger is finished; returns its address.
     pub(super) fn keep_box<T: 'static>(&self, value: T) -> *mut T {
+        /// # Safety
+        /// `p` was made by `Box::into_raw` of a `Box<T>` and is dropped once.
         unsafe fn drop_box<T>(p: *mut u8) {
             // SAFETY: p came from Box::into_raw::<T> below, dropped once.
             drop(unsafe { Box::from_raw(p as *mut T) });

@@ -194,6 +194,9 @@ unsafe fn rec<'a, S: Stream>(s: *mut S) -> &'a StreamRec {
     unsafe { &*((*s).private() as *const StreamRec) }
 }
 
+/// # Safety
+/// `s` is the live stream this callback was installed in, called as the C stream
+/// interface lets a consumer call it, with `out` valid for writes of one ArrowSchema.
 unsafe extern "C" fn get_schema<S: Stream>(s: *mut S, out: *mut crate::abi::ArrowSchema) -> c_int {
     crate::abi::breadcrumb::step("harness stream get_schema");
     // SAFETY: called through the pointer the harness installed.
@@ -221,6 +224,10 @@ unsafe extern "C" fn get_schema<S: Stream>(s: *mut S, out: *mut crate::abi::Arro
     0
 }
 
+/// # Safety
+/// `s` is the live stream this callback was installed in, called as the C stream
+/// interface lets a consumer call it, with `out` valid for writes of one chunk of the
+/// stream's kind.
 unsafe extern "C" fn get_next<S: Stream>(s: *mut S, out: *mut S::Chunk) -> c_int {
     crate::abi::breadcrumb::step("harness stream get_next");
     // SAFETY: called through the pointer the harness installed.
@@ -262,6 +269,9 @@ unsafe extern "C" fn get_next<S: Stream>(s: *mut S, out: *mut S::Chunk) -> c_int
     0
 }
 
+/// # Safety
+/// `s` is the live stream this callback was installed in, called as the C stream
+/// interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error<S: Stream>(s: *mut S) -> *const c_char {
     crate::abi::breadcrumb::step("harness stream get_last_error");
     // SAFETY: called through the pointer the harness installed.
@@ -280,6 +290,9 @@ unsafe extern "C" fn get_last_error<S: Stream>(s: *mut S) -> *const c_char {
     rec.message as *const c_char
 }
 
+/// # Safety
+/// `s` is the live stream this callback was installed in, called as the C stream
+/// interface lets a consumer call it.
 unsafe extern "C" fn release<S: Stream>(s: *mut S) {
     crate::abi::breadcrumb::step("harness stream release");
     // SAFETY: called through the pointer the harness installed.

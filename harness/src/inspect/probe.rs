@@ -119,6 +119,9 @@ unsafe fn realigned(array: ArrowArray, schema: &FFI_ArrowSchema) -> ArrowArray {
     }
 }
 
+/// # Safety
+/// `a` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn borrowed_release(a: *mut ArrowArray) {
     // SAFETY: arrow-rs calls this once, on the bitwise copy it owns, which
     // is a valid structure; only its release member is written.
@@ -460,6 +463,10 @@ pub mod walk {
 
     /// The release member of every watched array: count, then forward the
     /// first call to the original callback.
+    ///
+    /// # Safety
+    /// `a` is the live structure this release callback was installed in (or moved
+    /// to), called as the C data interface calls a release callback.
     unsafe extern "C" fn array_trampoline(a: *mut ArrowArray) {
         // SAFETY: called as a release callback, with the structure it was
         // installed in (or, from a broken producer, some other array, which
@@ -467,6 +474,9 @@ pub mod walk {
         unsafe { trampoline(a) }
     }
 
+    /// # Safety
+    /// `s` is the live structure this release callback was installed in (or moved
+    /// to), called as the C data interface calls a release callback.
     unsafe extern "C" fn schema_trampoline(s: *mut ArrowSchema) {
         // SAFETY: as above.
         unsafe { trampoline(s) }
@@ -624,6 +634,10 @@ mod tests {
 
     /// A child's release: counts into the AtomicU32 its private_data
     /// points to, and marks it released.
+    ///
+    /// # Safety
+    /// `a` is the live structure this release callback was installed in (or moved
+    /// to), called as the C data interface calls a release callback.
     unsafe extern "C" fn child_release(a: *mut ArrowArray) {
         // SAFETY: the test builds every child with private_data pointing
         // to a live counter.
@@ -635,6 +649,10 @@ mod tests {
 
     /// A parent's release; private_data points to its behaviour: 0 walks
     /// the children correctly, 1 skips them, 2 calls each twice.
+    ///
+    /// # Safety
+    /// `a` is the live structure this release callback was installed in (or moved
+    /// to), called as the C data interface calls a release callback.
     unsafe extern "C" fn parent_release(a: *mut ArrowArray) {
         // SAFETY: built by the test below: private_data is a live u32,
         // children has n_children live entries.

@@ -386,6 +386,10 @@ unsafe fn call(
     }
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowSchema.
 unsafe extern "C" fn get_schema(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowSchema,
@@ -404,6 +408,11 @@ unsafe extern "C" fn get_schema(
 
 /// `get_next`: the next batch as a device array on the stream's kind; at the
 /// end a released (all-zero) device array, again on every later call.
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one chunk of
+/// the stream's kind.
 unsafe extern "C" fn get_next(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowDeviceArray,
@@ -433,6 +442,9 @@ unsafe extern "C" fn get_next(
     unsafe { call(stream, body) }
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *const c_char {
     // SAFETY: the consumer calls this on the stream it was handed.
     match unsafe { state_of(stream) } {
@@ -446,6 +458,10 @@ unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *con
 
 /// `release`: frees the private data and marks the stream released. Arrays
 /// handed out earlier stay valid: they own their device memory and event.
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it.
 unsafe extern "C" fn release(stream: *mut ArrowDeviceArrayStream) {
     if stream.is_null() {
         return;

@@ -71,6 +71,10 @@ unsafe fn inner<'a>(stream: *mut ArrowDeviceArrayStream) -> Option<&'a mut FFI_A
     unsafe { private.as_mut() }
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowSchema.
 unsafe extern "C" fn get_schema(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowSchema,
@@ -90,6 +94,10 @@ unsafe extern "C" fn get_schema(
     .unwrap_or(libc::EIO)
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one chunk of
+/// the stream's kind.
 unsafe extern "C" fn get_next(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowDeviceArray,
@@ -121,6 +129,9 @@ unsafe extern "C" fn get_next(
     .unwrap_or(libc::EIO)
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *const c_char {
     catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the consumer calls this on the stream it was handed.
@@ -137,6 +148,9 @@ unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *con
     .unwrap_or(std::ptr::null())
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it.
 unsafe extern "C" fn release(stream: *mut ArrowDeviceArrayStream) {
     if stream.is_null() {
         return;

@@ -166,6 +166,11 @@ unsafe fn call(
 
 /// `get_schema`: may be called any number of times; each call hands out a
 /// new schema the consumer releases on its own.
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowSchema.
 unsafe extern "C" fn get_schema(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowSchema,
@@ -186,6 +191,11 @@ unsafe extern "C" fn get_schema(
 /// (all-zero) device array, again on every later call. CDeviceDataInterface.rst:
 /// "If the embedded ArrowDeviceArray.array is released, then the end of the
 /// stream has been reached."
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one chunk of
+/// the stream's kind.
 unsafe extern "C" fn get_next(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowDeviceArray,
@@ -208,6 +218,10 @@ unsafe extern "C" fn get_next(
 /// `get_last_error`: the message of the last call if it failed, else NULL.
 /// "The returned pointer is only guaranteed to be valid until the next call
 /// of one of the stream's callbacks": the next call replaces or clears it.
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *const c_char {
     // SAFETY: the consumer calls this on the stream it was handed.
     match unsafe { state_of(stream) } {
@@ -222,6 +236,10 @@ unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *con
 /// `release`: frees the private data and marks the stream released. Arrays
 /// and schemas handed out earlier stay valid: they hold their own references
 /// to the buffers.
+///
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it.
 unsafe extern "C" fn release(stream: *mut ArrowDeviceArrayStream) {
     if stream.is_null() {
         return;

@@ -162,6 +162,10 @@ unsafe fn extract(
     }
 }
 
+/// # Safety
+/// `h` is the live ArrowAsyncDeviceStreamHandler this callback was installed in, called
+/// by a producer as the async device stream interface says (the other arguments as it
+/// gives them).
 unsafe extern "C" fn on_schema(
     h: *mut ArrowAsyncDeviceStreamHandler,
     schema: *mut ArrowSchema,
@@ -199,6 +203,10 @@ unsafe extern "C" fn on_schema(
     }
 }
 
+/// # Safety
+/// `h` is the live ArrowAsyncDeviceStreamHandler this callback was installed in, called
+/// by a producer as the async device stream interface says (the other arguments as it
+/// gives them).
 unsafe extern "C" fn on_next_task(
     h: *mut ArrowAsyncDeviceStreamHandler,
     task: *mut ArrowAsyncTask,
@@ -242,6 +250,10 @@ unsafe extern "C" fn on_next_task(
     }
 }
 
+/// # Safety
+/// `h` is the live ArrowAsyncDeviceStreamHandler this callback was installed in, called
+/// by a producer as the async device stream interface says (the other arguments as it
+/// gives them).
 unsafe extern "C" fn on_error(
     h: *mut ArrowAsyncDeviceStreamHandler,
     code: c_int,
@@ -264,6 +276,10 @@ unsafe extern "C" fn on_error(
     }
 }
 
+/// # Safety
+/// `h` is the live ArrowAsyncDeviceStreamHandler this callback was installed in, called
+/// by a producer as the async device stream interface says (the other arguments as it
+/// gives them).
 unsafe extern "C" fn release(h: *mut ArrowAsyncDeviceStreamHandler) {
     // SAFETY: called by the producer with our handler.
     unsafe {

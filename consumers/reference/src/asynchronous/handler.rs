@@ -129,6 +129,11 @@ unsafe fn request(producer: *mut ArrowAsyncProducer, n: i64) -> PluginResult {
 
 /// `on_schema`: moves and imports the schema, then starts the flow with
 /// `request`.
+///
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_schema(handler: *mut Handler, schema: *mut ArrowSchema) -> c_int {
     // SAFETY: the producer passes the handler this plugin initialised.
     let Some(state) = (unsafe { state_of(handler) }) else {
@@ -178,6 +183,11 @@ unsafe fn receive_schema(
 
 /// `on_next_task`: extracts the task's array (exactly once), imports and
 /// validates it, keeps the batch, and asks for one more.
+///
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_next_task(
     handler: *mut Handler,
     task: *mut ArrowAsyncTask,
@@ -300,6 +310,11 @@ unsafe fn receive_task(
 /// `on_error`: copies the code and message for finish. "This callback *MUST
 /// NOT* call any methods of an ``ArrowAsyncProducer`` object", and it does
 /// not.
+///
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn on_error(
     handler: *mut Handler,
     code: c_int,
@@ -337,6 +352,11 @@ unsafe extern "C" fn on_error(
 
 /// `release`: marks the handler released, wakes finish, and gives back the
 /// handler's reference to the state.
+///
+/// # Safety
+/// `handler` is the live ArrowAsyncDeviceStreamHandler this callback was installed in,
+/// called by a producer as the async device stream interface says (the other arguments as
+/// it gives them).
 unsafe extern "C" fn release(handler: *mut Handler) {
     if handler.is_null() {
         return;

@@ -99,6 +99,9 @@ struct WrappedArray {
     releases: Counter,
 }
 
+/// # Safety
+/// `array` is the live structure this release callback was installed in (or moved
+/// to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release_wrapped_array(array: *mut ArrowArray) {
     // SAFETY: a structure made by counted_array, released once (the counter
     // shows a second call; private_data is NULL after the first).
@@ -144,6 +147,9 @@ struct WrappedSchema {
     releases: Counter,
 }
 
+/// # Safety
+/// `schema` is the live structure this release callback was installed in (or
+/// moved to), called as the C data interface calls a release callback.
 unsafe extern "C" fn release_wrapped_schema(schema: *mut ArrowSchema) {
     // SAFETY: as in release_wrapped_array.
     unsafe {
@@ -361,6 +367,10 @@ unsafe fn private_of<'a, S: TestStream>(stream: *mut S) -> &'a mut StreamPrivate
     unsafe { &mut *((*stream).private() as *mut StreamPrivate) }
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowSchema.
 unsafe extern "C" fn get_schema<S: TestStream>(stream: *mut S, out: *mut ArrowSchema) -> c_int {
     // SAFETY: the consumer calls this on the live stream.
     let p = unsafe { private_of(stream) };
@@ -391,6 +401,10 @@ fn next_chunk(p: &mut StreamPrivate) -> Result<Option<RecordBatch>, c_int> {
     Ok(p.script.batches.get(index).cloned())
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowArray.
 unsafe extern "C" fn plain_get_next(stream: *mut ArrowArrayStream, out: *mut ArrowArray) -> c_int {
     // SAFETY: the consumer calls this on the live stream.
     let p = unsafe { private_of(stream) };
@@ -405,6 +419,10 @@ unsafe extern "C" fn plain_get_next(stream: *mut ArrowArrayStream, out: *mut Arr
     0
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it, with `out` valid for writes of one
+/// ArrowDeviceArray.
 unsafe extern "C" fn device_get_next(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowDeviceArray,
@@ -421,6 +439,9 @@ unsafe extern "C" fn device_get_next(
     0
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it (after a failed call).
 unsafe extern "C" fn get_last_error<S: TestStream>(stream: *mut S) -> *const c_char {
     // SAFETY: the consumer calls this on the live stream.
     let p = unsafe { private_of(stream) };
@@ -431,6 +452,9 @@ unsafe extern "C" fn get_last_error<S: TestStream>(stream: *mut S) -> *const c_c
     p.message.as_ref().map_or(std::ptr::null(), |m| m.as_ptr())
 }
 
+/// # Safety
+/// `stream` is the live stream this callback was installed in, called as the C
+/// stream interface lets a consumer call it.
 unsafe extern "C" fn release_stream<S: TestStream>(stream: *mut S) {
     // SAFETY: the consumer releases the live stream once; a second call
     // finds private_data NULL and is counted without touching it.

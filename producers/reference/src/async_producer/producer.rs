@@ -80,6 +80,10 @@ unsafe fn flow_of<'a>(this: *mut ArrowAsyncProducer) -> Option<&'a Flow> {
 
 /// `request`: records credits (or the error of `n <= 0`) and wakes the
 /// producer thread; never calls a handler callback.
+///
+/// # Safety
+/// `this` is the live ArrowAsyncProducer this callback was installed in; the interface
+/// keeps it valid until just before the handler's release.
 unsafe extern "C" fn request(this: *mut ArrowAsyncProducer, n: i64) {
     guard::callback((), || {
         // SAFETY: the consumer calls this on the producer it was given,
@@ -93,6 +97,10 @@ unsafe extern "C" fn request(this: *mut ArrowAsyncProducer, n: i64) {
 /// `cancel`: sets the flag and wakes the producer thread; idempotent and
 /// thread-safe. "This MUST NOT call any consumer-side handlers other than
 /// on_error": it calls none.
+///
+/// # Safety
+/// `this` is the live ArrowAsyncProducer this callback was installed in; the interface
+/// keeps it valid until just before the handler's release.
 unsafe extern "C" fn cancel(this: *mut ArrowAsyncProducer) {
     guard::callback((), || {
         // SAFETY: as in `request`.

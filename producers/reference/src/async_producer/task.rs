@@ -41,6 +41,10 @@ pub fn new_task(array: ArrowArray) -> ArrowAsyncTask {
 /// call through the same copy returns `EINVAL` instead of a double free (a
 /// second call through another copy is the consumer's error and cannot be
 /// detected without keeping the allocation alive forever).
+///
+/// # Safety
+/// `task` is an ArrowAsyncTask this producer handed to on_next_task, and `out` is
+/// NULL or valid for writes of one ArrowDeviceArray.
 unsafe extern "C" fn extract_data(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArray) -> c_int {
     guard::callback(libc::EIO, || {
         if task.is_null() {
