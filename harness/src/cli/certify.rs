@@ -481,3 +481,308 @@ pub(super) fn print_unused_expectations(report: &Report) {
         );
     }
 }
+
+/// The flags of `arrowcert certify` (their help is the command's).
+#[derive(clap::Args)]
+pub struct CertifyFlags {
+    /// Producer plugin to certify: a path, or a bundled name.
+    #[arg(long)]
+    pub producer: Option<String>,
+    /// Consumer plugin to certify: a path, or a bundled name.
+    #[arg(long)]
+    pub consumer: Option<String>,
+    /// Also certify over these Arrow IPC stream files (`*.stream`), e.g.
+    /// Arrow's integration gold files, as `gold/<stem>`.
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// Generated scenarios to draw (each is certified on every path);
+    /// 0 for none.
+    #[arg(long, default_value_t = 100)]
+    pub cases: u64,
+    /// The seed generated scenarios are drawn with (default: a fresh
+    /// one, printed and kept in the report).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Leave out the built-in scenarios.
+    #[arg(long)]
+    pub no_builtin: bool,
+    /// Candidate scenarios tried when shrinking one failure; 0 turns
+    /// shrinking off.
+    #[arg(long, default_value_t = 1000)]
+    pub shrink_candidates: usize,
+    /// Continue an interrupted run: keep the cases this report already
+    /// has, run the rest, and write the merged report (to this file
+    /// unless --report says otherwise). The producer file, the data and
+    /// the seed (taken from the report unless --seed is given) must be
+    /// the ones the report was made with.
+    #[arg(long, value_name = "REPORT")]
+    pub resume: Option<PathBuf>,
+    /// Where to write the JSON report (default: reports/certify-<time>.json).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Also write JUnit XML here: one test case per rule and one per
+    /// case (crashes, timeouts and errors as <error>, limitations and
+    /// skips as <skipped>).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Known results of this library (JSON: rule or case-ID patterns ->
+    /// expected outcome, reason, link; see expectations/README.md):
+    /// the run passes when its results match, and an unexpected failure
+    /// or an unexpected pass fails it.
+    #[arg(long, value_name = "FILE")]
+    pub expectations: Option<PathBuf>,
+    /// Run only cases whose ID contains one of these.
+    pub filters: Vec<String>,
+    /// Filters match whole case IDs.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip cases whose ID contains this (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+    /// List the case IDs and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Print every case, not only failures.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Worker processes (default: one per core); 0 runs in this process.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Same as `--jobs 0`.
+    #[arg(long)]
+    pub in_process: bool,
+    /// A case with no result after this long is a timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker process, in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub max_memory_mb: u64,
+    /// Device types to cover: cpu, emulated, cuda, cuda-host,
+    /// cuda-managed (repeatable). Default: cpu and every other device
+    /// type this machine has. A selected device the machine lacks is
+    /// reported as skipped cases, with the reason.
+    #[arg(long = "device", value_name = "DEVICE")]
+    pub devices: Vec<String>,
+    /// Fail (exit 2) unless this machine has this device type
+    /// (repeatable); implies --device for it.
+    #[arg(long = "require-device", value_name = "DEVICE")]
+    pub require_devices: Vec<String>,
+}
+
+/// `arrowcert certify`, from its flags.
+pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
+    let CertifyFlags {
+        producer,
+        consumer,
+        gold,
+        cases,
+        seed,
+        no_builtin,
+        shrink_candidates,
+        resume,
+        report,
+        junit,
+        expectations,
+        filters,
+        exact,
+        skip,
+        list,
+        verbose,
+        jobs,
+        in_process,
+        case_timeout_ms,
+        max_memory_mb,
+        devices,
+        require_devices,
+    } = f;
+    run(Args {
+        expectations: expectations
+            .map(|p| crate::report::expectations::Expectations::read(&p).map(|e| (p, e)))
+            .transpose()
+            .map_err(BadInput)?,
+        devices: if devices.is_empty() {
+            None
+        } else {
+            Some(device_kinds(&devices, "--device")?)
+        },
+        require_devices: device_kinds(&require_devices, "--require-device")?,
+        producer: lib(
+            producer
+                .clone()
+                .or_else(|| consumer.is_none().then(|| "reference".into())),
+            "producer",
+        )?,
+        consumer: lib(
+            consumer.or_else(|| producer.is_none().then(|| "reference".into())),
+            "consumer",
+        )?,
+        sources: crate::sources::Sources {
+            builtin: !no_builtin,
+            gold,
+            generated: cases,
+            seed: match (seed, &resume) {
+                (Some(s), _) => s,
+                (None, Some(r)) => crate::report::read(r).map_err(BadInput)?.seed.unwrap_or(0),
+                (None, None) => crate::generate::fresh_seed(),
+            },
+            only: None,
+        },
+        report,
+        junit,
+        filter: crate::roundtrip::Filter {
+            patterns: filters,
+            exact,
+            skip,
+        },
+        list,
+        verbose,
+        invocation: std::env::args().collect(),
+        jobs: if in_process {
+            0
+        } else {
+            jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        },
+        case_timeout_ms,
+        max_memory_mb,
+        shrink: crate::generate::shrink::Budget {
+            candidates: shrink_candidates,
+            ..Default::default()
+        },
+        replay: false,
+        resume,
+    })
+}
+
+/// The flags of `arrowcert replay` (their help is the command's).
+#[derive(clap::Args)]
+pub struct ReplayFlags {
+    /// Producer plugin (for `producer/...` cases; default: the bundled
+    /// reference).
+    #[arg(long)]
+    pub producer: Option<String>,
+    /// Consumer plugin (for `consumer/...` cases; default: the bundled
+    /// reference).
+    #[arg(long)]
+    pub consumer: Option<String>,
+    /// The gold directory the case's run used (for `gold/...` cases).
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// The seed of the run (for `gen/...` cases).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Case IDs, as reports print them (with --fuzz: fuzz inputs).
+    #[arg(required = true)]
+    pub cases: Vec<String>,
+    /// Replay fuzz inputs (crash artifacts, corpus files) through this
+    /// fuzz target's oracle: validate, consumer, producer or async.
+    #[arg(long, value_name = "TARGET")]
+    pub fuzz: Option<String>,
+    /// Also write a JSON report here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Worker processes (default 0: this process).
+    #[arg(long, short = 'j', default_value_t = 0)]
+    pub jobs: usize,
+    /// A case with no result after this long is a timeout (workers).
+    #[arg(long, default_value_t = 60_000)]
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker process, in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub max_memory_mb: u64,
+}
+
+/// `arrowcert replay`, from its flags.
+pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
+    let ReplayFlags {
+        producer,
+        consumer,
+        gold,
+        seed,
+        cases,
+        report,
+        jobs,
+        case_timeout_ms,
+        max_memory_mb,
+        fuzz,
+    } = f;
+    if let Some(target) = fuzz {
+        return crate::cli::fuzz::replay(&target, &cases, producer, consumer, report);
+    }
+    let mut names: Vec<String> = Vec::new();
+    for id in &cases {
+        let name = crate::certify::scenario_of(id).ok_or_else(|| {
+            BadInput(format!(
+                "{id}: not a certification case ID (producer/<path>/<scenario>[/batch:<i>[/slice:<o>+<l>]] or consumer/<kind>/<variant>/<scenario>[/batch:<i>])"
+            ))
+        })?;
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let wants = |side: &str| cases.iter().any(|c| c.starts_with(&format!("{side}/")));
+    run(Args {
+        producer: lib(
+            wants("producer").then(|| producer.unwrap_or_else(|| "reference".into())),
+            "producer",
+        )?,
+        consumer: lib(
+            wants("consumer").then(|| consumer.unwrap_or_else(|| "reference".into())),
+            "consumer",
+        )?,
+        sources: crate::sources::Sources {
+            builtin: false,
+            gold,
+            generated: 0,
+            seed,
+            only: Some(names),
+        },
+        report,
+        junit: None,
+        expectations: None,
+        filter: crate::roundtrip::Filter {
+            patterns: cases,
+            exact: true,
+            skip: Vec::new(),
+        },
+        list: false,
+        verbose: true,
+        invocation: std::env::args().collect(),
+        jobs,
+        case_timeout_ms,
+        max_memory_mb,
+        shrink: crate::generate::shrink::Budget {
+            candidates: 0,
+            ..Default::default()
+        },
+        replay: true,
+        resume: None,
+        // The case IDs say the device.
+        devices: Some(crate::device::Kind::ALL.to_vec()),
+        require_devices: Vec::new(),
+    })
+}
+
+/// `--device` values, as device kinds.
+fn device_kinds(names: &[String], flag: &str) -> Result<Vec<crate::device::Kind>, BadInput> {
+    names
+        .iter()
+        .map(|n| {
+            crate::device::Kind::parse(n).ok_or_else(|| {
+                BadInput(format!(
+                    "{flag} {n}: not a device type (cpu, emulated, cuda, cuda-host, cuda-managed)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// A plugin argument resolved to a library (`None` stays `None`).
+fn lib(arg: Option<String>, role: &str) -> Result<Option<Lib>, BadInput> {
+    arg.map(|arg| {
+        Ok(Lib {
+            path: super::resolve_plugin(&arg, role)?,
+            arg,
+        })
+    })
+    .transpose()
+}

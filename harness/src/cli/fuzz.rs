@@ -360,3 +360,44 @@ fn unreplayed(target: Target, name: &str, verdict: Verdict, message: String) -> 
         changed: Vec::new(),
     }
 }
+
+/// The flags of `arrowcert fuzz-corpus` (their help is the command's).
+#[derive(clap::Args)]
+pub struct FuzzCorpusFlags {
+    #[arg(long, default_value = "fuzz/corpus")]
+    pub out: PathBuf,
+    /// A directory of Arrow IPC gold streams to seed from.
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// Generated scenarios to seed from.
+    #[arg(long, default_value_t = 16)]
+    pub generated: u64,
+}
+
+/// `arrowcert fuzz-corpus`, from its flags.
+pub fn fuzz_corpus_command(f: FuzzCorpusFlags) -> Result<i32, BadInput> {
+    let FuzzCorpusFlags {
+        out,
+        gold,
+        generated,
+    } = f;
+    corpus(&out, gold.as_deref(), generated)
+}
+
+/// The flags of `arrowcert fuzz-report` (their help is the command's).
+#[derive(clap::Args)]
+pub struct FuzzReportFlags {
+    /// The directory of runs: one folder per target and plugin, each
+    /// with a run.json and a findings/ folder.
+    #[arg(long)]
+    pub runs: PathBuf,
+    /// Where the JSON report goes.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `arrowcert fuzz-report`, from its flags.
+pub fn fuzz_report_command(f: FuzzReportFlags) -> Result<i32, BadInput> {
+    let FuzzReportFlags { runs, out } = f;
+    report(&runs, &out)
+}

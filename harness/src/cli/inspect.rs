@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::BadInput;
 use crate::abi::device;
 use crate::plugin::{Plugin, SYMBOLS};
 
@@ -98,4 +99,23 @@ pub fn run(plugin: &Plugin, json: bool) -> i32 {
         println!("  {:<34} {}", e.symbol, if e.present { "yes" } else { "-" });
     }
     0
+}
+
+/// The flags of `arrowcert inspect` (their help is the command's).
+#[derive(clap::Args)]
+pub struct InspectFlags {
+    /// Path to the plugin's shared library (or a bundled name: `reference`).
+    pub lib: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `arrowcert inspect`, from its flags.
+pub fn inspect_command(f: InspectFlags) -> Result<i32, BadInput> {
+    let InspectFlags { lib, json } = f;
+    let path = crate::cli::resolve_plugin(&lib, "producer")
+        .or_else(|_| crate::cli::resolve_plugin(&lib, "consumer"))?;
+    let plugin = crate::plugin::Plugin::load(&path).map_err(|e| BadInput(e.to_string()))?;
+    Ok(run(&plugin, json))
 }

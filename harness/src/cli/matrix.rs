@@ -511,6 +511,130 @@ fn relative_to(path: &Path, base: &Path) -> String {
     }
 }
 
+/// The flags of `arrowcert matrix` (their help is the command's).
+#[derive(clap::Args)]
+pub struct MatrixFlags {
+    /// Producers (bundled names or paths, comma-separated or repeated).
+    /// Default: every bundled library that is built.
+    #[arg(long, value_delimiter = ',')]
+    pub producers: Vec<String>,
+    /// Consumers, likewise.
+    #[arg(long, value_delimiter = ',')]
+    pub consumers: Vec<String>,
+    /// Also run over these Arrow IPC stream files (certification adds
+    /// them to the built-in scenarios; pairs use them instead).
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// Generated scenarios per unit.
+    #[arg(long, default_value_t = 100)]
+    pub cases: u64,
+    /// The seed of generated scenarios (default: a fresh one). Shards
+    /// of one matrix must share it.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output directory.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// Run only shard I of N of the units (round robin); writes
+    /// matrix-shard-I-of-N.json for `arrowcert merge`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Worker processes per unit (default: one per core).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// A case with no result after this long is a timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub case_timeout_ms: u64,
+    /// Candidates tried when shrinking a certification failure.
+    #[arg(long, default_value_t = 200)]
+    pub shrink_candidates: u64,
+    /// Print the units this run (or shard) would run, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// A directory of expectations files: certifying library L runs
+    /// with DIR/L.json, the pair P -> C with DIR/pair-P-C.json, where
+    /// they exist; a unit whose results are not as expected fails the
+    /// matrix (exit 1).
+    #[arg(long, value_name = "DIR")]
+    pub expectations: Option<PathBuf>,
+}
+
+/// `arrowcert matrix`, from its flags.
+pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
+    let MatrixFlags {
+        producers,
+        consumers,
+        gold,
+        cases,
+        seed,
+        out,
+        shard,
+        jobs,
+        case_timeout_ms,
+        shrink_candidates,
+        list,
+        expectations,
+    } = f;
+    let defaulted = producers.is_empty() && consumers.is_empty();
+    let (producers, consumers) = if defaulted {
+        let (p, p_absent) = default_libraries("producer");
+        let (c, c_absent) = default_libraries("consumer");
+        let mut absent = p_absent;
+        for a in c_absent {
+            if !absent.contains(&a) {
+                absent.push(a);
+            }
+        }
+        if !absent.is_empty() {
+            println!("not built, left out: {}", absent.join(", "));
+        }
+        (p, c)
+    } else {
+        (producers, consumers)
+    };
+    let shard = shard
+        .map(|s| crate::matrix::Shard::parse(&s))
+        .transpose()
+        .map_err(BadInput)?;
+    if shard.is_some_and(|s| s.count > 1) && seed.is_none() && cases > 0 {
+        return Err(BadInput(
+            "--shard with generated cases needs --seed (every shard must draw the same scenarios)"
+                .into(),
+        ));
+    }
+    run(Args {
+        producers,
+        consumers,
+        gold,
+        cases,
+        seed: seed.unwrap_or_else(crate::generate::fresh_seed),
+        out,
+        shard,
+        jobs,
+        case_timeout_ms,
+        shrink_candidates,
+        list,
+        expectations,
+    })
+}
+
+/// The flags of `arrowcert merge` (their help is the command's).
+#[derive(clap::Args)]
+pub struct MergeFlags {
+    /// Shard files or directories.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+}
+
+/// `arrowcert merge`, from its flags.
+pub fn merge_command(f: MergeFlags) -> Result<i32, BadInput> {
+    let MergeFlags { inputs, out } = f;
+    merge(&inputs, &out)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

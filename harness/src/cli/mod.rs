@@ -3,13 +3,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod abi_check;
 pub mod certify;
 pub mod fuzz;
 pub mod inspect;
 pub mod matrix;
 pub mod progress;
 pub mod roundtrip;
+pub mod rules;
 pub mod words;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 

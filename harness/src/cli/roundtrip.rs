@@ -416,3 +416,123 @@ pub(super) fn print_limitations(report: &Report) {
         );
     }
 }
+
+/// The flags of `arrowcert roundtrip` (their help is the command's).
+#[derive(clap::Args)]
+pub struct RoundtripFlags {
+    /// Producer plugin: a path, or a bundled name.
+    #[arg(long, default_value = "reference")]
+    pub producer: String,
+    /// Consumer plugin: a path, or a bundled name.
+    #[arg(long, default_value = "reference")]
+    pub consumer: String,
+    /// A directory of Arrow IPC stream files (`*.stream`), e.g. Arrow's
+    /// integration gold files; without it, the built-in scenarios.
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    /// Generated scenarios to add (drawn with --seed); 0 for none.
+    #[arg(long, default_value_t = 0)]
+    pub cases: u64,
+    /// The seed generated scenarios are drawn with (default: a fresh
+    /// one, kept in the report).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where to write the JSON report (default: reports/roundtrip-<time>.json).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Run only cases whose ID contains one of these.
+    pub filters: Vec<String>,
+    /// Filters match whole case IDs.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip cases whose ID contains this (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+    /// List the case IDs and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Print every case, not only failures.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// How long an async consumer may wait for the stream to end.
+    #[arg(long, default_value_t = 30_000)]
+    pub timeout_ms: i64,
+    /// Worker processes (default: one per core); 0 runs every case in
+    /// this process, where a crashing plugin ends the run.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Same as `--jobs 0`.
+    #[arg(long)]
+    pub in_process: bool,
+    /// A case with no result after this long is a timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker process, in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub max_memory_mb: u64,
+    /// Continue an interrupted run: keep the cases this report already
+    /// has, run the rest, and write the merged report (to this file
+    /// unless --report says otherwise). The plugins and data must be
+    /// the ones the report was made with.
+    #[arg(long, value_name = "REPORT")]
+    pub resume: Option<PathBuf>,
+    /// Known results of this pair (JSON: case-ID patterns -> expected
+    /// outcome, reason, link): the run passes when its results match.
+    #[arg(long, value_name = "FILE")]
+    pub expectations: Option<PathBuf>,
+}
+
+/// `arrowcert roundtrip`, from its flags.
+pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
+    let RoundtripFlags {
+        producer,
+        consumer,
+        gold,
+        cases,
+        seed,
+        report,
+        filters,
+        exact,
+        skip,
+        list,
+        verbose,
+        timeout_ms,
+        jobs,
+        in_process,
+        case_timeout_ms,
+        max_memory_mb,
+        resume,
+        expectations,
+    } = f;
+    run(Args {
+        expectations: expectations
+            .map(|p| crate::report::expectations::Expectations::read(&p).map(|e| (p, e)))
+            .transpose()
+            .map_err(BadInput)?,
+        producer: crate::cli::resolve_plugin(&producer, "producer")?,
+        consumer: crate::cli::resolve_plugin(&consumer, "consumer")?,
+        producer_arg: producer,
+        consumer_arg: consumer,
+        gold,
+        cases,
+        seed: seed.unwrap_or_else(crate::generate::fresh_seed),
+        report,
+        filter: crate::roundtrip::Filter {
+            patterns: filters,
+            exact,
+            skip,
+        },
+        list,
+        verbose,
+        timeout_ms,
+        invocation: std::env::args().collect(),
+        jobs: if in_process {
+            0
+        } else {
+            jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        },
+        case_timeout_ms,
+        max_memory_mb,
+        resume,
+    })
+}

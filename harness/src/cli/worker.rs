@@ -1,0 +1,80 @@
+//! `arrowcert worker`: a worker process the orchestrator starts (hidden).
+
+use std::path::PathBuf;
+
+use super::BadInput;
+
+/// The flags of `arrowcert worker` (their help is the command's).
+#[derive(clap::Args)]
+pub struct WorkerFlags {
+    #[arg(long)]
+    pub socket: PathBuf,
+    #[arg(long, default_value = "roundtrip")]
+    pub mode: String,
+    #[arg(long)]
+    pub producer: Option<PathBuf>,
+    #[arg(long)]
+    pub consumer: Option<PathBuf>,
+    #[arg(long)]
+    pub gold: Option<PathBuf>,
+    #[arg(long)]
+    pub no_builtin: bool,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 0)]
+    pub generated: u64,
+    #[arg(long)]
+    pub scenario: Vec<String>,
+    #[arg(long)]
+    pub timeout_ms: i64,
+    #[arg(long)]
+    pub replay_prefix: String,
+    #[arg(long)]
+    pub max_memory_mb: u64,
+    #[arg(long)]
+    pub case_cpu_seconds: Option<u64>,
+}
+
+/// `arrowcert worker`, from its flags.
+pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
+    let WorkerFlags {
+        socket,
+        mode,
+        producer,
+        consumer,
+        gold,
+        no_builtin,
+        seed,
+        generated,
+        scenario,
+        timeout_ms,
+        replay_prefix,
+        max_memory_mb,
+        case_cpu_seconds,
+    } = f;
+    Ok(crate::run::worker::run(crate::run::worker::WorkerArgs {
+        socket,
+        mode: crate::run::worker::Mode::parse(&mode)
+            .ok_or_else(|| BadInput(format!("unknown worker mode {mode}")))?,
+        producer,
+        consumer,
+        sources: crate::sources::Sources {
+            builtin: !no_builtin,
+            gold,
+            generated,
+            seed,
+            only: (!scenario.is_empty()).then_some(scenario),
+        },
+        options: crate::roundtrip::Options {
+            async_timeout_ms: timeout_ms,
+            replay_prefix,
+            ..Default::default()
+        },
+        limits: crate::run::proc::Limits {
+            address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
+            open_files: Some(1024),
+            cpu_seconds: None,
+        },
+        cpu_seconds: case_cpu_seconds,
+    }))
+}
