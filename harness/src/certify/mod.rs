@@ -84,17 +84,7 @@ impl Path {
 }
 
 /// One planned certification case.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaseSpec {
-    pub path: Path,
-    pub scenario: usize,
-    pub batch: Option<usize>,
-    pub slice: Option<(usize, usize)>,
-    pub id: String,
-    /// The device the case runs on (CPU for every path but the device
-    /// paths on other devices).
-    pub device: DeviceKind,
-}
+pub type CaseSpec = crate::roundtrip::CaseSpec<Path>;
 
 /// Which sides of the interface a run certifies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::device::Kind as DeviceKind;
 use crate::engine::certify::{shrink_failures, shrink_schedules, Engine};
 use crate::generate::{self, shrink};
 use crate::plugin::Plugin;
-use crate::report::{self, outcome, Case, PluginIdentity, Report, Summary, Verdict};
+use crate::report::{self, outcome, Case, PluginIdentity, Report, Verdict};
 use crate::roundtrip::Filter;
 use crate::run;
 use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
@@ -183,32 +183,20 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let checkpoint = RefCell::new(Checkpoint {
         report: Report {
-            report_version: report::REPORT_VERSION,
-            tool: Default::default(),
-            command: if args.replay { "replay" } else { "certify" }.into(),
-            invocation: args.invocation.clone(),
-            started_at: report::time::rfc3339(started),
-            finished_at: report::time::rfc3339(started),
-            duration_ms: 0,
-            complete: false,
             planned: selected.len() as u64,
-            interrupted: None,
-            plugins: Vec::new(),
-            data: data.clone(),
             devices: devices.iter().map(|d| d.name().to_string()).collect(),
             // Kept cases stay; the start and invocation become this run's.
             cases: previous.map(|r| r.cases).unwrap_or_default(),
-            summary: Summary::default(),
-            rules: Vec::new(),
             seed: scenarios
                 .iter()
                 .any(|s| s.name.starts_with(generate::PREFIX))
                 .then_some(sources.seed),
-            shrunk: Vec::new(),
-            fuzz: Vec::new(),
-            outcome: None,
-            limitations: Vec::new(),
-            expectations: None,
+            ..Report::begun(
+                if args.replay { "replay" } else { "certify" },
+                args.invocation.clone(),
+                started,
+                data.clone(),
+            )
         },
         path: path.clone().unwrap_or_default(),
         position: plan

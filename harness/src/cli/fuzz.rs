@@ -45,28 +45,15 @@ fn plugins(
 
 fn empty_report(command: &str, started: SystemTime) -> Report {
     Report {
-        report_version: report::REPORT_VERSION,
-        tool: Default::default(),
-        command: command.into(),
-        invocation: std::env::args().collect(),
-        started_at: report::time::rfc3339(started),
         finished_at: report::time::rfc3339(SystemTime::now()),
-        duration_ms: 0,
         complete: true,
-        planned: 0,
-        interrupted: None,
-        plugins: Vec::new(),
-        data: "fuzz inputs".into(),
         devices: vec!["cpu".into()],
-        cases: Vec::new(),
-        summary: Summary::default(),
-        rules: Vec::new(),
-        seed: None,
-        shrunk: Vec::new(),
-        fuzz: Vec::new(),
-        outcome: None,
-        limitations: Vec::new(),
-        expectations: None,
+        ..Report::begun(
+            command,
+            std::env::args().collect(),
+            started,
+            "fuzz inputs".into(),
+        )
     }
 }
 

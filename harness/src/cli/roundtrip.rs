@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use crate::plugin::Plugin;
-use crate::report::{self, Case, PluginIdentity, Report, Summary, Verdict};
+use crate::report::{self, Case, PluginIdentity, Report, Verdict};
 use crate::roundtrip::{self, Filter, Options};
 use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 use crate::run::{self, worker::identity};
@@ -122,28 +122,11 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let kept = previous.map(|r| r.cases).unwrap_or_default();
     let checkpoint = std::cell::RefCell::new(Checkpoint {
         report: Report {
-            report_version: report::REPORT_VERSION,
-            tool: Default::default(),
-            command: "roundtrip".into(),
-            invocation: args.invocation.clone(),
-            started_at: report::time::rfc3339(started),
-            finished_at: report::time::rfc3339(started),
-            duration_ms: 0,
-            complete: false,
             planned: selected.len() as u64,
-            interrupted: None,
-            plugins: Vec::new(),
-            data: data.clone(),
             devices: vec!["cpu".into()],
             cases: kept,
-            summary: Summary::default(),
-            rules: Vec::new(),
             seed: (args.cases > 0).then_some(args.seed),
-            shrunk: Vec::new(),
-            fuzz: Vec::new(),
-            outcome: None,
-            limitations: Vec::new(),
-            expectations: None,
+            ..Report::begun("roundtrip", args.invocation.clone(), started, data.clone())
         },
         path: path.clone(),
         position,

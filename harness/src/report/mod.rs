@@ -356,6 +356,43 @@ pub fn json_schema() -> String {
     serde_json::to_string_pretty(&schema).expect("schema serialises") + "\n"
 }
 
+impl Report {
+    /// The report of a run that begins at `started`: no case, no plugin,
+    /// no verdict yet, not complete. Commands set what they know (plan,
+    /// devices, seed, kept cases) with struct update syntax.
+    pub fn begun(
+        command: &str,
+        invocation: Vec<String>,
+        started: std::time::SystemTime,
+        data: String,
+    ) -> Report {
+        Report {
+            report_version: REPORT_VERSION,
+            tool: Default::default(),
+            command: command.into(),
+            invocation,
+            started_at: time::rfc3339(started),
+            finished_at: time::rfc3339(started),
+            duration_ms: 0,
+            complete: false,
+            planned: 0,
+            interrupted: None,
+            plugins: Vec::new(),
+            data,
+            devices: Vec::new(),
+            cases: Vec::new(),
+            summary: Summary::default(),
+            rules: Vec::new(),
+            seed: None,
+            shrunk: Vec::new(),
+            fuzz: Vec::new(),
+            outcome: None,
+            limitations: Vec::new(),
+            expectations: None,
+        }
+    }
+}
+
 /// Writes `report` to `path` atomically: a temporary file beside it, then a
 /// rename, so a reader never sees half a report.
 pub fn write(report: &Report, path: &std::path::Path) -> std::io::Result<()> {

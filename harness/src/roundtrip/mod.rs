@@ -74,15 +74,19 @@ impl Path {
     }
 }
 
-/// One planned case.
+/// One planned case: a path (a roundtrip's [`Path`], or certification's
+/// `certify::Path`) over one scenario, batch and slice, with its ID.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaseSpec {
-    pub path: Path,
+pub struct CaseSpec<P = Path> {
+    pub path: P,
     pub scenario: usize,
     pub batch: Option<usize>,
     /// (offset, length) of a zero-copy slice of the batch.
     pub slice: Option<(usize, usize)>,
     pub id: String,
+    /// The device the case runs on (the CPU for every roundtrip case and
+    /// every certification path but the device paths on other devices).
+    pub device: crate::device::Kind,
 }
 
 /// The slice taken of a batch of `rows` rows: it starts a third of the way
@@ -163,6 +167,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                     batch: Some(bi),
                     slice,
                     id,
+                    device: crate::device::Kind::Cpu,
                 }));
             } else {
                 out.push(CaseSpec {
@@ -171,6 +176,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
                     batch: None,
                     slice: None,
                     id: base,
+                    device: crate::device::Kind::Cpu,
                 });
             }
         }
