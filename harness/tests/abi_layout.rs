@@ -43,10 +43,34 @@ fn every_struct_and_field_is_probed() {
     assert_eq!(src.matches("\"C ").count(), CONSTANTS.len());
 }
 
+/// The plugin header with ArrowDeviceArray's `device_id` and
+/// `device_type` swapped, written from the real header (so it follows every
+/// change to it) into a scratch file.
+fn swapped_device_fields() -> PathBuf {
+    let real = std::fs::read_to_string(harness_dir().join("include/arrowcert_plugin.h"))
+        .expect("the plugin header");
+    let fields = "  int64_t device_id;\n  // The type of device which can access this memory.\n  ArrowDeviceType device_type;\n";
+    assert_eq!(
+        real.matches(fields).count(),
+        1,
+        "the header's ArrowDeviceArray fields moved"
+    );
+    let swapped = real.replace(
+        fields,
+        "  ArrowDeviceType device_type;\n  int64_t device_id;\n",
+    );
+    let dir = std::env::temp_dir().join(format!("arrowcert-abi-fixture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join("swapped_device_fields.h");
+    std::fs::write(&path, swapped).expect("fixture written");
+    path
+}
+
 #[test]
 fn swapped_field_fixture_is_rejected() {
-    let mismatches = check_header(&harness_dir().join("tests/fixtures/swapped_device_fields.h"))
-        .expect("the fixture compiles");
+    let fixture = swapped_device_fields();
+    let mismatches = check_header(&fixture).expect("the fixture compiles");
+    let _ = std::fs::remove_dir_all(fixture.parent().unwrap());
     let items: Vec<(String, &str)> = mismatches
         .iter()
         .map(|m| (m.item.clone(), m.property))
