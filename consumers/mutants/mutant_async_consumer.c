@@ -71,6 +71,7 @@
 #include <time.h>
 
 #include "arrowcert_plugin.h"
+#include "arrowcert_mutant.h"
 
 /* name, rule it breaks: the bug it models */
 #define MUTANTS(X)                                                                     \
@@ -134,30 +135,15 @@ static int setup_code = EINVAL;
 static char plugin_name[160];
 
 static void setup(void) {
-  const char* want = getenv("ARROWCERT_MUTANT");
-  const char* path = getenv("ARROWCERT_MUTANT_BASE");
-  if (!want) want = "none";
-  size_t i = 0;
-  while (i < N_MUTANTS && strcmp(NAMES[i], want) != 0) i++;
-  if (i == N_MUTANTS) {
-    snprintf(plugin_name, sizeof plugin_name, "mutant-async-consumer:%.80s (unknown)", want);
-    snprintf(setup_error, sizeof setup_error,
-             "mutant async consumer: unknown ARROWCERT_MUTANT=%.200s (see MUTANTS in "
-             "consumers/mutants/mutant_async_consumer.c)",
-             want);
+  int i = arrowcert_mutant_setup("mutant async consumer", NAMES, N_MUTANTS, &base, setup_error,
+                                 sizeof setup_error);
+  if (i < 0) {
+    snprintf(plugin_name, sizeof plugin_name, "mutant-async-consumer:%.80s (unknown)",
+             arrowcert_mutant_wanted());
   } else {
     M = (enum mutant)i;
     snprintf(plugin_name, sizeof plugin_name, "mutant-async-consumer:%s", NAMES[M]);
-    if (!path || !*path) {
-      snprintf(setup_error, sizeof setup_error,
-               "mutant async consumer: ARROWCERT_MUTANT_BASE is not set (the path of the "
-               "base consumer plugin)");
-    } else if (!(base = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-      const char* why = dlerror();
-      snprintf(setup_error, sizeof setup_error,
-               "mutant async consumer: cannot load ARROWCERT_MUTANT_BASE=%.200s: %.200s", path,
-               why ? why : "unknown error");
-    } else {
+    if (!setup_error[0]) {
       base_start = (start_fn)dlsym(base, "arrowcert_consume_async_start");
       base_finish = (finish_fn)dlsym(base, "arrowcert_consume_async_finish");
       if (!base_start || !base_finish) {
@@ -165,7 +151,7 @@ static void setup(void) {
         snprintf(setup_error, sizeof setup_error,
                  "mutant async consumer: the base %.200s has no arrowcert_consume_async_start "
                  "/ arrowcert_consume_async_finish",
-                 path);
+                 getenv("ARROWCERT_MUTANT_BASE"));
       }
     }
   }
@@ -178,8 +164,6 @@ static int ready(void) {
   return setup_error[0] == 0;
 }
 
-/* The base's entry point `name`, NULL if it lacks it. */
-#define BASE(name) ((__typeof__(&name))dlsym(base, #name))
 
 /* ---- this wrapper's own last error ---- */
 

@@ -71,6 +71,7 @@
 #include <string.h>
 
 #include "arrowcert_plugin.h"
+#include "arrowcert_mutant.h"
 
 /* name, rule it breaks: the bug it models */
 #define MUTANTS(X)                                                                     \
@@ -144,30 +145,14 @@ static char setup_error[512]; /* empty when set up */
 static char plugin_name[160];
 
 static void setup(void) {
-  const char* want = getenv("ARROWCERT_MUTANT");
-  const char* path = getenv("ARROWCERT_MUTANT_BASE");
-  if (!want) want = "none";
-  size_t i = 0;
-  while (i < N_MUTANTS && strcmp(NAMES[i], want) != 0) i++;
-  if (i == N_MUTANTS) {
-    snprintf(plugin_name, sizeof plugin_name, "arrowcert mutant consumer (unknown: %.80s)", want);
-    snprintf(setup_error, sizeof setup_error,
-             "mutant consumer: unknown ARROWCERT_MUTANT=%.200s (see MUTANTS in "
-             "consumers/mutants/mutant_consumer.c)",
-             want);
+  int i = arrowcert_mutant_setup("mutant consumer", NAMES, N_MUTANTS, &base, setup_error,
+                                 sizeof setup_error);
+  if (i < 0) {
+    snprintf(plugin_name, sizeof plugin_name, "arrowcert mutant consumer (unknown: %.80s)",
+             arrowcert_mutant_wanted());
   } else {
     M = (enum mutant)i;
     snprintf(plugin_name, sizeof plugin_name, "arrowcert mutant consumer (%s)", NAMES[M]);
-    if (!path || !*path) {
-      snprintf(setup_error, sizeof setup_error,
-               "mutant consumer: ARROWCERT_MUTANT_BASE is not set (the path of the base "
-               "consumer plugin)");
-    } else if (!(base = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-      const char* why = dlerror();
-      snprintf(setup_error, sizeof setup_error,
-               "mutant consumer: cannot load ARROWCERT_MUTANT_BASE=%.200s: %.200s", path,
-               why ? why : "unknown error");
-    }
   }
   if (setup_error[0]) fprintf(stderr, "%s\n", setup_error);
 }
@@ -178,8 +163,6 @@ static int ready(void) {
   return setup_error[0] == 0;
 }
 
-/* The base's entry point `name`, NULL if it lacks it. */
-#define BASE(name) ((__typeof__(&name))dlsym(base, #name))
 
 /* ---- this wrapper's own last error ---- */
 

@@ -19,6 +19,7 @@
 
 #include "arrowcert_emulated_device.h"
 #include "arrowcert_plugin.h"
+#include "arrowcert_mutant.h"
 
 /* name, rule it breaks: the bug it models */
 #define MUTANTS(X)                                                                     \
@@ -35,24 +36,9 @@ static const char* const NAMES[] = {MUTANTS(AS_NAME)};
 static enum mutant M = NONE;
 static void* base;
 
-#define BASE(name) ((__typeof__(&name))dlsym(base, #name))
 
 __attribute__((constructor)) static void choose(void) {
-  const char* want = getenv("ARROWCERT_MUTANT");
-  const char* path = getenv("ARROWCERT_MUTANT_BASE");
-  if (!want) want = "none";
-  size_t i = 0;
-  while (i < N_MUTANTS && strcmp(NAMES[i], want) != 0) i++;
-  if (i == N_MUTANTS) {
-    fprintf(stderr, "mutant emulated consumer: unknown ARROWCERT_MUTANT=%s\n", want);
-    abort();
-  }
-  M = (enum mutant)i;
-  if (!path || !(base = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-    fprintf(stderr, "mutant emulated consumer: cannot load ARROWCERT_MUTANT_BASE=%s: %s\n",
-            path ? path : "(unset)", dlerror());
-    abort();
-  }
+  M = (enum mutant)arrowcert_mutant_setup_or_abort("mutant emulated consumer", NAMES, N_MUTANTS, &base);
 }
 
 int32_t arrowcert_plugin_abi_version(void) { return 1; }

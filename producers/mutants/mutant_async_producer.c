@@ -83,6 +83,7 @@
 #include <time.h>
 
 #include "arrowcert_plugin.h"
+#include "arrowcert_mutant.h"
 
 /* rule it breaks: the bug it models */
 #define MUTANTS(X)                                                                     \
@@ -158,7 +159,6 @@ static char init_error_buf[1024];
 static char plugin_name[160];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-#define BASE(name) ((__typeof__(&name))dlsym(base, #name))
 
 /* How long a mutation waits for a second cancel or a request after cancel
  * that another thread is about to make, and how long a request/cancel that
@@ -167,35 +167,12 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 #define CALLBACK_LOCK_MS 1000
 
 static void choose(void) {
-  const char* want = getenv("ARROWCERT_MUTANT");
-  const char* path = getenv("ARROWCERT_MUTANT_BASE");
-  if (!want || !*want) want = "none";
-  snprintf(plugin_name, sizeof plugin_name, "mutant-async-producer:%s", want);
-  size_t i = 0;
-  while (i < N_MUTANTS && strcmp(NAMES[i], want) != 0) i++;
-  if (i == N_MUTANTS) {
-    int at = snprintf(init_error_buf, sizeof init_error_buf,
-                      "mutant async producer: unknown ARROWCERT_MUTANT=%s (known:", want);
-    for (size_t k = 0; k < N_MUTANTS && at > 0 && (size_t)at < sizeof init_error_buf; k++)
-      at += snprintf(init_error_buf + at, sizeof init_error_buf - (size_t)at, " %s", NAMES[k]);
-    if (at > 0 && (size_t)at < sizeof init_error_buf)
-      snprintf(init_error_buf + at, sizeof init_error_buf - (size_t)at, ")");
-    init_error = init_error_buf;
-    return;
-  }
-  M = (enum mutant)i;
-  if (!path || !*path) {
-    init_error = "mutant async producer: ARROWCERT_MUTANT_BASE is not set (the path of "
-                 "the plugin that provides the data)";
-    return;
-  }
-  if (!(base = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-    const char* why = dlerror();
-    snprintf(init_error_buf, sizeof init_error_buf,
-             "mutant async producer: cannot load ARROWCERT_MUTANT_BASE=%s: %s", path,
-             why ? why : "dlopen failed");
-    init_error = init_error_buf;
-  }
+  snprintf(plugin_name, sizeof plugin_name, "mutant-async-producer:%s",
+           arrowcert_mutant_wanted());
+  int i = arrowcert_mutant_setup("mutant async producer", NAMES, N_MUTANTS, &base,
+                                 init_error_buf, sizeof init_error_buf);
+  if (i >= 0) M = (enum mutant)i;
+  if (init_error_buf[0]) init_error = init_error_buf;
 }
 
 /* ---- last error: per thread ---- */
