@@ -519,14 +519,8 @@ pub struct CertifyFlags {
     /// or an unexpected pass fails it.
     #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
-    /// Run only cases whose ID contains one of these.
-    pub filters: Vec<String>,
-    /// Filters match whole case IDs.
-    #[arg(long)]
-    pub exact: bool,
-    /// Skip cases whose ID contains this (repeatable).
-    #[arg(long)]
-    pub skip: Vec<String>,
+    #[command(flatten)]
+    pub filter: super::FilterFlags,
     /// List the case IDs and exit.
     #[arg(long)]
     pub list: bool,
@@ -571,9 +565,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         report,
         junit,
         expectations,
-        filters,
-        exact,
-        skip,
+        filter,
         list,
         verbose,
         jobs,
@@ -584,10 +576,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         require_devices,
     } = f;
     run(Args {
-        expectations: expectations
-            .map(|p| crate::report::expectations::Expectations::read(&p).map(|e| (p, e)))
-            .transpose()
-            .map_err(BadInput)?,
+        expectations: super::read_expectations(expectations)?,
         devices: if devices.is_empty() {
             None
         } else {
@@ -617,19 +606,11 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         },
         report,
         junit,
-        filter: crate::roundtrip::Filter {
-            patterns: filters,
-            exact,
-            skip,
-        },
+        filter: filter.filter(),
         list,
         verbose,
         invocation: std::env::args().collect(),
-        jobs: if in_process {
-            0
-        } else {
-            jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        },
+        jobs: super::worker_count(jobs, in_process),
         case_timeout_ms,
         max_memory_mb,
         shrink: crate::generate::shrink::Budget {

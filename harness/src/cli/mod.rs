@@ -32,6 +32,48 @@ impl std::fmt::Display for BadInput {
     }
 }
 
+/// Case filters, as `certify` and `roundtrip` take them.
+#[derive(clap::Args)]
+pub struct FilterFlags {
+    /// Run only cases whose ID contains one of these.
+    pub filters: Vec<String>,
+    /// Filters match whole case IDs.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip cases whose ID contains this (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+}
+
+impl FilterFlags {
+    pub fn filter(self) -> crate::roundtrip::Filter {
+        crate::roundtrip::Filter {
+            patterns: self.filters,
+            exact: self.exact,
+            skip: self.skip,
+        }
+    }
+}
+
+/// Worker processes for `--jobs` / `--in-process`: 0 (this process) with
+/// `--in-process`, else as asked, else one per core.
+pub fn worker_count(jobs: Option<usize>, in_process: bool) -> usize {
+    if in_process {
+        0
+    } else {
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+}
+
+/// `--expectations FILE`, read.
+pub fn read_expectations(
+    path: Option<PathBuf>,
+) -> Result<Option<(PathBuf, crate::report::expectations::Expectations)>, BadInput> {
+    path.map(|p| crate::report::expectations::Expectations::read(&p).map(|e| (p, e)))
+        .transpose()
+        .map_err(BadInput)
+}
+
 /// Where a bundled plugin's library is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {

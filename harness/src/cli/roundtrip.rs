@@ -423,14 +423,8 @@ pub struct RoundtripFlags {
     /// Where to write the JSON report (default: reports/roundtrip-<time>.json).
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Run only cases whose ID contains one of these.
-    pub filters: Vec<String>,
-    /// Filters match whole case IDs.
-    #[arg(long)]
-    pub exact: bool,
-    /// Skip cases whose ID contains this (repeatable).
-    #[arg(long)]
-    pub skip: Vec<String>,
+    #[command(flatten)]
+    pub filter: super::FilterFlags,
     /// List the case IDs and exit.
     #[arg(long)]
     pub list: bool,
@@ -474,9 +468,7 @@ pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
         cases,
         seed,
         report,
-        filters,
-        exact,
-        skip,
+        filter,
         list,
         verbose,
         timeout_ms,
@@ -488,10 +480,7 @@ pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
         expectations,
     } = f;
     run(Args {
-        expectations: expectations
-            .map(|p| crate::report::expectations::Expectations::read(&p).map(|e| (p, e)))
-            .transpose()
-            .map_err(BadInput)?,
+        expectations: super::read_expectations(expectations)?,
         producer: crate::cli::resolve_plugin(&producer, "producer")?,
         consumer: crate::cli::resolve_plugin(&consumer, "consumer")?,
         producer_arg: producer,
@@ -500,20 +489,12 @@ pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
         cases,
         seed: seed.unwrap_or_else(crate::generate::fresh_seed),
         report,
-        filter: crate::roundtrip::Filter {
-            patterns: filters,
-            exact,
-            skip,
-        },
+        filter: filter.filter(),
         list,
         verbose,
         timeout_ms,
         invocation: std::env::args().collect(),
-        jobs: if in_process {
-            0
-        } else {
-            jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        },
+        jobs: super::worker_count(jobs, in_process),
         case_timeout_ms,
         max_memory_mb,
         resume,
