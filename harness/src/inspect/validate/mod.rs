@@ -366,32 +366,10 @@ pub unsafe fn validate_array(
     sink.out
 }
 
-/// # Safety
-/// `s` is a readable, live schema and `a` a readable, live array; nested
-/// pointers are followed only when usable, and then must point to what the
-/// C data interface says (buffers large enough for the node's offset and
-/// length).
-unsafe fn check_array(
-    s: &ArrowSchema,
-    a: &ArrowArray,
-    at: &str,
-    depth: usize,
-    sink: &mut Sink,
-) -> Option<ArrayInfo> {
-    if release_is_poison(a.release) {
-        sink.push(
-            ARRAY_RELEASE_SET,
-            at,
-            "release is the poison pattern: the producer never set it",
-        );
-    }
-    for problem in array_member_self_refs(a) {
-        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
-    }
-    // SAFETY: readable schema; schema_format checks the pointer.
-    let fmt = unsafe { schema_format(s) }.ok()?;
-
-    // Lengths.
+/// The lengths step of [`check_array`]: length and offset non-negative,
+/// null_count in range, offset + length without overflow. Returns
+/// `(offset, length, offset + length)` when the lengths are usable.
+fn check_lengths(a: &ArrowArray, at: &str, sink: &mut Sink) -> Option<(usize, usize, usize)> {
     let (len, off, nc) = (a.length, a.offset, a.null_count);
     let mut lengths_ok = true;
     if len < 0 {
@@ -436,11 +414,26 @@ unsafe fn check_array(
             ),
         }
     }
+    range
+}
 
-    // Buffers.
+/// The buffers step of [`check_array`]: `n_buffers` as the format has it,
+/// and a readable buffers array with no poison pointer. Returns the buffer
+/// pointers (empty when they may not be read) and whether the buffers may
+/// be read at all.
+///
+/// # Safety
+/// `a` is a readable array whose `buffers`, when usable, points to
+/// `n_buffers` pointers.
+unsafe fn check_buffer_pointers<'a>(
+    a: &'a ArrowArray,
+    fmt: &Format,
+    at: &str,
+    sink: &mut Sink,
+) -> (&'a [*const c_void], bool) {
     let nb = a.n_buffers;
     let mut buffers_ok = true;
-    match format::n_buffers(&fmt) {
+    match format::n_buffers(fmt) {
         BufferShape::Fixed(k) => {
             if nb != k as i64 {
                 sink.push(
@@ -502,6 +495,41 @@ unsafe fn check_array(
             }
         }
     }
+    (ptrs, buffers_ok)
+}
+
+/// # Safety
+/// `s` is a readable, live schema and `a` a readable, live array; nested
+/// pointers are followed only when usable, and then must point to what the
+/// C data interface says (buffers large enough for the node's offset and
+/// length).
+unsafe fn check_array(
+    s: &ArrowSchema,
+    a: &ArrowArray,
+    at: &str,
+    depth: usize,
+    sink: &mut Sink,
+) -> Option<ArrayInfo> {
+    if release_is_poison(a.release) {
+        sink.push(
+            ARRAY_RELEASE_SET,
+            at,
+            "release is the poison pattern: the producer never set it",
+        );
+    }
+    for problem in array_member_self_refs(a) {
+        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
+    }
+    // SAFETY: readable schema; schema_format checks the pointer.
+    let fmt = unsafe { schema_format(s) }.ok()?;
+
+    // Lengths: `(offset, length, offset + length)` when they are usable.
+    let (len, nc) = (a.length, a.null_count);
+    let range = check_lengths(a, at, sink);
+
+    // Buffers: the buffer pointers, when the layout lets them be read.
+    // SAFETY: a readable array (caller).
+    let (ptrs, buffers_ok) = unsafe { check_buffer_pointers(a, &fmt, at, sink) };
 
     // Children.
     // SAFETY: readable schema; schema_children checks the pointer.
