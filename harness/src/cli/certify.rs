@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use super::progress::Progress;
-use super::words::{resume_command, shell_word, verdict_word};
+use super::words::{counts, resume_command, shell_word, verdict_word};
 use super::BadInput;
 use crate::certify::{self, summary};
 use crate::device::Kind as DeviceKind;
-use crate::engine::certify::{shrink_failures, shrink_schedules, Engine};
+use crate::engine::certify::{shrink_all, Engine};
 use crate::generate::{self, shrink};
 use crate::plugin::Plugin;
 use crate::report::{self, outcome, Case, PluginIdentity, Report, Verdict};
@@ -303,7 +303,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Shrink what failed on generated scenarios, then write the report.
     let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
         let report = &checkpoint.borrow().report;
-        let mut out = shrink_failures(
+        shrink_all(
             &engine,
             report,
             &scenarios,
@@ -312,20 +312,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             args.shrink,
             sides,
         )
-        .map_err(BadInput)?;
-        out.extend(
-            shrink_schedules(
-                &engine,
-                report,
-                &scenarios,
-                &plan,
-                sources,
-                args.shrink,
-                sides,
-            )
-            .map_err(BadInput)?,
-        );
-        out
+        .map_err(BadInput)?
     } else {
         Vec::new()
     };
@@ -335,54 +322,11 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .finish(interrupted, clock, |r| {
             r.rules = summary::rule_verdicts(&r.cases, sides);
             r.shrunk = shrunk;
-            let judged = outcome::judge(&outcome::Run {
-                cases: &r.cases,
-                rules: &r.rules,
-                planned: r.planned,
-                complete: r.complete,
-                data_rules: outcome::DATA_RULES,
-            });
-            r.expectations = args.expectations.as_ref().map(|(path, exp)| {
-                report::expectations::check(r, exp, &path.display().to_string())
-            });
-            r.outcome = Some(match &r.expectations {
-                Some(checked) => outcome::with_expectations(judged, checked),
-                None => judged,
-            });
+            crate::engine::judge(r, outcome::DATA_RULES, args.expectations.as_ref());
         })
         .map_err(BadInput)?;
-    print!(
-        "{}",
-        summary::render(&report.rules, &report.cases, &report.shrunk)
-    );
-    let s = &report.summary;
     let judgement = report.outcome.clone().expect("finish judged the run");
-    println!(
-        "\n{} result: {}. {} cases: {} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
-        if args.replay { "replay" } else { "certify" },
-        judgement.outcome.words(),
-        s.total,
-        s.passed,
-        s.failed,
-        s.errors,
-        s.crashed,
-        s.timed_out,
-        s.limitations,
-        s.skipped,
-        if s.harness_errors > 0 {
-            format!("; {} harness errors", s.harness_errors)
-        } else {
-            String::new()
-        },
-        report.duration_ms as f64 / 1000.0
-    );
-    for reason in &judgement.reasons {
-        println!("  {}", report::printable(reason));
-    }
-    print_unused_expectations(&report);
-    if let Some(seed) = report.seed {
-        println!("seed: {seed} (--seed {seed} draws the same generated scenarios)");
-    }
+    print_result(&report, &judgement, args.replay);
     if let Some(junit) = &args.junit {
         let xml = summary::junit(
             &report.rules,
@@ -414,6 +358,31 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Crashes, hangs and errors are failures too; nothing exercised is
     // not a pass (report::outcome).
     Ok(judgement.exit_code())
+}
+
+/// The end of a run: the rule summary, the result line with every count,
+/// the reasons for the outcome, expectations that matched nothing, and the
+/// seed of generated scenarios.
+fn print_result(report: &Report, judgement: &outcome::Judgement, replay: bool) {
+    print!(
+        "{}",
+        summary::render(&report.rules, &report.cases, &report.shrunk)
+    );
+    let s = &report.summary;
+    println!(
+        "\n{} result: {}. {} cases: {}",
+        if replay { "replay" } else { "certify" },
+        judgement.outcome.words(),
+        s.total,
+        counts(s, report.duration_ms)
+    );
+    for reason in &judgement.reasons {
+        println!("  {}", report::printable(reason));
+    }
+    print_unused_expectations(report);
+    if let Some(seed) = report.seed {
+        println!("seed: {seed} (--seed {seed} draws the same generated scenarios)");
+    }
 }
 
 /// Every violation of a case, in full (what `arrowcert replay` shows).

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
-use crate::plugin::Plugin;
+use crate::engine;
 use crate::report::{self, Case, PluginIdentity, Report, Verdict};
 use crate::roundtrip::{self, Filter, Options};
+use crate::run;
 use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
-use crate::run::{self, worker::identity};
 use crate::scenario::Scenario;
 
-use super::words::{resume_command, shell_word, verdict_word};
+use super::words::{counts, resume_command, shell_word, verdict_word};
 use super::{BadInput, EXIT_FAILURES};
 
 pub struct Args {
@@ -143,109 +143,51 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         );
     }
     run::proc::catch_interrupts();
+    let engine = engine::roundtrip::Engine {
+        jobs: args.jobs,
+        producer: args.producer.clone(),
+        consumer: args.consumer.clone(),
+        case_timeout_ms: args.case_timeout_ms,
+        max_memory_mb: args.max_memory_mb,
+        opts,
+    };
+    let how = if args.jobs == 0 {
+        "in this process".to_string()
+    } else {
+        format!("{} worker processes", args.jobs)
+    };
+    let mut ready = |plugins: &[PluginIdentity]| {
+        let name = |role: &str| {
+            plugins
+                .iter()
+                .find(|p| p.role == role)
+                .map(|p| p.name.clone())
+                .unwrap_or_default()
+        };
+        header(
+            &name("producer"),
+            &name("consumer"),
+            scenarios.len(),
+            &data,
+            &how,
+        );
+        checkpoint.borrow_mut().report.plugins = plugins.to_vec();
+    };
     let verbose = args.verbose;
-    let print = |c: &Case| {
+    let mut on_case = |c: &Case| {
         if verbose || c.verdict != Verdict::Pass {
             println!("case {} ... {}", c.id, verdict_word(c));
         }
         checkpoint.borrow_mut().add(c);
     };
-    let interrupted = if args.jobs == 0 {
-        let producer = Plugin::load(&args.producer).map_err(|e| BadInput(e.to_string()))?;
-        let consumer = Plugin::load(&args.consumer).map_err(|e| BadInput(e.to_string()))?;
-        header(
-            producer.name(),
-            consumer.name(),
-            scenarios.len(),
-            &data,
-            "in this process",
-        );
-        checkpoint.borrow_mut().report.plugins = vec![
-            identity("producer", &producer),
-            identity("consumer", &consumer),
-        ];
-        for &i in &todo {
-            if run::proc::interrupted().is_some() {
-                break;
-            }
-            let spec = &plan[i];
-            let scenario = &scenarios[spec.scenario];
-            print(&run::panic::guarded(
-                &spec.id,
-                || roundtrip::record(scenario, spec, &opts),
-                || roundtrip::run_case(&producer, &consumer, scenario, spec, &opts),
-            ));
-        }
-        run::proc::interrupted()
-    } else {
-        let worker_args = run::worker::WorkerArgs {
-            socket: PathBuf::new(),
-            mode: run::worker::Mode::Roundtrip,
-            producer: Some(args.producer.clone()),
-            consumer: Some(args.consumer.clone()),
-            sources: sources.clone(),
-            options: opts.clone(),
-            limits: run::proc::Limits::worker(args.max_memory_mb),
-            cpu_seconds: None,
-        };
-        let cfg = run::Config::for_workers(
-            worker_args,
-            args.jobs,
-            args.case_timeout_ms,
-            args.max_memory_mb,
-        )
-        .map_err(|e| BadInput(format!("cannot find the arrowcert executable: {e}")))?;
-        let jobs: Vec<run::Job> = todo
-            .iter()
-            .map(|&index| run::Job {
-                index,
-                record: roundtrip::record(&scenarios[plan[index].scenario], &plan[index], &opts),
-            })
-            .collect();
-        // The workers load the plugins, so a plugin that crashes while
-        // loading fails a worker, not this process.
-        let how = format!("{} worker processes", args.jobs);
-        let ready = |plugins: &[PluginIdentity]| {
-            let name = |role: &str| {
-                plugins
-                    .iter()
-                    .find(|p| p.role == role)
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default()
-            };
-            header(
-                &name("producer"),
-                &name("consumer"),
-                scenarios.len(),
-                &data,
-                &how,
-            );
-            checkpoint.borrow_mut().report.plugins = plugins.to_vec();
-        };
-        let outcome = run::run(&cfg, plan.len(), jobs, ready, print);
-        let _ = std::fs::remove_dir_all(&cfg.scratch);
-        let outcome = outcome
-            .map_err(|run::StartError(why)| BadInput(format!("cannot run the plugins: {why}")))?;
-        outcome.interrupted
-    };
+    let interrupted = engine
+        .run(&sources, &scenarios, &plan, &todo, &mut ready, &mut on_case)
+        .map_err(BadInput)?;
     let report = checkpoint
         .into_inner()
         .finish(interrupted, clock, |r| {
             // Every pass of a round trip compared data (no data rules needed).
-            let judged = report::outcome::judge(&report::outcome::Run {
-                cases: &r.cases,
-                rules: &[],
-                planned: r.planned,
-                complete: r.complete,
-                data_rules: &[],
-            });
-            r.expectations = args.expectations.as_ref().map(|(path, exp)| {
-                report::expectations::check(r, exp, &path.display().to_string())
-            });
-            r.outcome = Some(match &r.expectations {
-                Some(checked) => report::outcome::with_expectations(judged, checked),
-                None => judged,
-            });
+            engine::judge(r, &[], args.expectations.as_ref());
         })
         .map_err(BadInput)?;
     print_summary(&report);
@@ -348,21 +290,9 @@ fn print_summary(report: &Report) {
             reasons: vec!["the run was not judged".into()],
         });
     println!(
-        "roundtrip result: {}. {} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
+        "roundtrip result: {}. {}",
         judgement.outcome.words(),
-        s.passed,
-        s.failed,
-        s.errors,
-        s.crashed,
-        s.timed_out,
-        s.limitations,
-        s.skipped,
-        if s.harness_errors > 0 {
-            format!("; {} harness errors", s.harness_errors)
-        } else {
-            String::new()
-        },
-        report.duration_ms as f64 / 1000.0
+        counts(s, report.duration_ms)
     );
     for reason in &judgement.reasons {
         println!("  {}", report::printable(reason));

@@ -60,3 +60,25 @@ pub fn verdict_word(c: &Case) -> String {
         ),
     }
 }
+
+/// A run's counts as the result line prints them: "3 passed; 0 failed;
+/// ...; 1 skipped; finished in 0.42s" (harness errors only when there are
+/// some).
+pub fn counts(s: &report::Summary, duration_ms: u64) -> String {
+    format!(
+        "{} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
+        s.passed,
+        s.failed,
+        s.errors,
+        s.crashed,
+        s.timed_out,
+        s.limitations,
+        s.skipped,
+        if s.harness_errors > 0 {
+            format!("; {} harness errors", s.harness_errors)
+        } else {
+            String::new()
+        },
+        duration_ms as f64 / 1000.0
+    )
+}

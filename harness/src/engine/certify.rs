@@ -68,19 +68,19 @@ impl Engine {
                 producer: self.producer.as_ref(),
                 consumer: self.consumer.as_ref(),
             };
-            for &i in selected {
-                if run::proc::interrupted().is_some() {
-                    break;
-                }
-                let spec = &plan[i];
-                let scenario = &scenarios[spec.scenario];
-                on_case(&run::panic::guarded(
-                    &spec.id,
-                    || certify::record(scenario, spec, &self.opts),
-                    || certify::run_case(plugins, scenario, spec, &self.opts),
-                ));
-            }
-            return Ok(run::proc::interrupted());
+            return Ok(super::in_process(
+                selected,
+                |i| {
+                    let spec = &plan[i];
+                    let scenario = &scenarios[spec.scenario];
+                    run::panic::guarded(
+                        &spec.id,
+                        || certify::record(scenario, spec, &self.opts),
+                        || certify::run_case(plugins, scenario, spec, &self.opts),
+                    )
+                },
+                on_case,
+            ));
         }
         let worker_args = run::worker::WorkerArgs {
             socket: PathBuf::new(),
@@ -95,13 +95,6 @@ impl Engine {
             limits: run::proc::Limits::worker(self.max_memory_mb),
             cpu_seconds: None,
         };
-        let cfg = run::Config::for_workers(
-            worker_args,
-            self.jobs.min(selected.len()).max(1),
-            self.case_timeout_ms,
-            self.max_memory_mb,
-        )
-        .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
         let jobs: Vec<run::Job> = selected
             .iter()
             .map(|&index| run::Job {
@@ -114,8 +107,14 @@ impl Engine {
             .iter()
             .map(|&i| (plan[i].id.as_str(), &plan[i]))
             .collect();
-        let outcome = run::run(
-            &cfg,
+        super::Workers {
+            args: worker_args,
+            count: self.jobs.min(selected.len()).max(1),
+            case_timeout_ms: self.case_timeout_ms,
+            max_memory_mb: self.max_memory_mb,
+            loads: "the plugin",
+        }
+        .run(
             planned,
             jobs,
             |p| ready(p),
@@ -127,11 +126,7 @@ impl Engine {
                 }
                 _ => on_case(c),
             },
-        );
-        let _ = std::fs::remove_dir_all(&cfg.scratch);
-        Ok(outcome
-            .map_err(|run::StartError(why)| format!("cannot run the plugin: {why}"))?
-            .interrupted)
+        )
     }
 }
 
@@ -207,6 +202,25 @@ fn targets(report: &Report, sides: certify::Sides) -> Vec<(Target, &Case)> {
     }
     out.truncate(MAX_SHRINKS);
     out
+}
+
+/// Shrinks what failed: generated scenarios to the smallest that still
+/// fail ([`shrink_failures`]), then async schedules to the shortest
+/// ([`shrink_schedules`]).
+pub fn shrink_all(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    sources: &Sources,
+    budget: shrink::Budget,
+    sides: certify::Sides,
+) -> Result<Vec<ShrunkFailure>, String> {
+    let mut out = shrink_failures(engine, report, scenarios, plan, sources, budget, sides)?;
+    out.extend(shrink_schedules(
+        engine, report, scenarios, plan, sources, budget, sides,
+    )?);
+    Ok(out)
 }
 
 /// Shrinks each failure seen on a generated scenario to the smallest

@@ -1,4 +1,89 @@
 //! Engines that run plans of cases for the commands: certification (runs
-//! and shrinking). The commands (`cli`) parse, keep reports and print.
+//! and shrinking) and round trips. The commands (`cli`) parse, keep reports
+//! and print.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use crate::report::{self, expectations::Expectations, Case, PluginIdentity, Report};
+use crate::run;
 
 pub mod certify;
+pub mod roundtrip;
+
+/// Judges a finished run's report: the outcome from its cases and rule
+/// verdicts (`data_rules`: the rules a pass must have exercised on data;
+/// none for round trips, where every pass compared data), then checked
+/// against the expectations file when one was given.
+pub fn judge(r: &mut Report, data_rules: &[&str], expectations: Option<&(PathBuf, Expectations)>) {
+    let judged = report::outcome::judge(&report::outcome::Run {
+        cases: &r.cases,
+        rules: &r.rules,
+        planned: r.planned,
+        complete: r.complete,
+        data_rules,
+    });
+    r.expectations = expectations
+        .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
+    r.outcome = Some(match &r.expectations {
+        Some(checked) => report::outcome::with_expectations(judged, checked),
+        None => judged,
+    });
+}
+
+/// Runs cases in this process, one after another (`case` runs one, guarded
+/// so that a panic of arrowcert's own code is that case's harness error),
+/// until an interrupt; returns the signal that interrupted the run, if any.
+fn in_process(
+    selected: &[usize],
+    mut case: impl FnMut(usize) -> Case,
+    on_case: &mut dyn FnMut(&Case),
+) -> Option<i32> {
+    for &i in selected {
+        if run::proc::interrupted().is_some() {
+            break;
+        }
+        on_case(&case(i));
+    }
+    run::proc::interrupted()
+}
+
+/// Where and how worker processes run a plan's cases.
+struct Workers {
+    args: run::worker::WorkerArgs,
+    /// Worker processes at once.
+    count: usize,
+    case_timeout_ms: u64,
+    max_memory_mb: u64,
+    /// What the workers load, for the message when they cannot start
+    /// ("the plugin", "the plugins").
+    loads: &'static str,
+}
+
+impl Workers {
+    /// Runs `jobs` (cases of a plan of `plan_len`) in worker processes;
+    /// their scratch directory is removed afterwards. Returns the signal
+    /// that interrupted the run, if any.
+    fn run(
+        self,
+        plan_len: usize,
+        jobs: Vec<run::Job>,
+        ready: impl FnOnce(&[PluginIdentity]),
+        on_case: impl FnMut(&Case),
+    ) -> Result<Option<i32>, String> {
+        let cfg = run::Config::for_workers(
+            self.args,
+            self.count,
+            self.case_timeout_ms,
+            self.max_memory_mb,
+        )
+        .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+        let outcome = run::run(&cfg, plan_len, jobs, ready, on_case);
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+        let loads = self.loads;
+        Ok(outcome
+            .map_err(|run::StartError(why)| format!("cannot run {loads}: {why}"))?
+            .interrupted)
+    }
+}

@@ -8,6 +8,7 @@
 //! encodes what a consumer read; [`out`] hands bytes to the harness in memory
 //! that `arrowcert_free` releases.
 
+pub mod device_stream;
 pub mod emulated;
 pub mod ipc;
 pub mod out;
@@ -81,15 +82,20 @@ pub fn entry(body: impl FnOnce() -> PluginResult) -> c_int {
             }
         }
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".into());
-            set_last_error(&format!("plugin panicked: {msg}"));
+            set_last_error(&format!("plugin panicked: {}", panic_message(&*panic)));
             libc::EIO
         }
     }
+}
+
+/// The text of a panic's payload (a `&str` or `String` message), or
+/// "panic".
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
 }
 
 /// Checks that an out-pointer argument is not NULL.

@@ -18,8 +18,7 @@
 //! MUST ensure that the exported data is available on the device before the
 //! event is triggered."
 
-use std::ffi::{c_char, c_int, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -31,10 +30,10 @@ use arrowcert::device::{hostmem, Device, Event, Kind, Stream};
 use arrowcert::sdk::{self, ipc::Decoded, PluginError, PluginResult};
 
 use crate::device::{require_producible, DEVICE_ID};
-// TODO-merge: `use arrowcert::device::mirror;`
 use crate::mutation::Producer;
 use crate::producer_input as input;
 use arrowcert::device::mirror;
+use arrowcert::sdk::device_stream::{write_device_stream, DeviceStreamSource};
 
 /// Picks the fault of a producer plugin (the reference's never fails).
 pub type Mutation = fn() -> PluginResult<Producer>;
@@ -286,12 +285,14 @@ pub unsafe fn produce_device_stream(
         input::check_exportable(&decoded.schema)?;
         let state = StreamState::new(dev, kind, m, decoded);
         // SAFETY: `out` is non-NULL and valid for writes (caller).
-        unsafe { write_stream(out, state) };
+        unsafe { write_device_stream(out, state) };
         Ok(())
     })
 }
 
-/// What a device stream's `private_data` owns.
+/// What a device stream owns: the device, the export's mutation, the batches
+/// and the position in them. The callbacks are the SDK's
+/// ([`sdk::device_stream`]).
 pub struct StreamState {
     dev: Arc<dyn Device>,
     kind: Kind,
@@ -299,7 +300,6 @@ pub struct StreamState {
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
     cursor: usize,
-    last_error: Option<CString>,
 }
 
 impl StreamState {
@@ -311,168 +311,43 @@ impl StreamState {
             schema: decoded.schema,
             batches: decoded.batches,
             cursor: 0,
-            last_error: None,
         }
     }
 }
 
-/// Initialises `out` as a live stream owning `state`. Every pointer it holds
-/// points to the heap, so the consumer may move it bitwise.
-///
-/// # Safety
-/// `out` must be valid for writes of one `ArrowDeviceArrayStream` and aligned.
-pub unsafe fn write_stream(out: *mut ArrowDeviceArrayStream, state: StreamState) {
-    let device_type = state.kind.device_type();
-    let private_data = Box::into_raw(Box::new(state)).cast();
-    // SAFETY: `out` is valid for writes (caller); each write targets a member
-    // through a raw place, so the poisoned contents are never read or dropped.
-    unsafe {
-        std::ptr::write_bytes(out, 0, 1);
-        // "All ArrowDeviceArrays that are produced by this stream should have
-        // the same device type as is set here."
-        (&raw mut (*out).device_type).write(device_type);
-        (&raw mut (*out).get_schema).write(Some(get_schema));
-        (&raw mut (*out).get_next).write(Some(get_next));
-        (&raw mut (*out).get_last_error).write(Some(get_last_error));
-        (&raw mut (*out).release).write(Some(release));
-        (&raw mut (*out).private_data).write(private_data);
+impl DeviceStreamSource for StreamState {
+    fn device_type(&self) -> i32 {
+        self.kind.device_type()
     }
-}
 
-/// The state of a live stream, `None` if `stream` is NULL or released.
-///
-/// # Safety
-/// `stream` must be NULL or point to a stream written by [`write_stream`]
-/// (possibly moved), not accessed concurrently.
-unsafe fn state_of<'a>(stream: *mut ArrowDeviceArrayStream) -> Option<&'a mut StreamState> {
-    if stream.is_null() {
-        return None;
+    fn schema(&mut self) -> PluginResult<ArrowSchema> {
+        Ok(export_schema(&self.schema)?)
     }
-    // SAFETY: non-NULL and valid for reads (caller).
-    let private = unsafe { (*stream).private_data }.cast::<StreamState>();
-    // SAFETY: a live stream's private_data is the Box written by
-    // write_stream; the caller guarantees exclusive access.
-    (!private.is_null()).then(|| unsafe { &mut *private })
-}
 
-/// Runs one callback body against the stream's state, recording its error
-/// (or clearing it) and turning panics into `EIO`.
-///
-/// # Safety
-/// As [`state_of`].
-unsafe fn call(
-    stream: *mut ArrowDeviceArrayStream,
-    body: impl FnOnce(&mut StreamState) -> PluginResult,
-) -> c_int {
-    // SAFETY: forwarded from the caller.
-    let Some(state) = (unsafe { state_of(stream) }) else {
-        return libc::EINVAL;
-    };
-    let result = catch_unwind(AssertUnwindSafe(|| body(&mut *state)))
-        .unwrap_or_else(|_| Err(PluginError::io("the CUDA producer panicked")));
-    match result {
-        Ok(()) => {
-            state.last_error = None;
-            0
-        }
-        Err(e) => {
-            state.last_error = CString::new(e.message.replace('\0', "\\0")).ok();
-            if e.code == 0 {
-                libc::EIO
-            } else {
-                e.code
-            }
-        }
-    }
-}
-
-/// # Safety
-/// `stream` is the live stream this callback was installed in, called as the C
-/// stream interface lets a consumer call it, with `out` valid for writes of one
-/// ArrowSchema.
-unsafe extern "C" fn get_schema(
-    stream: *mut ArrowDeviceArrayStream,
-    out: *mut ArrowSchema,
-) -> c_int {
-    let body = |state: &mut StreamState| {
-        let out = sdk::non_null(out, "get_schema out")?;
-        let schema = export_schema(&state.schema)?;
-        // SAFETY: `out` is non-NULL; the consumer passes a structure it owns,
-        // valid for writes; nothing is read or dropped there.
-        unsafe { out.write(schema) };
-        Ok(())
-    };
-    // SAFETY: the consumer calls this on the stream it was handed.
-    unsafe { call(stream, body) }
-}
-
-/// `get_next`: the next batch as a device array on the stream's kind; at the
-/// end a released (all-zero) device array, again on every later call.
-///
-/// # Safety
-/// `stream` is the live stream this callback was installed in, called as the C
-/// stream interface lets a consumer call it, with `out` valid for writes of one chunk of
-/// the stream's kind.
-unsafe extern "C" fn get_next(
-    stream: *mut ArrowDeviceArrayStream,
-    out: *mut ArrowDeviceArray,
-) -> c_int {
-    let body = |state: &mut StreamState| {
-        let out = sdk::non_null(out, "get_next out")?;
-        match state.batches.get(state.cursor) {
+    /// The next batch as a device array on the stream's kind; at the end a
+    /// released (all-zero) device array, again on every later call.
+    unsafe fn next(&mut self, out: *mut ArrowDeviceArray) -> PluginResult {
+        match self.batches.get(self.cursor) {
             Some(batch) => {
                 let exported = export_batch(
-                    &state.dev,
-                    state.kind,
+                    &self.dev,
+                    self.kind,
                     batch,
                     0,
                     batch.num_rows(),
-                    state.mutation,
+                    self.mutation,
                 )?;
-                state.cursor += 1;
-                // SAFETY: `out` is non-NULL and valid for writes (consumer).
+                self.cursor += 1;
+                // SAFETY: `out` is non-NULL and valid for writes (trait).
                 unsafe { exported.write(out) };
             }
             // SAFETY: as above; all-zero bytes are a released device array.
             None => unsafe { std::ptr::write_bytes(out, 0, 1) },
         }
         Ok(())
-    };
-    // SAFETY: the consumer calls this on the stream it was handed.
-    unsafe { call(stream, body) }
-}
-
-/// # Safety
-/// `stream` is the live stream this callback was installed in, called as the C
-/// stream interface lets a consumer call it (after a failed call).
-unsafe extern "C" fn get_last_error(stream: *mut ArrowDeviceArrayStream) -> *const c_char {
-    // SAFETY: the consumer calls this on the stream it was handed.
-    match unsafe { state_of(stream) } {
-        Some(state) => state
-            .last_error
-            .as_ref()
-            .map_or(std::ptr::null(), |m| m.as_ptr()),
-        None => std::ptr::null(),
     }
-}
 
-/// `release`: frees the private data and marks the stream released. Arrays
-/// handed out earlier stay valid: they own their device memory and event.
-///
-/// # Safety
-/// `stream` is the live stream this callback was installed in, called as the C
-/// stream interface lets a consumer call it.
-unsafe extern "C" fn release(stream: *mut ArrowDeviceArrayStream) {
-    if stream.is_null() {
-        return;
-    }
-    // SAFETY: non-NULL; the consumer owns the stream and calls release once.
-    unsafe {
-        let private = (*stream).private_data.cast::<StreamState>();
-        if !private.is_null() {
-            let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(private))));
-        }
-        (*stream).private_data = std::ptr::null_mut();
-        (*stream).release = None;
+    fn name(&self) -> &str {
+        "the CUDA producer"
     }
 }

@@ -522,20 +522,66 @@ unsafe fn check_array(
     }
     // SAFETY: readable schema; schema_format checks the pointer.
     let fmt = unsafe { schema_format(s) }.ok()?;
-
-    // Lengths: `(offset, length, offset + length)` when they are usable.
-    let (len, nc) = (a.length, a.null_count);
     let range = check_lengths(a, at, sink);
-
-    // Buffers: the buffer pointers, when the layout lets them be read.
     // SAFETY: a readable array (caller).
     let (ptrs, buffers_ok) = unsafe { check_buffer_pointers(a, &fmt, at, sink) };
+    // SAFETY: readable schema and array (caller).
+    let kids = unsafe { check_children(s, a, at, depth, sink) };
+    // SAFETY: readable schema and array (caller).
+    let dict = unsafe { check_dictionary(s, a, at, depth, sink) };
 
-    // Children.
+    let (offset, length, end) = range?;
+    let mut info = ArrayInfo {
+        format: fmt.clone(),
+        length,
+        offset,
+        null_count: a.null_count,
+        validity: std::ptr::null(),
+        data: None,
+    };
+    let node = Node {
+        at,
+        offset,
+        length,
+        end,
+    };
+    check_null_count_without_bitmap(&fmt, a.length, a.null_count, at, sink);
+    // Children length rules that need no buffer.
+    node.child_lengths(&fmt, &kids, sink);
+
+    if !buffers_ok {
+        return Some(info);
+    }
+    let bufs = Buffers { ptrs, at };
+    for problem in buffer_self_refs(a, ptrs) {
+        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
+    }
+    check_alignment(&fmt, ptrs, at, sink);
+    // SAFETY: the layout checked out (check_buffer_pointers), so a
+    // non-NULL validity bitmap holds offset + length bits.
+    let validity = unsafe { node.validity(&fmt, &bufs, a.length, a.null_count, &mut info, sink) };
+    // SAFETY: as above: each non-NULL buffer of this node holds what
+    // offset + length imply for the format.
+    unsafe { node.contents(&fmt, &bufs, &kids, dict.as_ref(), validity, &mut info, sink) };
+    Some(info)
+}
+
+/// The children step: `n_children` against the schema, and each child
+/// checked in turn (`None` for a child that could not be followed).
+///
+/// # Safety
+/// `s` and `a` are readable; their children pointers are followed only
+/// when usable, and then must point to readable structures.
+unsafe fn check_children(
+    s: &ArrowSchema,
+    a: &ArrowArray,
+    at: &str,
+    depth: usize,
+    sink: &mut Sink,
+) -> Vec<Option<ArrayInfo>> {
     // SAFETY: readable schema; schema_children checks the pointer.
     let schema_kids = unsafe { schema_children(s) };
-    let sn = s.n_children;
-    let an = a.n_children;
+    let (sn, an) = (s.n_children, a.n_children);
     let mut kids: Vec<Option<ArrayInfo>> = Vec::new();
     if an != sn {
         sink.push(
@@ -552,45 +598,63 @@ unsafe fn check_array(
                 format!("n_children is {an}, outside 0..={MAX_CHILDREN}"),
             );
         }
-    } else if an > 0 {
-        match unusable(a.children.cast_const()) {
-            Some(why) => sink.push(
-                ARRAY_N_CHILDREN,
-                at,
-                format!("n_children is {an} but the children pointer is {why}"),
-            ),
-            None => {
-                // SAFETY: usable pointer to n_children (bounded) pointers.
-                let cps =
-                    unsafe { std::slice::from_raw_parts(a.children.cast_const(), an as usize) };
-                kids.reserve(cps.len());
-                for (i, &cp) in cps.iter().enumerate() {
-                    let child_at = format!("{at}.children[{i}]");
-                    let sc = schema_kids.and_then(|k| k.get(i).copied());
-                    // SAFETY: both pointers are checked before use.
-                    let info =
-                        unsafe { visit_array(sc, cp, &child_at, "children", i, at, depth, sink) };
-                    kids.push(info);
-                }
-            }
-        }
+        return kids;
     }
+    if an == 0 {
+        return kids;
+    }
+    if let Some(why) = unusable(a.children.cast_const()) {
+        sink.push(
+            ARRAY_N_CHILDREN,
+            at,
+            format!("n_children is {an} but the children pointer is {why}"),
+        );
+        return kids;
+    }
+    // SAFETY: usable pointer to n_children (bounded) pointers.
+    let cps = unsafe { std::slice::from_raw_parts(a.children.cast_const(), an as usize) };
+    kids.reserve(cps.len());
+    for (i, &cp) in cps.iter().enumerate() {
+        let child_at = format!("{at}.children[{i}]");
+        let sc = schema_kids.and_then(|k| k.get(i).copied());
+        // SAFETY: both pointers are checked before use.
+        let info = unsafe { visit_array(sc, cp, &child_at, "children", i, at, depth, sink) };
+        kids.push(info);
+    }
+    kids
+}
 
-    // Dictionary.
-    let mut dict: Option<ArrayInfo> = None;
-    let schema_has_dict = !s.dictionary.is_null();
-    match (schema_has_dict, a.dictionary.is_null()) {
-        (false, true) => {}
-        (false, false) => sink.push(
-            ARRAY_DICTIONARY_PRESENT,
-            at,
-            "dictionary is set but the schema has no dictionary",
-        ),
-        (true, true) => sink.push(
-            ARRAY_DICTIONARY_PRESENT,
-            at,
-            "the schema has a dictionary but the array's dictionary is NULL",
-        ),
+/// The dictionary step: the array has a dictionary exactly when its schema
+/// does, and the dictionary is checked against the schema's.
+///
+/// # Safety
+/// `s` and `a` are readable; their dictionary pointers are followed only
+/// when usable, and then must point to readable structures.
+unsafe fn check_dictionary(
+    s: &ArrowSchema,
+    a: &ArrowArray,
+    at: &str,
+    depth: usize,
+    sink: &mut Sink,
+) -> Option<ArrayInfo> {
+    match (!s.dictionary.is_null(), a.dictionary.is_null()) {
+        (false, true) => None,
+        (false, false) => {
+            sink.push(
+                ARRAY_DICTIONARY_PRESENT,
+                at,
+                "dictionary is set but the schema has no dictionary",
+            );
+            None
+        }
+        (true, true) => {
+            sink.push(
+                ARRAY_DICTIONARY_PRESENT,
+                at,
+                "the schema has a dictionary but the array's dictionary is NULL",
+            );
+            None
+        }
         (true, false) => {
             if let Some(why) = unusable(a.dictionary.cast_const()) {
                 sink.push(
@@ -598,43 +662,29 @@ unsafe fn check_array(
                     at,
                     format!("dictionary pointer is {why}"),
                 );
-            } else {
-                let dict_at = format!("{at}.dictionary");
-                // SAFETY: both pointers are checked before use.
-                dict = unsafe {
-                    visit_array(
-                        Some(s.dictionary),
-                        a.dictionary,
-                        &dict_at,
-                        "dictionary",
-                        0,
-                        at,
-                        depth,
-                        sink,
-                    )
-                };
+                return None;
+            }
+            let dict_at = format!("{at}.dictionary");
+            // SAFETY: both pointers are checked before use.
+            unsafe {
+                visit_array(
+                    Some(s.dictionary),
+                    a.dictionary,
+                    &dict_at,
+                    "dictionary",
+                    0,
+                    at,
+                    depth,
+                    sink,
+                )
             }
         }
     }
+}
 
-    let (offset, length, end) = range?;
-    let mut info = ArrayInfo {
-        format: fmt.clone(),
-        length,
-        offset,
-        null_count: nc,
-        validity: std::ptr::null(),
-        data: None,
-    };
-    let node = Node {
-        at,
-        offset,
-        length,
-        end,
-    };
-
-    // Null counts of types without a validity bitmap (no buffer reads).
-    let no_bitmap = match fmt {
+/// Null counts of types without a validity bitmap (no buffer reads).
+fn check_null_count_without_bitmap(fmt: &Format, len: i64, nc: i64, at: &str, sink: &mut Sink) {
+    let found = match fmt {
         Format::Null if nc != -1 && nc != len => Some((ARRAY_NULL_COUNT, format!(
             "null_count is {nc}, but every slot of a null-type array is null: it must be the length {len} (or -1)"
         ))),
@@ -646,44 +696,53 @@ unsafe fn check_array(
         ))),
         _ => None,
     };
-    if let Some((rule, message)) = no_bitmap {
+    if let Some((rule, message)) = found {
         sink.push(rule, at, message);
     }
+}
 
-    // Children length rules that need no buffer.
-    node.child_lengths(&fmt, &kids, sink);
-
-    if !buffers_ok {
-        return Some(info);
-    }
-    let bufs = Buffers { ptrs, at };
-    for problem in buffer_self_refs(a, ptrs) {
-        sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
-    }
-
-    // Alignment (a recommendation): each non-NULL buffer at a multiple of
-    // the alignment of the C type the layout stores in it.
+/// Alignment (a recommendation): each non-NULL buffer at a multiple of the
+/// alignment of the C type the layout stores in it.
+fn check_alignment(fmt: &Format, ptrs: &[*const c_void], at: &str, sink: &mut Sink) {
     for (i, p) in ptrs.iter().enumerate() {
-        let align = format::buffer_alignment(&fmt, i, ptrs.len());
+        let align = format::buffer_alignment(fmt, i, ptrs.len());
         if !p.is_null() && p.addr() % align != 0 {
             sink.push(
                 ARRAY_BUFFERS_ALIGNED,
                 at,
                 format!(
                     "buffers[{i}] ({}) is at {:#x}, not a multiple of {align}",
-                    format::buffer_name(&fmt, i, ptrs.len()),
+                    format::buffer_name(fmt, i, ptrs.len()),
                     p.addr()
                 ),
             );
         }
     }
+}
 
-    // Validity bitmap.
-    let mut validity: Option<(&[u8], usize)> = None;
-    if let Some(vi) = format::validity_buffer(&fmt) {
+impl Node<'_> {
+    /// The validity step: a NULL bitmap only when nothing is null, and the
+    /// null count against the bitmap's zero bits. Returns the bitmap bytes
+    /// covering the node and the bit offset of its first slot.
+    ///
+    /// # Safety
+    /// The node's layout checked out: a non-NULL validity buffer holds
+    /// offset + length bits.
+    unsafe fn validity<'b>(
+        &self,
+        fmt: &Format,
+        bufs: &'b Buffers<'_>,
+        len: i64,
+        nc: i64,
+        info: &mut ArrayInfo,
+        sink: &mut Sink,
+    ) -> Option<(&'b [u8], usize)> {
+        let vi = format::validity_buffer(fmt)?;
+        let (at, offset, length, end) = (self.at, self.offset, self.length, self.end);
         let required = bitmap_bytes(end);
-        match ptrs.get(vi) {
-            Some(p) if p.is_null() && nc != 0 && required > 0 => {
+        let p = *bufs.ptrs.get(vi)?;
+        if p.is_null() {
+            if nc != 0 && required > 0 {
                 sink.push(
                     ARRAY_NULL_BUFFER,
                     at,
@@ -692,89 +751,99 @@ unsafe fn check_array(
                     ),
                 );
             }
-            Some(p) if p.is_null() => {}
-            Some(p) => {
-                info.validity = p.cast::<u8>();
-                // SAFETY: non-NULL validity bitmap, which must hold
-                // offset + length bits; only bytes covering [offset, end) are read.
-                let bytes =
-                    unsafe { bufs.region(vi, "validity", required, offset / 8, required, sink) };
-                if let Some(bytes) = bytes {
-                    validity = Some((bytes, offset % 8));
-                    // A null_count above the length is already reported.
-                    if nc >= 0 && nc <= len && length > 0 {
-                        let zeros = length - count_set_bits(bytes, offset % 8, length);
-                        if zeros as i64 != nc {
-                            sink.push(
-                                ARRAY_NULL_COUNT,
-                                at,
-                                format!(
-                                    "null_count is {nc} but the validity bitmap has {zeros} zero bits in [{offset}, {end})"
-                                ),
-                            );
-                        }
-                    }
-                }
-            }
-            None => {}
+            return None;
         }
+        info.validity = p.cast::<u8>();
+        // SAFETY: non-NULL validity bitmap, which must hold offset + length
+        // bits; only bytes covering [offset, end) are read.
+        let bytes = unsafe { bufs.region(vi, "validity", required, offset / 8, required, sink) }?;
+        // A null_count above the length is already reported.
+        if nc >= 0 && nc <= len && length > 0 {
+            let zeros = length - count_set_bits(bytes, offset % 8, length);
+            if zeros as i64 != nc {
+                sink.push(
+                    ARRAY_NULL_COUNT,
+                    at,
+                    format!(
+                        "null_count is {nc} but the validity bitmap has {zeros} zero bits in [{offset}, {end})"
+                    ),
+                );
+            }
+        }
+        Some((bytes, offset % 8))
     }
 
-    // Every call below reads buffers of this node only: its layout checked
-    // out (n_buffers, no poison pointers, lengths non-negative without
-    // overflow), so each non-NULL buffer holds what offset + length imply
-    // for the format, and the helpers read no more than that.
-    match &fmt {
-        Format::Null | Format::Struct | Format::RunEndEncoded | Format::FixedSizeList(_) => {}
-        Format::Boolean => {
-            bufs.present(1, "values", bitmap_bytes(end), sink);
-        }
-        // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
-        Format::Binary | Format::Utf8 => unsafe { node.binary::<i32>(&bufs, sink) },
-        // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
-        Format::LargeBinary | Format::LargeUtf8 => unsafe { node.binary::<i64>(&bufs, sink) },
-        // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
-        Format::List | Format::Map => unsafe { node.list::<i32>(&bufs, kids.first(), sink) },
-        // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
-        Format::LargeList => unsafe { node.list::<i64>(&bufs, kids.first(), sink) },
-        // SAFETY: see above: buffers 1 and 2 hold end int32 offsets / sizes.
-        Format::ListView => unsafe { node.list_view::<i32>(&bufs, kids.first(), sink) },
-        // SAFETY: see above: buffers 1 and 2 hold end int64 offsets / sizes.
-        Format::LargeListView => unsafe { node.list_view::<i64>(&bufs, kids.first(), sink) },
-        // SAFETY: see above: type ids (and dense offsets) for end slots.
-        Format::Union(mode, ids) => unsafe { node.union(*mode, ids, &bufs, &kids, sink) },
-        // SAFETY: see above: end views, the sizes buffer, and variadic
-        // buffers as large as it says.
-        Format::BinaryView | Format::Utf8View => unsafe { node.views(&bufs, validity, sink) },
-        f => {
-            if let Some(width) = format::byte_width(f) {
-                match bytes_for(end, width) {
-                    None => sink.push(
+    /// The contents step: each layout family's own checks (offsets, views,
+    /// type ids, dictionary indices, run ends).
+    ///
+    /// # Safety
+    /// Every call below reads buffers of this node only: its layout checked
+    /// out (n_buffers, no poison pointers, lengths non-negative without
+    /// overflow), so each non-NULL buffer holds what offset + length imply
+    /// for the format, and the helpers read no more than that.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn contents(
+        &self,
+        fmt: &Format,
+        bufs: &Buffers<'_>,
+        kids: &[Option<ArrayInfo>],
+        dict: Option<&ArrayInfo>,
+        validity: Option<(&[u8], usize)>,
+        info: &mut ArrayInfo,
+        sink: &mut Sink,
+    ) {
+        let end = self.end;
+        match fmt {
+            Format::Null | Format::Struct | Format::RunEndEncoded | Format::FixedSizeList(_) => {}
+            Format::Boolean => {
+                bufs.present(1, "values", bitmap_bytes(end), sink);
+            }
+            // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
+            Format::Binary | Format::Utf8 => unsafe { self.binary::<i32>(bufs, sink) },
+            // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
+            Format::LargeBinary | Format::LargeUtf8 => unsafe { self.binary::<i64>(bufs, sink) },
+            // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
+            Format::List | Format::Map => unsafe { self.list::<i32>(bufs, kids.first(), sink) },
+            // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
+            Format::LargeList => unsafe { self.list::<i64>(bufs, kids.first(), sink) },
+            // SAFETY: see above: buffers 1 and 2 hold end int32 offsets / sizes.
+            Format::ListView => unsafe { self.list_view::<i32>(bufs, kids.first(), sink) },
+            // SAFETY: see above: buffers 1 and 2 hold end int64 offsets / sizes.
+            Format::LargeListView => unsafe { self.list_view::<i64>(bufs, kids.first(), sink) },
+            // SAFETY: see above: type ids (and dense offsets) for end slots.
+            Format::Union(mode, ids) => unsafe { self.union(*mode, ids, bufs, kids, sink) },
+            // SAFETY: see above: end views, the sizes buffer, and variadic
+            // buffers as large as it says.
+            Format::BinaryView | Format::Utf8View => unsafe { self.views(bufs, validity, sink) },
+            f => {
+                let Some(width) = format::byte_width(f) else {
+                    return;
+                };
+                let Some(required) = bytes_for(end, width) else {
+                    sink.push(
                         ARRAY_LENGTHS,
-                        at,
+                        self.at,
                         format!("offset + length = {end} values of {width} bytes exceed the address space"),
-                    ),
-                    Some(required) => {
-                        if bufs.present(1, "values", required, sink) {
-                            info.data = ptrs.get(1).map(|p| p.cast::<u8>());
-                            if let Some(d) = &dict {
-                                // SAFETY: see above: buffer 1 holds end
-                                // indices of `width` bytes (non-NULL unless
-                                // that is 0 bytes, checked just above).
-                                unsafe { node.dictionary_indices(f, &bufs, width, validity, d, sink) };
-                            }
-                        }
+                    );
+                    return;
+                };
+                if bufs.present(1, "values", required, sink) {
+                    info.data = bufs.ptrs.get(1).map(|p| p.cast::<u8>());
+                    if let Some(d) = dict {
+                        // SAFETY: see above: buffer 1 holds end indices of
+                        // `width` bytes (non-NULL unless that is 0 bytes,
+                        // checked just above).
+                        unsafe { self.dictionary_indices(f, bufs, width, validity, d, sink) };
                     }
                 }
             }
         }
+        if *fmt == Format::RunEndEncoded {
+            // SAFETY: the children were checked by check_array, and their
+            // data pointers are set only when readable.
+            unsafe { self.run_ends(kids, sink) };
+        }
     }
-    if fmt == Format::RunEndEncoded {
-        // SAFETY: the children were checked by check_array, and their data
-        // pointers are set only when readable.
-        unsafe { node.run_ends(&kids, sink) };
-    }
-    Some(info)
 }
 
 /// Follows one child or dictionary pointer of a live array.

@@ -1,0 +1,100 @@
+//! The round-trip engine: runs planned producer -> harness -> consumer
+//! cases, in this process or in worker processes. `arrowcert roundtrip`
+//! (`cli::roundtrip`) parses arguments, keeps the report and prints; this
+//! runs the cases.
+//!
+//! Above `run` (it drives workers) and `roundtrip` (what one case checks).
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use crate::plugin::Plugin;
+use crate::report::{Case, PluginIdentity};
+use crate::roundtrip::{self, CaseSpec, Options};
+use crate::run::{self, worker::identity};
+use crate::scenario::Scenario;
+use crate::sources::Sources;
+
+/// Runs planned round-trip cases, in this process or in workers.
+pub struct Engine {
+    /// Worker processes at once; 0 runs every case in this process.
+    pub jobs: usize,
+    /// The plugins' files (loaded here for `jobs == 0`, else by workers).
+    pub producer: PathBuf,
+    pub consumer: PathBuf,
+    /// Deadline of one case in a worker.
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker, in MiB.
+    pub max_memory_mb: u64,
+    pub opts: Options,
+}
+
+impl Engine {
+    /// Runs `selected` cases of `plan` over `scenarios` (as `sources` loads
+    /// them): `ready` hears who the plugins are before the first case,
+    /// `on_case` each case as it ends. Returns the signal that interrupted
+    /// the run, if any; an error when the plugins cannot be run at all.
+    pub fn run(
+        &self,
+        sources: &Sources,
+        scenarios: &[Scenario],
+        plan: &[CaseSpec],
+        selected: &[usize],
+        ready: &mut dyn FnMut(&[PluginIdentity]),
+        on_case: &mut dyn FnMut(&Case),
+    ) -> Result<Option<i32>, String> {
+        if self.jobs == 0 {
+            let producer = Plugin::load(&self.producer).map_err(|e| e.to_string())?;
+            let consumer = Plugin::load(&self.consumer).map_err(|e| e.to_string())?;
+            ready(&[
+                identity("producer", &producer),
+                identity("consumer", &consumer),
+            ]);
+            return Ok(super::in_process(
+                selected,
+                |i| {
+                    let spec = &plan[i];
+                    let scenario = &scenarios[spec.scenario];
+                    run::panic::guarded(
+                        &spec.id,
+                        || roundtrip::record(scenario, spec, &self.opts),
+                        || roundtrip::run_case(&producer, &consumer, scenario, spec, &self.opts),
+                    )
+                },
+                on_case,
+            ));
+        }
+        let worker_args = run::worker::WorkerArgs {
+            socket: PathBuf::new(),
+            mode: run::worker::Mode::Roundtrip,
+            producer: Some(self.producer.clone()),
+            consumer: Some(self.consumer.clone()),
+            sources: sources.clone(),
+            options: self.opts.clone(),
+            limits: run::proc::Limits::worker(self.max_memory_mb),
+            cpu_seconds: None,
+        };
+        let jobs: Vec<run::Job> = selected
+            .iter()
+            .map(|&index| run::Job {
+                index,
+                record: roundtrip::record(
+                    &scenarios[plan[index].scenario],
+                    &plan[index],
+                    &self.opts,
+                ),
+            })
+            .collect();
+        // The workers load the plugins, so a plugin that crashes while
+        // loading fails a worker, not this process.
+        super::Workers {
+            args: worker_args,
+            count: self.jobs,
+            case_timeout_ms: self.case_timeout_ms,
+            max_memory_mb: self.max_memory_mb,
+            loads: "the plugins",
+        }
+        .run(plan.len(), jobs, ready, on_case)
+    }
+}
