@@ -81,6 +81,8 @@
   X(ALL_COLUMNS_NULLABLE, "all-columns-nullable")                                      \
   /* schema.metadata.encoding: a value cut to a byte limit mid-character */            \
   X(METADATA_CUT_MID_CHARACTER, "metadata-cut-mid-character")                          \
+  /* schema.metadata.null-if-omitted: no metadata written as a zero pair count */     \
+  X(METADATA_EMPTY_NOT_NULL, "metadata-empty-not-null")                                \
   /* schema.name.utf8: a field name passed through in Latin-1 */                       \
   X(NAME_LATIN1, "name-latin1")                                                        \
   /* schema.release.set: a child built field by field that never got a release */      \
@@ -96,6 +98,9 @@
   X(BUFFERS_INSIDE_STRUCT, "buffers-inside-struct")                                    \
   /* array.move.child: column buffers in one arena the root's release recycles */      \
   X(ARRAY_ARENA_OWNED_BY_ROOT, "array-arena-owned-by-root")                            \
+  /* array.buffers.immutable: the first column's values in a scratch buffer the */    \
+  /* next export scribbles over before filling its own (an output buffer reused) */   \
+  X(REUSED_OUTPUT_BUFFER, "reused-output-buffer")                                      \
   /* array.layout.n-children: a list array exported without its child array */         \
   X(LIST_WITHOUT_CHILD_ARRAY, "list-without-child-array")                              \
   /* array.layout.null-buffer: a string column's data buffer left NULL */              \
@@ -122,12 +127,30 @@
   X(DICTIONARY_LEFT_OUT, "dictionary-left-out")                                        \
   /* array.dictionary.indices: an index into a larger, global dictionary */            \
   X(INDEX_PAST_DICTIONARY, "index-past-dictionary")                                    \
+  /* array.utf8.valid: a string value's first byte replaced by 0xFF (bytes */          \
+  /* passed through from a Latin-1 source) */                                          \
+  X(UTF8_NOT_UTF8, "utf8-not-utf8")                                                    \
+  /* array.decimal.precision: a decimal value with one digit too many */               \
+  X(DECIMAL_BEYOND_PRECISION, "decimal-beyond-precision")                              \
+  /* array.date64.days: a date64 value one millisecond past midnight */                \
+  X(DATE64_PARTIAL_DAY, "date64-partial-day")                                          \
+  /* array.time.range: a time32 value of 24:00:00.000 (a day's end as 86400000 ms) */  \
+  X(TIME_PAST_MIDNIGHT, "time-past-midnight")                                          \
+  /* array.union.offsets-ordered: two offsets into one dense union child swapped */    \
+  X(DENSE_UNION_OFFSETS_SWAPPED, "dense-union-offsets-swapped")                        \
+  /* array.map.keys-non-null: a map entry whose key is null */                          \
+  X(MAP_NULL_KEY, "map-null-key")                                                      \
+  /* array.layout.null-buffer: an empty string column's offsets buffer left NULL */    \
+  X(EMPTY_OFFSETS_NULL, "empty-offsets-null")                                          \
   /* array.layout.n-buffers: a null-type array exported with a validity slot */        \
   X(NULL_ARRAY_WITH_VALIDITY, "null-array-with-validity")                              \
   /* device.type.known: a device type the spec does not define (6) */                 \
   X(UNDEFINED_DEVICE_TYPE, "undefined-device-type")                                    \
   /* stream.schema.get: the schema is moved out by the first get_schema */             \
   X(SCHEMA_TAKEN_ONCE, "schema-taken-once")                                            \
+  /* stream.schema.independent: a second get_schema result whose first field name */ \
+  /* is the first result's string (freed with the first) */                            \
+  X(SCHEMA_COPIES_SHARE_NAMES, "schema-copies-share-names")                            \
   /* stream.chunk.schema: batches projected, the stream's schema not */                \
   X(CHUNK_DROPS_A_COLUMN, "chunk-drops-a-column")                                      \
   /* stream.eos.repeat: get_next after the end fails instead of ending again */        \
@@ -499,8 +522,26 @@ static int is_decimal256(const struct ArrowSchema* s) {
   size_t n = s && s->format ? strlen(s->format) : 0;
   return n > 6 && strncmp(s->format, "d:", 2) == 0 && strcmp(s->format + n - 4, ",256") == 0;
 }
+static int is_decimal128(const struct ArrowSchema* s) {
+  if (!s || !s->format || strncmp(s->format, "d:", 2) != 0) return 0;
+  const char* second = strchr(s->format + 2, ',');
+  return second && (!strchr(second + 1, ',') || strcmp(strrchr(s->format, ','), ",128") == 0);
+}
+static int is_date64(const struct ArrowSchema* s) { return format_is(s, "tdm"); }
+static int is_time32_ms(const struct ArrowSchema* s) { return format_is(s, "ttm"); }
+static int is_dense_union(const struct ArrowSchema* s) {
+  return s && s->format && strncmp(s->format, "+ud:", 4) == 0;
+}
 static int is_wide_primitive(const struct ArrowSchema* s) {
   return s && format_width(s->format) >= 2;
+}
+
+/* The first non-null slot of `c` in [offset, offset + length), or -1. */
+static int64_t first_valid_slot(const struct ArrowArray* c) {
+  const uint8_t* valid = c->n_buffers > 0 ? c->buffers[0] : NULL;
+  for (int64_t slot = c->offset; slot < c->offset + c->length; slot++)
+    if (!valid || (valid[slot / 8] >> (slot % 8) & 1)) return slot;
+  return -1;
 }
 
 /* A copy of `n` bytes of buffer `i` of `a` owned by the fix of `a`, put in
@@ -666,6 +707,15 @@ static void mutate_schema(struct ArrowSchema* root) {
       root->metadata = copy;
       break;
     }
+    case METADATA_EMPTY_NOT_NULL:
+      /* An exporter that always writes the encoding, pairs or none. */
+      for (int64_t i = 0; i < root->n_children; i++) {
+        struct ArrowSchema* c = root->children[i];
+        if (c->metadata) continue;
+        int32_t* none = fix_own(fix_schema(c), calloc(1, 4));
+        c->metadata = (const char*)none;
+      }
+      break;
     case NAME_LATIN1:
       if (col) fix_schema(col), col->name = LATIN1_NAME;
       break;
@@ -768,6 +818,25 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
         a->buffers = (const void**)&a->dictionary;
       }
       break;
+    case REUSED_OUTPUT_BUFFER: {
+      /* The scratch buffer of the previous export is overwritten first
+       * (pool memory: static, so this is safe even after its release). */
+      static unsigned char* scratch;
+      static size_t scratch_bytes;
+      if (scratch) memset(scratch, 0x5a, scratch_bytes);
+      scratch = NULL;
+      if (col && schema && schema->n_children > 0 && col->n_buffers == 2 && col->buffers[1]) {
+        int width = format_width(schema->children[0]->format);
+        column_into_pool(col, width, fix_array(col));
+        size_t bytes = (size_t)(col->offset + col->length) * (size_t)width;
+        size_t at = ((size_t)(col->offset + col->length + 7) / 8 + 63) / 64 * 64;
+        if (width > 0 && bytes > 0 && bytes + at <= SLOT_BYTES) {
+          scratch = (unsigned char*)col->buffers[1];
+          scratch_bytes = bytes;
+        }
+      }
+      break;
+    }
     case ARRAY_ARENA_OWNED_BY_ROOT:
       if (col && schema && schema->n_children > 0)
         column_into_pool(col, format_width(schema->children[0]->format), fix_array(a));
@@ -902,6 +971,104 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
         if (idx) memcpy(idx + slot * width, &past, (size_t)width); /* little-endian */
       }
       break;
+    case UTF8_NOT_UTF8:
+      if ((k = find_child(schema, is_utf8)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        const int32_t* offsets = c->buffers[1];
+        const uint8_t* valid = c->buffers[0];
+        for (int64_t slot = c->offset; offsets && slot < c->offset + c->length; slot++) {
+          if (valid && !(valid[slot / 8] >> (slot % 8) & 1)) continue;
+          if (offsets[slot + 1] == offsets[slot]) continue;
+          unsigned char* data = own_buffer(c, 2, (size_t)offsets[c->offset + c->length]);
+          if (data) data[offsets[slot]] = 0xff;
+          break;
+        }
+      }
+      break;
+    case DECIMAL_BEYOND_PRECISION:
+      if ((k = find_child(schema, is_decimal128)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        int precision = atoi(schema->children[k]->format + 2);
+        int64_t slot = first_valid_slot(c);
+        if (slot < 0 || precision < 1 || precision > 18) break;
+        int64_t ten_to_p = 1;
+        for (int i = 0; i < precision; i++) ten_to_p *= 10;
+        unsigned char* v = own_buffer(c, 1, (size_t)(c->offset + c->length) * 16);
+        if (!v) break;
+        memset(v + slot * 16, 0, 16);
+        memcpy(v + slot * 16, &ten_to_p, 8); /* little-endian low half, high half 0 */
+      }
+      break;
+    case DATE64_PARTIAL_DAY:
+      if ((k = find_child(schema, is_date64)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        int64_t slot = first_valid_slot(c);
+        int64_t* v = slot < 0 ? NULL : (int64_t*)own_buffer(c, 1, (size_t)(c->offset + c->length) * 8);
+        if (v) v[slot] += 1;
+      }
+      break;
+    case TIME_PAST_MIDNIGHT:
+      if ((k = find_child(schema, is_time32_ms)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        int64_t slot = first_valid_slot(c);
+        int32_t* v = slot < 0 ? NULL : (int32_t*)own_buffer(c, 1, (size_t)(c->offset + c->length) * 4);
+        if (v) v[slot] = 86400000;
+      }
+      break;
+    case DENSE_UNION_OFFSETS_SWAPPED:
+      if ((k = find_child(schema, is_dense_union)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        const int8_t* ids = c->buffers[0];
+        const int32_t* offsets = c->buffers[1];
+        int64_t end = c->offset + c->length;
+        for (int64_t i = c->offset; ids && offsets && i < end; i++) {
+          int64_t j = i + 1;
+          while (j < end && !(ids[j] == ids[i] && offsets[j] > offsets[i])) j++;
+          if (j == end) continue;
+          int32_t* o = (int32_t*)own_buffer(c, 1, (size_t)end * 4);
+          if (o) {
+            int32_t t = o[i];
+            o[i] = o[j];
+            o[j] = t;
+          }
+          break;
+        }
+      }
+      break;
+    case MAP_NULL_KEY:
+      if ((k = find_child(schema, is_map)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        struct ArrowArray* entries = c->children[0];
+        struct ArrowArray* keys = entries->children[0];
+        const int32_t* offsets = c->buffers[1];
+        const uint8_t* valid = c->buffers[0];
+        for (int64_t slot = c->offset; offsets && slot < c->offset + c->length; slot++) {
+          if (valid && !(valid[slot / 8] >> (slot % 8) & 1)) continue;
+          if (offsets[slot + 1] == offsets[slot]) continue;
+          int64_t bit = keys->offset + entries->offset + offsets[slot];
+          size_t bytes = (size_t)(keys->offset + keys->length + 7) / 8;
+          struct fix* fx = fix_array(keys);
+          unsigned char* bits = fix_own(fx, malloc(bytes));
+          if (!bits) break;
+          fix_patch(fx, &keys->buffers[0]);
+          if (keys->buffers[0]) memcpy(bits, keys->buffers[0], bytes);
+          else memset(bits, 0xff, bytes);
+          bits[bit / 8] &= (unsigned char)~(1u << (bit % 8));
+          keys->buffers[0] = bits;
+          keys->null_count += 1;
+          break;
+        }
+      }
+      break;
+    case EMPTY_OFFSETS_NULL:
+      for (int64_t i = 0; schema && i < a->n_children; i++) {
+        struct ArrowArray* c = a->children[i];
+        if (is_utf8(schema->children[i]) && c->offset + c->length == 0 && c->buffers[1]) {
+          fix_patch(fix_array(c), &c->buffers[1]);
+          c->buffers[1] = NULL;
+        }
+      }
+      break;
     case NULL_ARRAY_WITH_VALIDITY:
       if ((k = find_child(schema, is_null_type)) >= 0) {
         static const void* validity_slot[1] = {NULL};
@@ -975,6 +1142,7 @@ struct wrapped {
   struct fix slots;    /* pool memory the chunks borrow */
   pthread_t creator;
   const char* message; /* the last error, when this wrapper failed a call */
+  const char* first_name; /* the first schema's first field name (pool memory) */
 };
 
 static struct wrapped* state(struct ArrowArrayStream* s) {
@@ -992,7 +1160,24 @@ static int w_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
   struct wrapped* w = state(s);
   if (M == SCHEMA_TAKEN_ONCE && w->schemas++ > 0)
     return w_fail(w, EINVAL, "the schema was already taken");
-  return w->inner.get_schema(&w->inner, out);
+  int rc = w->inner.get_schema(&w->inner, out);
+  if (rc == 0 && M == SCHEMA_COPIES_SHARE_NAMES && out->n_children > 0) {
+    struct ArrowSchema* col = out->children[0];
+    if (!w->first_name && col->name && strlen(col->name) < 64) {
+      /* The first copy keeps its name in pool memory it owns ... */
+      unsigned char* slot = fix_slot(fix_schema(col));
+      if (slot) {
+        strcpy((char*)slot, col->name);
+        col->name = (const char*)slot;
+        w->first_name = col->name;
+      }
+    } else if (w->first_name) {
+      /* ... and every later copy points at it. */
+      fix_schema(col);
+      col->name = w->first_name;
+    }
+  }
+  return rc;
 }
 static int w_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
   struct wrapped* w = state(s);

@@ -160,6 +160,29 @@ fn ended_text(e: Ended) -> String {
     }
 }
 
+/// The bytes of every buffer of an imported batch, in tree order (each
+/// column's validity, buffers, then children): arrow-rs's zero-copy import
+/// keeps the producer's memory, so these are the bytes the producer
+/// exported.
+fn buffer_bytes(batch: &RecordBatch) -> Vec<Vec<u8>> {
+    fn walk(data: &arrow_data::ArrayData, out: &mut Vec<Vec<u8>>) {
+        if let Some(nulls) = data.nulls() {
+            out.push(nulls.buffer().as_slice().to_vec());
+        }
+        for b in data.buffers() {
+            out.push(b.as_slice().to_vec());
+        }
+        for c in data.child_data() {
+            walk(c, out);
+        }
+    }
+    let mut out = Vec::new();
+    for column in batch.columns() {
+        walk(&column.to_data(), &mut out);
+    }
+    out
+}
+
 /// An export that passed every MUST check but that arrow-rs, which reads
 /// the values for the harness, cannot import. When the export also carries
 /// names or metadata that are not UTF-8 (reported under
@@ -167,10 +190,10 @@ fn ended_text(e: Ended) -> String {
 /// MUST), arrow-rs's refusal is of those bytes: the values cannot be read,
 /// and are not judged. Otherwise the export is not the data asked for.
 fn unreadable(at: &str, why: &str, obs: &mut Observations) {
-    if names_or_metadata_not_utf8(obs) {
+    if not_utf8(obs) {
         obs.not_exercised(
             "array.values.roundtrip",
-            format!("arrow-rs, which reads the values, cannot import names or metadata that are not UTF-8 ({why})"),
+            format!("arrow-rs, which reads the values, cannot import names, metadata or utf8 values that are not UTF-8 ({why})"),
         );
     } else {
         obs.check("array.values.roundtrip", false, at, || {
@@ -179,8 +202,9 @@ fn unreadable(at: &str, why: &str, obs: &mut Observations) {
     }
 }
 
-/// True when this case saw a name or metadata that is not UTF-8.
-fn names_or_metadata_not_utf8(obs: &Observations) -> bool {
+/// True when this case saw a name, metadata or utf8 value that is not
+/// UTF-8 (what arrow-rs cannot read: inspect::UNREADABLE_BY_ARROW_RS).
+fn not_utf8(obs: &Observations) -> bool {
     obs.violations
         .iter()
         .any(|v| crate::inspect::UNREADABLE_BY_ARROW_RS.contains(&v.rule))
@@ -555,19 +579,29 @@ fn array_case(
     }
     // arrow-rs panics on a name that is not UTF-8 and refuses such
     // metadata: those exports are not read (their values not judged).
-    let imported = if names_or_metadata_not_utf8(obs) {
-        Err("names or metadata not UTF-8".to_string())
+    let imported = if not_utf8(obs) {
+        Err("names, metadata or utf8 values not UTF-8".to_string())
     } else {
         probe::import_batch(&schema, &mut first).map_err(|e| e.to_string())
     };
+    // The first export stays imported (zero-copy: its buffers are the
+    // producer's memory) beside a copy of its bytes until the producer has
+    // made its second export: a producer that writes into buffers it
+    // already handed out shows as a difference (array.buffers.immutable).
+    let mut kept: Option<(Vec<Vec<u8>>, RecordBatch)> = None;
     match imported {
-        Ok(read) => values(
-            scenario,
-            &requested(scenario, spec.batch, spec.slice),
-            &[read],
-            "array",
-            obs,
-        ),
+        Ok(read) => {
+            values(
+                scenario,
+                &requested(scenario, spec.batch, spec.slice),
+                std::slice::from_ref(&read),
+                "array",
+                obs,
+            );
+            if opts.kind == DeviceKind::Cpu {
+                kept = Some((buffer_bytes(&read), read));
+            }
+        }
         Err(e) => unreadable("array", &e, obs),
     }
 
@@ -674,6 +708,34 @@ fn array_case(
             // What the parent's release left behind may be freed memory.
             child.mark_released();
         }
+    }
+    if let Some((copy, first)) = kept.take() {
+        // "Both the producer and the consumer SHOULD consider the exported
+        // data ... to be immutable": after a second export (taken apart and
+        // released), the first still holds what it held.
+        let now = buffer_bytes(&first);
+        let changed = copy
+            .iter()
+            .zip(&now)
+            .enumerate()
+            .find_map(|(i, (was, is))| {
+                let at = was.iter().zip(is.iter()).position(|(a, b)| a != b)?;
+                Some(format!(
+                    "buffer {i} of the export (in tree order), byte {at}: was {:#04x}, now {:#04x}",
+                    was[at], is[at]
+                ))
+            });
+        obs.check(
+            "array.buffers.immutable",
+            changed.is_none(),
+            "array",
+            || {
+                format!(
+                    "the first export's bytes changed while the producer made a second export: {}",
+                    changed.clone().unwrap_or_default()
+                )
+            },
+        );
     }
     // array.release.frees: once per scenario and path (the whole first
     // batch), not per slice.

@@ -725,14 +725,24 @@ impl Encoder {
                     node.children.push(self.node(child, cf, cb, Room::Any)?);
                 }
                 let mut out = Vec::with_capacity(lay.p * 4);
+                // Filler before the window points at the element before
+                // child 0's data, filler after it at the last element child
+                // 0's slots reached: "The respective offsets for each child
+                // value array must be in order / increasing" holds over the
+                // whole node, filler included.
+                let mut last0 = fronts.first().map_or(0, |f| f.saturating_sub(1));
                 for i in 0..lay.p {
                     let o = match lay.slot(i) {
                         Some(j) => {
                             let id = type_ids[data.offset() + j] as i8;
                             let k = ids.iter().position(|&x| x == id).ok_or("union type id")?;
-                            read_offset::<4>(offsets, data.offset() + j) + fronts[k]
+                            let o = read_offset::<4>(offsets, data.offset() + j) + fronts[k];
+                            if k == 0 {
+                                last0 = o;
+                            }
+                            o
                         }
-                        None => fronts.first().map_or(0, |f| f - 1),
+                        None => last0,
                     };
                     out.extend_from_slice(&(o as i32).to_ne_bytes());
                 }

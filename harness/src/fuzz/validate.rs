@@ -68,19 +68,19 @@ pub const ENFORCED_BY_ARROW_RS: &[&str] = &[
     "array.view.inline-padding",
     "array.dictionary.present",
     "array.dictionary.indices",
+    "array.utf8.valid",
 ];
+
+/// Rules of [`ENFORCED_BY_ARROW_RS`] below MUST whose findings arrow-rs's
+/// acceptance still contradicts: arrow-rs's validate_full checks every
+/// utf8 value, so a non-null value the harness finds not UTF-8 must make
+/// it reject.
+pub const ENFORCED_AT_EVERY_LEVEL: &[&str] = &["array.utf8.valid"];
 
 /// arrow-rs's reasons for rejecting what the C data interface allows (a
 /// substring of its error), each with why it is not a disagreement: checks
 /// beyond the C data interface's rules, and one known arrow-rs bug.
 pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
-    (
-        "nvalid UTF8",
-        "arrow-rs validates that utf8 values are UTF-8; the C data interface and Columnar \
-         format state the encoding but no rule of the harness's validator (nor nanoarrow's \
-         full validation) reads string contents",
-    ),
-    ("utf-8", "the same check in arrow-rs's view validation"),
     (
         "is larger than values length 0",
         "a known arrow-rs 60.1.0 bug, not a stricter rule: its import sizes the data buffer of \
@@ -94,14 +94,6 @@ pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
         "arrow-rs wants a run-end encoded array's values exactly as long as its run ends; \
          Columnar.rst asks for no such thing and Arrow C++'s full validation accepts longer \
          values (it rejects only shorter ones, which the harness reports too)",
-    ),
-    (
-        "external buffer at position",
-        "arrow-rs rejects a NULL offsets buffer in an empty array; CDataInterface.rst lets a \
-         buffer be NULL \"if the size in bytes of the corresponding buffer would be 0\", and \
-         the harness, like Arrow C++ and nanoarrow, reads an empty array's offsets as that case \
-         (a NULL buffer the size rule does not allow is array.layout.null-buffer, which the \
-         harness reports itself)",
     ),
     (
         "non-nullable child",
@@ -316,6 +308,12 @@ pub fn check(data: &[u8]) -> Outcome {
         {
             Err(format!("{NULL_VIEWS}: {e}"))
         }
+        Err(e)
+            if (e.contains("Invalid UTF8") || e.contains("utf-8") || e.contains("UTF-8"))
+                && null_utf8_garbage(Some(&schema), &array) =>
+        {
+            Err(format!("{NULL_UTF8}: {e}"))
+        }
         other => other,
     };
     case.violations = disagreements(&harness, &arrow_rs);
@@ -423,6 +421,74 @@ pub fn null_view_garbage(schema: Option<&SchemaNode>, n: &Node) -> bool {
     })
 }
 
+/// How an arrow-rs rejection of a null slot's bytes as UTF-8 begins: no
+/// disagreement ([`null_utf8_garbage`]).
+pub const NULL_UTF8: &str = "arrow-rs checked the bytes of a null utf8 slot as UTF-8, which the \
+    harness does not read";
+
+/// Does a utf8, large utf8 or utf8 view node in the tree hold, under a null
+/// slot, bytes that are not UTF-8? Columnar.rst: "Array slots which are null
+/// are not required to have a particular value", so the harness judges
+/// non-null values only (array.utf8.valid), while arrow-rs's validate_full
+/// checks every slot's bytes, null or not.
+pub fn null_utf8_garbage(schema: Option<&SchemaNode>, n: &Node) -> bool {
+    any_node(schema, n, &|s, n| {
+        let width = match format::parse(&s.format) {
+            Ok(Format::Utf8) => 4,
+            Ok(Format::LargeUtf8) => 8,
+            Ok(Format::Utf8View) => 16,
+            _ => return false,
+        };
+        if n.offset < 0 || n.length < 0 {
+            return false;
+        }
+        let bits = n.buffers.first().and_then(Option::as_ref);
+        (n.offset..n.offset + n.length).any(|slot| {
+            let slot = slot as usize;
+            let null =
+                bits.is_some_and(|b| b.get(slot / 8).is_some_and(|b| b >> (slot % 8) & 1 == 0));
+            if !null {
+                return false;
+            }
+            let value: Option<&[u8]> = if width == 16 {
+                let v = n
+                    .buffers
+                    .get(1)
+                    .and_then(Option::as_ref)
+                    .and_then(|b| b.get(slot * 16..slot * 16 + 16));
+                v.and_then(|v| {
+                    let len = usize::try_from(i32::from_le_bytes([v[0], v[1], v[2], v[3]])).ok()?;
+                    if len <= 12 {
+                        return v.get(4..4 + len);
+                    }
+                    let idx =
+                        usize::try_from(i32::from_le_bytes([v[8], v[9], v[10], v[11]])).ok()?;
+                    let off =
+                        usize::try_from(i32::from_le_bytes([v[12], v[13], v[14], v[15]])).ok()?;
+                    n.buffers
+                        .get(idx + 2)?
+                        .as_ref()?
+                        .get(off..off.checked_add(len)?)
+                })
+            } else {
+                let (s, e) = (word_at(n, 1, slot, width), word_at(n, 1, slot + 1, width));
+                match (
+                    s.and_then(|s| usize::try_from(s).ok()),
+                    e.and_then(|e| usize::try_from(e).ok()),
+                ) {
+                    (Some(s), Some(e)) if s <= e => n
+                        .buffers
+                        .get(2)
+                        .and_then(Option::as_ref)
+                        .and_then(|d| d.get(s..e)),
+                    _ => None,
+                }
+            };
+            value.is_some_and(|v| std::str::from_utf8(v).is_err())
+        })
+    })
+}
+
 /// What stands in for arrow-rs's verdict on a tree with a negative length
 /// or offset (arrow-rs is not run on those).
 pub const NEGATIVE: &str = "not given to arrow-rs: a negative length or offset, or a view array \
@@ -522,7 +588,11 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
             at: "root".into(),
             evidence: "a length or offset in the tree is negative, or a view array has fewer than 3 buffers, a NULL sizes buffer or a negative size, and the harness's validator finds nothing wrong".into(),
         }),
-        Err(e) if e == NEGATIVE || e.starts_with(EMPTY_OFFSETS) || e.starts_with(NULL_VIEWS) => {}
+        Err(e)
+            if e == NEGATIVE
+                || e.starts_with(EMPTY_OFFSETS)
+                || e.starts_with(NULL_VIEWS)
+                || e.starts_with(NULL_UTF8) => {}
         // A rejection that agrees with a finding of the harness at a level
         // below MUST (a view's prefix, SHOULD since the spec never says
         // "must" of it) is no disagreement either.
@@ -549,7 +619,10 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
             for v in harness
                 .iter()
                 .filter(|v| !unread.iter().any(|u| v.at.starts_with(u.as_str())))
-                .filter(|v| is_must(v) && ENFORCED_BY_ARROW_RS.contains(&v.rule))
+                .filter(|v| {
+                    (is_must(v) || ENFORCED_AT_EVERY_LEVEL.contains(&v.rule))
+                        && ENFORCED_BY_ARROW_RS.contains(&v.rule)
+                })
                 .filter(|v| {
                     !ARROW_RS_LENIENT
                         .iter()
@@ -560,7 +633,7 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
             {
                 out.push(RuleViolation {
                     rule: v.rule.to_string(),
-                    level: "MUST".into(),
+                    level: if is_must(v) { "MUST" } else { "SHOULD" }.into(),
                     at: v.at.clone(),
                     evidence: format!(
                         "the harness's validator reports this, arrow-rs (from_ffi + validate_full) accepts the array: {}",

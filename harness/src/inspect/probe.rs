@@ -206,9 +206,7 @@ pub fn import_batch(
     // arrow-rs panics on a name that is not UTF-8 (which the spec does not
     // forbid: schema.name.utf8 is SHOULD): read the schema first, a panic
     // caught, before the array is handed over.
-    let arrow_schema = crate::quiet::quietly(|| Schema::try_from(ffi_schema))
-        .map_err(|p| format!("arrow-rs cannot read the schema: {p}"))?
-        .map_err(|e| e.to_string())?;
+    let arrow_schema = read_schema(schema)?;
     let moved = crate::abi::ops::take(&mut **array);
     // SAFETY: validated (caller); see read_array.
     let moved = unsafe { realigned(moved, ffi_schema) };
@@ -222,6 +220,19 @@ pub fn import_batch(
     let data = unsafe { from_ffi(ffi_array, ffi_schema) }.map_err(|e| e.to_string())?;
     let root = StructArray::from(crate::abi::arrow_rs::repair_empty_bytes(data));
     crate::abi::arrow_rs::batch_from_struct(std::sync::Arc::new(arrow_schema), root)
+        .map_err(|e| e.to_string())
+}
+
+/// A validated schema read into arrow-rs (an owned copy of every string,
+/// metadata pair and child); arrow-rs's panic on a name that is not UTF-8
+/// comes back as an error.
+pub fn read_schema(schema: &ArrowSchema) -> Result<Schema, String> {
+    // SAFETY: ArrowSchema and FFI_ArrowSchema are the same repr(C) layout
+    // (checked at compile time in abi::arrow_rs); the reference is only
+    // read, and lives for this call.
+    let ffi_schema: &FFI_ArrowSchema = unsafe { &*(schema as *const ArrowSchema).cast() };
+    crate::quiet::quietly(|| Schema::try_from(ffi_schema))
+        .map_err(|p| format!("arrow-rs cannot read the schema: {p}"))?
         .map_err(|e| e.to_string())
 }
 

@@ -5,9 +5,9 @@
 use arrow_array::RecordBatch;
 
 use super::{
-    array_rules, device_members, ended_text, frees, names_or_metadata_not_utf8,
-    not_self_referencing, on_device, release_checked, release_quietly, relocate_poisoning,
-    schema_rules, unreadable, values, DeviceId,
+    array_rules, device_members, ended_text, frees, not_self_referencing, not_utf8, on_device,
+    release_checked, release_quietly, relocate_poisoning, schema_rules, unreadable, values,
+    DeviceId,
 };
 use crate::abi::ops::{callable, Guard, Owned};
 use crate::abi::{
@@ -349,23 +349,65 @@ where
             format!("a second get_schema {why}; the schema can be queried more than once")
         },
     );
-    if second == Call::Returned(0) {
-        let found = probe::check_schema(&again);
-        if !crate::inspect::any_must(&found) {
+    if second != Call::Returned(0) {
+        again.mark_released();
+        if !schema_ok {
+            schema.mark_released();
+            release_checked(stream, "stream.release.marks-released", "stream", obs);
+            return Err(Ended::Ran);
+        }
+        return Ok(schema);
+    }
+    let found = probe::check_schema(&again);
+    let again_ok = !crate::inspect::any_must(&found);
+    obs.validated(&schema_rules(), found, "second schema");
+    if !schema_ok {
+        // Not safe to follow: leave both (a leak beats a crash).
+        schema.mark_released();
+        if again_ok {
             release_checked(&mut again, "schema.release.marks-released", "schema", obs);
         } else {
             again.mark_released();
         }
-        obs.validated(&schema_rules(), found, "second schema");
-    } else {
-        again.mark_released();
-    }
-    if !schema_ok {
-        schema.mark_released();
         release_checked(stream, "stream.release.marks-released", "stream", obs);
         return Err(Ended::Ran);
     }
-    Ok(schema)
+    if !again_ok {
+        // The stream goes on with the first, valid, copy.
+        again.mark_released();
+        return Ok(schema);
+    }
+    // "The data returned by the get_schema and get_next callbacks must be
+    // released independently": release the first copy, then read the
+    // second, which must hold what it held before (the stream goes on with
+    // it).
+    let before = probe::read_schema(&again);
+    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    let found = probe::check_schema(&again);
+    let mut problems: Vec<String> = found
+        .iter()
+        .filter(|v| crate::inspect::any_must(std::slice::from_ref(v)))
+        .map(|v| v.to_string())
+        .take(3)
+        .collect();
+    if problems.is_empty() {
+        if let (Ok(before), Ok(after)) = (&before, probe::read_schema(&again)) {
+            problems.extend(compare::schemas(before, &after).into_iter().take(3));
+        }
+    }
+    obs.check("stream.schema.independent", problems.is_empty(), "second schema", || {
+        format!(
+            "after the first get_schema result was released, the second no longer holds what it did: {}",
+            problems.join("; ")
+        )
+    });
+    if !problems.is_empty() {
+        // What the first copy's release left behind may be freed memory.
+        again.mark_released();
+        release_checked(stream, "stream.release.marks-released", "stream", obs);
+        return Err(Ended::Ran);
+    }
+    Ok(again)
 }
 
 /// What the chunks step read.
@@ -585,8 +627,8 @@ fn results_outlive_stream<S: ProduceStream + Plain>(
     for (i, c) in chunks.iter_mut().enumerate() {
         let mut array = Guard::new(crate::abi::ops::take(c.array()));
         c.mark_released();
-        let read = if names_or_metadata_not_utf8(obs) {
-            Err("names or metadata not UTF-8".to_string())
+        let read = if not_utf8(obs) {
+            Err("names, metadata or utf8 values not UTF-8".to_string())
         } else {
             probe::import_batch(schema, &mut array).map_err(|e| e.to_string())
         };

@@ -15,23 +15,30 @@ impl Node<'_> {
         sink: &mut Sink,
     ) -> Option<(&'b [u8], T)> {
         let (offset, end) = (self.offset, self.end);
-        // An empty array (offset + length = 0) needs no offsets at all: the
-        // producer may pass NULL (as nanoarrow and Arrow C++ accept).
-        let required = if end == 0 {
-            0
-        } else {
-            match bytes_for(end + 1, T::SIZE) {
-                Some(r) => r,
-                None => {
-                    sink.push(
-                        ARRAY_LENGTHS,
-                        self.at,
-                        format!("offset + length = {end} implies an offsets buffer larger than the address space"),
-                    );
-                    return None;
-                }
-            }
+        let Some(required) = bytes_for(end + 1, T::SIZE) else {
+            sink.push(
+                ARRAY_LENGTHS,
+                self.at,
+                format!("offset + length = {end} implies an offsets buffer larger than the address space"),
+            );
+            return None;
         };
+        // Columnar.rst: "The offsets buffer contains length + 1 signed
+        // integers", so even an empty array's is T::SIZE bytes, and "The
+        // buffer pointers MAY be null only in two situations" allows no
+        // NULL here. Arrow C++ and nanoarrow import it anyway (arrow-rs
+        // refuses it): say so, and read nothing.
+        if end == 0 && bufs.ptrs.get(i).is_some_and(|p| p.is_null()) {
+            sink.push(
+                ARRAY_NULL_BUFFER,
+                self.at,
+                format!(
+                    "buffers[{i}] (offsets) is NULL in an empty array, but the offsets buffer holds length + 1 = 1 entry ({} bytes); some importers (Arrow C++, nanoarrow) tolerate it, others (arrow-rs) refuse it",
+                    T::SIZE
+                ),
+            );
+            return Some((&[], T::ZERO));
+        }
         // SAFETY: forwarded from the caller.
         let bytes =
             unsafe { bufs.region(i, "offsets", required, offset * T::SIZE, required, sink) }?;
@@ -68,13 +75,32 @@ impl Node<'_> {
         Some((bytes, value_at(bytes, bytes.len() / T::SIZE - 1)))
     }
 
+    /// Offsets and data; for utf8 (`utf8` is `Some(validity)`), the
+    /// non-null values are UTF-8 too.
+    ///
     /// # Safety
     /// As for [`Node::offsets`]; buffer 2 holds the bytes the offsets reach.
-    pub(super) unsafe fn binary<T: Int>(&self, bufs: &Buffers<'_>, sink: &mut Sink) {
+    pub(super) unsafe fn binary<T: Int>(
+        &self,
+        bufs: &Buffers<'_>,
+        utf8: Option<Option<(&[u8], usize)>>,
+        sink: &mut Sink,
+    ) {
         // SAFETY: forwarded from the caller.
-        if let Some((_, last)) = unsafe { self.offsets::<T>(bufs, 1, sink) } {
-            let required = usize::try_from(last.to_i64()).unwrap_or(usize::MAX);
-            bufs.present(2, "data", required, sink);
+        let Some((offsets, last)) = (unsafe { self.offsets::<T>(bufs, 1, sink) }) else {
+            return;
+        };
+        let required = usize::try_from(last.to_i64()).unwrap_or(usize::MAX);
+        if !bufs.present(2, "data", required, sink) || offsets.is_empty() {
+            return;
+        }
+        if let Some(validity) = utf8 {
+            // SAFETY: buffer 2 holds the `required` bytes the last offset
+            // reaches (the caller's guarantee; non-NULL when that is not 0,
+            // checked just above).
+            if let Some(data) = unsafe { bufs.region(2, "data", required, 0, required, sink) } {
+                self.utf8_values::<T>(offsets, data, validity, sink);
+            }
         }
     }
 }

@@ -17,6 +17,9 @@ pub(super) struct ArrayInfo {
     /// Buffer 1 of a fixed-width array whose layout checked out: it may be
     /// read for `offset + length` values (NULL when that is zero bytes).
     pub(super) data: Option<*const u8>,
+    /// The node's checked children (`None` for one that could not be
+    /// followed): what a grandparent needs (a map's keys).
+    pub(super) children: Vec<Option<ArrayInfo>>,
 }
 
 /// Byte size of `count` items of `width` bytes, if it fits the address space.

@@ -25,7 +25,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::fmt;
 
-use super::format::{self, shown, BufferShape, Format, UnionMode};
+use super::format::{self, shown, BufferShape, Format, TimeUnit, UnionMode};
 use crate::abi::{
     is_poison_ptr, ArrowArray, ArrowSchema, ARROW_FLAG_DICTIONARY_ORDERED,
     ARROW_FLAG_MAP_KEYS_SORTED, ARROW_FLAG_NULLABLE,
@@ -45,6 +45,7 @@ pub mod rule {
     pub const SCHEMA_FLAGS_PLACEMENT: &str = "schema.flags.placement";
     pub const SCHEMA_METADATA_ENCODING: &str = "schema.metadata.encoding";
     pub const SCHEMA_METADATA_UTF8: &str = "schema.metadata.utf8";
+    pub const SCHEMA_METADATA_NULL_IF_OMITTED: &str = "schema.metadata.null-if-omitted";
     pub const SCHEMA_NAME_UTF8: &str = "schema.name.utf8";
     pub const SCHEMA_RELEASE_SET: &str = "schema.release.set";
     pub const SCHEMA_RELEASE_RELOCATABLE: &str = "schema.release.relocatable";
@@ -66,6 +67,12 @@ pub mod rule {
     pub const ARRAY_VIEW_INLINE_PADDING: &str = "array.view.inline-padding";
     pub const ARRAY_DICTIONARY_PRESENT: &str = "array.dictionary.present";
     pub const ARRAY_DICTIONARY_INDICES: &str = "array.dictionary.indices";
+    pub const ARRAY_UTF8_VALID: &str = "array.utf8.valid";
+    pub const ARRAY_DECIMAL_PRECISION: &str = "array.decimal.precision";
+    pub const ARRAY_DATE64_DAYS: &str = "array.date64.days";
+    pub const ARRAY_TIME_RANGE: &str = "array.time.range";
+    pub const ARRAY_UNION_OFFSETS_ORDERED: &str = "array.union.offsets-ordered";
+    pub const ARRAY_MAP_KEYS_NON_NULL: &str = "array.map.keys-non-null";
 
     /// Every rule above.
     pub const ALL: &[&str] = &[
@@ -81,6 +88,7 @@ pub mod rule {
         SCHEMA_FLAGS_PLACEMENT,
         SCHEMA_METADATA_ENCODING,
         SCHEMA_METADATA_UTF8,
+        SCHEMA_METADATA_NULL_IF_OMITTED,
         SCHEMA_NAME_UTF8,
         SCHEMA_RELEASE_SET,
         SCHEMA_RELEASE_RELOCATABLE,
@@ -102,6 +110,12 @@ pub mod rule {
         ARRAY_VIEW_INLINE_PADDING,
         ARRAY_DICTIONARY_PRESENT,
         ARRAY_DICTIONARY_INDICES,
+        ARRAY_UTF8_VALID,
+        ARRAY_DECIMAL_PRECISION,
+        ARRAY_DATE64_DAYS,
+        ARRAY_TIME_RANGE,
+        ARRAY_UNION_OFFSETS_ORDERED,
+        ARRAY_MAP_KEYS_NON_NULL,
     ];
 }
 
@@ -116,6 +130,7 @@ mod run_end;
 mod scan;
 mod schema;
 mod union;
+mod values;
 mod views;
 use buffers::*;
 use scan::*;
@@ -538,6 +553,7 @@ unsafe fn check_array(
         null_count: a.null_count,
         validity: std::ptr::null(),
         data: None,
+        children: Vec::new(),
     };
     let node = Node {
         at,
@@ -550,6 +566,7 @@ unsafe fn check_array(
     node.child_lengths(&fmt, &kids, sink);
 
     if !buffers_ok {
+        info.children = kids;
         return Some(info);
     }
     let bufs = Buffers { ptrs, at };
@@ -563,6 +580,7 @@ unsafe fn check_array(
     // SAFETY: as above: each non-NULL buffer of this node holds what
     // offset + length imply for the format.
     unsafe { node.contents(&fmt, &bufs, &kids, dict.as_ref(), validity, &mut info, sink) };
+    info.children = kids;
     Some(info)
 }
 
@@ -799,11 +817,21 @@ impl Node<'_> {
                 bufs.present(1, "values", bitmap_bytes(end), sink);
             }
             // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
-            Format::Binary | Format::Utf8 => unsafe { self.binary::<i32>(bufs, sink) },
+            Format::Binary => unsafe { self.binary::<i32>(bufs, None, sink) },
+            // SAFETY: as above.
+            Format::Utf8 => unsafe { self.binary::<i32>(bufs, Some(validity), sink) },
             // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
-            Format::LargeBinary | Format::LargeUtf8 => unsafe { self.binary::<i64>(bufs, sink) },
+            Format::LargeBinary => unsafe { self.binary::<i64>(bufs, None, sink) },
+            // SAFETY: as above.
+            Format::LargeUtf8 => unsafe { self.binary::<i64>(bufs, Some(validity), sink) },
             // SAFETY: see above: buffer 1 holds end + 1 int32 offsets.
-            Format::List | Format::Map => unsafe { self.list::<i32>(bufs, kids.first(), sink) },
+            Format::List => unsafe { self.list::<i32>(bufs, kids.first(), sink) },
+            // SAFETY: see above: buffer 1 holds end + 1 int32 offsets; the
+            // children were checked by check_array.
+            Format::Map => unsafe {
+                self.list::<i32>(bufs, kids.first(), sink);
+                self.map_keys(bufs, validity, kids.first(), sink);
+            },
             // SAFETY: see above: buffer 1 holds end + 1 int64 offsets.
             Format::LargeList => unsafe { self.list::<i64>(bufs, kids.first(), sink) },
             // SAFETY: see above: buffers 1 and 2 hold end int32 offsets / sizes.
@@ -814,7 +842,9 @@ impl Node<'_> {
             Format::Union(mode, ids) => unsafe { self.union(*mode, ids, bufs, kids, sink) },
             // SAFETY: see above: end views, the sizes buffer, and variadic
             // buffers as large as it says.
-            Format::BinaryView | Format::Utf8View => unsafe { self.views(bufs, validity, sink) },
+            Format::BinaryView => unsafe { self.views(bufs, validity, false, sink) },
+            // SAFETY: as above.
+            Format::Utf8View => unsafe { self.views(bufs, validity, true, sink) },
             f => {
                 let Some(width) = format::byte_width(f) else {
                     return;
@@ -829,11 +859,15 @@ impl Node<'_> {
                 };
                 if bufs.present(1, "values", required, sink) {
                     info.data = bufs.ptrs.get(1).map(|p| p.cast::<u8>());
-                    if let Some(d) = dict {
+                    match dict {
                         // SAFETY: see above: buffer 1 holds end indices of
                         // `width` bytes (non-NULL unless that is 0 bytes,
                         // checked just above).
-                        unsafe { self.dictionary_indices(f, bufs, width, validity, d, sink) };
+                        Some(d) => unsafe {
+                            self.dictionary_indices(f, bufs, width, validity, d, sink)
+                        },
+                        // SAFETY: as above, end values of `width` bytes.
+                        None => unsafe { self.fixed_values(f, bufs, width, validity, sink) },
                     }
                 }
             }

@@ -139,7 +139,7 @@ pub(super) unsafe fn check_schema(
         let found = if is_poison_ptr(s.metadata.addr()) {
             MetadataProblems {
                 framing: Some("metadata pointer is the poison pattern (never written)".to_string()),
-                not_utf8: None,
+                ..MetadataProblems::default()
             }
         } else {
             // SAFETY: non-NULL, non-poison metadata; the reader is bounded.
@@ -150,6 +150,13 @@ pub(super) unsafe fn check_schema(
         }
         if let Some(p) = found.not_utf8 {
             sink.push(SCHEMA_METADATA_UTF8, at, p);
+        }
+        if found.no_pairs {
+            sink.push(
+                SCHEMA_METADATA_NULL_IF_OMITTED,
+                at,
+                "metadata is not NULL but holds no key-value pairs (its count is 0): metadata that is omitted must be NULL, not an empty string",
+            );
         }
     }
 
@@ -402,6 +409,8 @@ pub(super) fn check_map_entries(entries: &SchemaNode, at: &str, sink: &mut Sink)
 pub struct MetadataProblems {
     pub framing: Option<String>,
     pub not_utf8: Option<String>,
+    /// The count is 0: metadata that says "none" without being NULL.
+    pub no_pairs: bool,
 }
 
 /// Reads an encoded metadata string through ([`MetadataProblems`]).
@@ -425,6 +434,7 @@ pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
         ));
         return out;
     }
+    out.no_pairs = count == 0;
     let mut pos: usize = 4;
     for pair in 0..count {
         for what in ["key", "value"] {

@@ -359,7 +359,7 @@ fn all_types(n: usize) -> RecordBatch {
         "date64",
         Arc::new(
             (0..n)
-                .map(|i| opt(i).then_some(i as i64))
+                .map(|i| opt(i).then_some(i as i64 * 86_400_000))
                 .collect::<Date64Array>(),
         ),
     );
@@ -693,10 +693,17 @@ fn valid_slices_pass() {
 
 #[test]
 fn valid_hand_built_edge_cases_pass() {
-    // Empty utf8 array with NULL offsets and data: size 0, so NULL is fine.
+    // Empty utf8 array with its one offset and NULL data: size 0, so NULL
+    // data is fine.
     let s = sch("u", 0, vec![]);
-    let a = arr(0, 0, 0, vec![std::ptr::null(); 3], vec![]);
-    assert_clean(&check_array_raw(s, a), "empty utf8 with NULL buffers");
+    let a = arr(
+        0,
+        0,
+        0,
+        vec![std::ptr::null(), leak_buf(vec![0i32]), std::ptr::null()],
+        vec![],
+    );
+    assert_clean(&check_array_raw(s, a), "empty utf8 with NULL data");
     // null_count -1 with a bitmap: not checked against the bits.
     let s = sch("i", 2, vec![]);
     let a = arr(
@@ -959,7 +966,10 @@ fn schema_metadata_encoding() {
         }
         md
     };
-    assert_clean(&with_md(enc(0, &[])), "empty metadata");
+    // "If omitted, this field MUST be NULL (not an empty string)".
+    let v = with_md(enc(0, &[]));
+    assert_rule(&v, SCHEMA_METADATA_NULL_IF_OMITTED, &[]);
+    assert!(v[0].message.contains("count is 0"), "{}", v[0]);
     assert_rule(&with_md(enc(-1, &[])), SCHEMA_METADATA_ENCODING, &[]);
     assert_rule(&with_md(enc(1 << 21, &[])), SCHEMA_METADATA_ENCODING, &[]);
     assert_rule(
@@ -2030,4 +2040,357 @@ fn int64_large_list_and_views_at_scale() {
     assert_clean(&array_of(&s, &a), "big batch");
     let a = Guard::new(export_batch_slice(&batch, 12_345, 54_321));
     assert_clean(&array_of(&s, &a), "big slice");
+}
+
+// -- full validation: values ---------------------------------------------
+
+/// A one-column check of hand-built buffers.
+fn one(format: &str, a: *mut ArrowArray) -> Vec<Violation> {
+    check_array_raw(sch(format, 2, vec![]), a)
+}
+
+#[test]
+fn empty_variable_size_arrays_with_null_offsets() {
+    // "The offsets buffer contains length + 1 signed integers": 4 or 8
+    // bytes even when empty, so NULL is a MUST violation, said with who
+    // tolerates it.
+    for format in ["u", "z", "U", "Z"] {
+        let v = one(format, arr(0, 0, 0, vec![std::ptr::null(); 3], vec![]));
+        assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
+        assert!(v[0].message.contains("Arrow C++, nanoarrow"), "{}", v[0]);
+    }
+    let list = sch("+l", 2, vec![sch("i", 2, vec![])]);
+    let v = check_array_raw(
+        list,
+        arr(0, 0, 0, vec![std::ptr::null(); 2], vec![int32_array(&[])]),
+    );
+    assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
+}
+
+/// A utf8 array of `offsets` into `data`, with an optional validity byte.
+fn utf8(format: &str, valid: Option<u8>, offsets: &[i64], data: &[u8]) -> Vec<Violation> {
+    let n = offsets.len() as i64 - 1;
+    let nulls = valid.map_or(0, |b| (0..n).filter(|i| b >> i & 1 == 0).count() as i64);
+    let validity = valid.map_or(std::ptr::null(), |b| leak_buf(vec![b]));
+    let offsets = if format == "U" {
+        leak_buf(offsets.to_vec())
+    } else {
+        leak_buf(offsets.iter().map(|&o| o as i32).collect::<Vec<_>>())
+    };
+    one(
+        format,
+        arr(
+            n,
+            nulls,
+            0,
+            vec![validity, offsets, leak_buf(data.to_vec())],
+            vec![],
+        ),
+    )
+}
+
+#[test]
+fn array_utf8_valid() {
+    for format in ["u", "U"] {
+        // "a", "é", "\xff": the third is not UTF-8.
+        let v = utf8(format, None, &[0, 1, 3, 4], b"a\xc3\xa9\xff");
+        assert_rule(&v, ARRAY_UTF8_VALID, &[]);
+        assert!(v[0].message.contains("slot 2"), "{}", v[0]);
+        // Under a null slot any bytes may stand.
+        assert_clean(
+            &utf8(format, Some(0b011), &[0, 1, 3, 4], b"a\xc3\xa9\xff"),
+            "garbage under a null",
+        );
+        // Each value alone: "é" split in two is valid as a whole run but
+        // not value by value.
+        let v = utf8(format, None, &[0, 1, 2], b"\xc3\xa9");
+        assert_rule(&v, ARRAY_UTF8_VALID, &[]);
+        assert!(v[0].message.contains("slot 0"), "{}", v[0]);
+        // A truncated character at the end of the last value.
+        assert_rule(
+            &utf8(format, None, &[0, 2, 3], b"ab\xe2"),
+            ARRAY_UTF8_VALID,
+            &[],
+        );
+        assert_clean(&utf8(format, None, &[0, 2, 5], b"ab\xe2\x9c\x93"), "valid");
+    }
+    // Binary is not judged.
+    assert_clean(&utf8("z", None, &[0, 1], b"\xff"), "binary");
+    // Views: an inline and an out-of-line value.
+    let inline_bad = {
+        let mut v = [0u8; 16];
+        v[0] = 2;
+        v[4] = b'a';
+        v[5] = 0xff;
+        v
+    };
+    let long = b"a fine value, then \xff".to_vec();
+    let out_of_line = {
+        let mut v = [0u8; 16];
+        v[0..4].copy_from_slice(&(long.len() as i32).to_ne_bytes());
+        v[4..8].copy_from_slice(&long[0..4]);
+        v
+    };
+    for (views, data) in [(inline_bad, vec![0u8]), (out_of_line, long.clone())] {
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![
+                std::ptr::null(),
+                leak_buf(views.to_vec()),
+                leak_buf(data.clone()),
+                leak_buf(vec![data.len() as i64]),
+            ],
+            vec![],
+        );
+        assert_rule(&one("vu", a), ARRAY_UTF8_VALID, &[]);
+        let a = arr(
+            1,
+            0,
+            0,
+            vec![
+                std::ptr::null(),
+                leak_buf(views.to_vec()),
+                leak_buf(data.clone()),
+                leak_buf(vec![data.len() as i64]),
+            ],
+            vec![],
+        );
+        assert_clean(&one("vz", a), "binary view");
+    }
+}
+
+#[test]
+fn array_decimal_precision() {
+    let v = one(
+        "d:3,0,32",
+        arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![999i32, -1000])],
+            vec![],
+        ),
+    );
+    assert_rule(&v, ARRAY_DECIMAL_PRECISION, &[]);
+    assert!(
+        v[0].message.contains("slot 1") && v[0].message.contains("-1000"),
+        "{}",
+        v[0]
+    );
+    let v = one(
+        "d:18,2,64",
+        arr(
+            1,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![10i64.pow(18)])],
+            vec![],
+        ),
+    );
+    assert_rule(&v, ARRAY_DECIMAL_PRECISION, &[]);
+    let v = one(
+        "d:5,1",
+        arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![99_999i128, 100_000])],
+            vec![],
+        ),
+    );
+    assert_rule(&v, ARRAY_DECIMAL_PRECISION, &[]);
+    // Under a null slot: not judged.
+    let a = arr(
+        2,
+        1,
+        0,
+        vec![leak_buf(vec![0b01u8]), leak_buf(vec![99_999i128, 100_000])],
+        vec![],
+    );
+    assert_clean(&one("d:5,1", a), "beyond precision under a null");
+    // 256 bits: 10^40 - 1 fits precision 40, 10^40 and -10^40 do not.
+    let word = |neg: bool, minus_one: bool| {
+        let (hi, lo) = super::values::pow10_for_tests(40);
+        let (hi, lo) = if minus_one {
+            (hi - u128::from(lo == 0), lo.wrapping_sub(1))
+        } else {
+            (hi, lo)
+        };
+        let (hi, lo) = if neg {
+            let (lo, carry) = (!lo).overflowing_add(1);
+            (!hi + u128::from(carry), lo)
+        } else {
+            (hi, lo)
+        };
+        let mut b = lo.to_le_bytes().to_vec();
+        b.extend_from_slice(&hi.to_le_bytes());
+        b
+    };
+    let values: Vec<u8> = [word(false, true), word(true, true)].concat();
+    let a = arr(2, 0, 0, vec![std::ptr::null(), leak_buf(values)], vec![]);
+    assert_clean(&one("d:40,0,256", a), "10^40 - 1 at precision 40");
+    for neg in [false, true] {
+        let values: Vec<u8> = [word(false, true), word(neg, false)].concat();
+        let a = arr(2, 0, 0, vec![std::ptr::null(), leak_buf(values)], vec![]);
+        let v = one("d:40,0,256", a);
+        assert_rule(&v, ARRAY_DECIMAL_PRECISION, &[]);
+        assert!(v[0].message.contains("slot 1"), "{}", v[0]);
+    }
+}
+
+#[test]
+fn array_date64_days() {
+    let v = one(
+        "tdm",
+        arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![-86_400_000i64, 1])],
+            vec![],
+        ),
+    );
+    assert_rule(&v, ARRAY_DATE64_DAYS, &[]);
+    assert!(v[0].message.contains("slot 1"), "{}", v[0]);
+    let a = arr(
+        2,
+        1,
+        0,
+        vec![leak_buf(vec![0b01u8]), leak_buf(vec![0i64, 1])],
+        vec![],
+    );
+    assert_clean(&one("tdm", a), "a partial day under a null");
+}
+
+#[test]
+fn array_time_range() {
+    for (format, day) in [("tts", 86_400i64), ("ttm", 86_400_000)] {
+        let ok = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i32, (day - 1) as i32])],
+            vec![],
+        );
+        assert_clean(&one(format, ok), "within the day");
+        for bad in [day, -1] {
+            let a = arr(
+                2,
+                0,
+                0,
+                vec![std::ptr::null(), leak_buf(vec![0i32, bad as i32])],
+                vec![],
+            );
+            assert_rule(&one(format, a), ARRAY_TIME_RANGE, &[]);
+        }
+    }
+    for (format, day) in [("ttu", 86_400_000_000i64), ("ttn", 86_400_000_000_000)] {
+        let ok = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i64, day - 1])],
+            vec![],
+        );
+        assert_clean(&one(format, ok), "within the day");
+        let a = arr(
+            2,
+            0,
+            0,
+            vec![std::ptr::null(), leak_buf(vec![0i64, day])],
+            vec![],
+        );
+        assert_rule(&one(format, a), ARRAY_TIME_RANGE, &[]);
+        let a = arr(
+            2,
+            1,
+            0,
+            vec![leak_buf(vec![0b01u8]), leak_buf(vec![0i64, day])],
+            vec![],
+        );
+        assert_clean(&one(format, a), "past midnight under a null");
+    }
+}
+
+/// A dense union of two int32 children (2 values each) with these type ids
+/// and offsets.
+fn dense_union(ids: &[i8], offsets: &[i32]) -> Vec<Violation> {
+    let s = sch("+ud:0,1", 0, vec![sch("i", 2, vec![]), sch("i", 2, vec![])]);
+    let a = arr(
+        ids.len() as i64,
+        0,
+        0,
+        vec![leak_buf(ids.to_vec()), leak_buf(offsets.to_vec())],
+        vec![int32_array(&[1, 2]), int32_array(&[3, 4])],
+    );
+    check_array_raw(s, a)
+}
+
+#[test]
+fn array_union_offsets_ordered() {
+    let v = dense_union(&[0, 1, 0], &[1, 0, 0]);
+    assert_rule(&v, ARRAY_UNION_OFFSETS_ORDERED, &[]);
+    assert!(
+        v[0].message.contains("slot 2") && v[0].message.contains("slot 0"),
+        "{}",
+        v[0]
+    );
+    // Each child on its own: interleaved but in order per child.
+    assert_clean(&dense_union(&[0, 1, 0, 1], &[0, 0, 1, 1]), "in order");
+    // Equal offsets ("in order"): not reported.
+    assert_clean(&dense_union(&[0, 0], &[1, 1]), "equal offsets");
+}
+
+/// A map of int32 keys to int32 values: `offsets` into entries whose keys
+/// have validity byte `keys_valid`.
+fn map(valid: Option<u8>, offsets: &[i32], keys_valid: u8, n_keys: usize) -> Vec<Violation> {
+    let entries_schema = sch("+s", 0, vec![sch("i", 0, vec![]), sch("i", 2, vec![])]);
+    let s = sch("+m", 2, vec![entries_schema]);
+    let key_nulls = (0..n_keys).filter(|i| keys_valid >> i & 1 == 0).count() as i64;
+    let keys = arr(
+        n_keys as i64,
+        key_nulls,
+        0,
+        vec![leak_buf(vec![keys_valid]), leak_buf(vec![7i32; n_keys])],
+        vec![],
+    );
+    let entries = arr(
+        n_keys as i64,
+        0,
+        0,
+        vec![std::ptr::null()],
+        vec![keys, int32_array(&vec![1; n_keys])],
+    );
+    let n = offsets.len() as i64 - 1;
+    let nulls = valid.map_or(0, |b| (0..n).filter(|i| b >> i & 1 == 0).count() as i64);
+    let a = arr(
+        n,
+        nulls,
+        0,
+        vec![
+            valid.map_or(std::ptr::null(), |b| leak_buf(vec![b])),
+            leak_buf(offsets.to_vec()),
+        ],
+        vec![entries],
+    );
+    check_array_raw(s, a)
+}
+
+#[test]
+fn array_map_keys_non_null() {
+    let v = map(None, &[0, 2, 3], 0b101, 3);
+    assert_rule(&v, ARRAY_MAP_KEYS_NON_NULL, &[]);
+    assert!(
+        v[0].message.contains("slot 0") && v[0].message.contains("entry 1"),
+        "{}",
+        v[0]
+    );
+    // The null key in a null map slot's entries: not judged.
+    assert_clean(
+        &map(Some(0b10), &[0, 2, 3], 0b100, 3),
+        "null key under a null slot",
+    );
+    assert_clean(&map(None, &[0, 2, 3], 0b111, 3), "no null key");
 }

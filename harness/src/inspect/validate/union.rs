@@ -102,5 +102,34 @@ impl Node<'_> {
                 return;
             }
         }
+        // Columnar.rst: "The respective offsets for each child value array
+        // must be in order / increasing." Read as non-decreasing: equal
+        // offsets (two slots sharing a child value) are not reported.
+        let mut last = [i32::MIN; 128];
+        let mut previous_slot = [0usize; 128];
+        for (k, (&t, o)) in type_ids.iter().zip(offsets.chunks_exact(4)).enumerate() {
+            let child = map[t as usize];
+            if child < 0 {
+                continue;
+            }
+            let c = child as usize & 127;
+            let o = i32::load(o);
+            if o < last[c] {
+                sink.push(
+                    ARRAY_UNION_OFFSETS_ORDERED,
+                    at,
+                    format!(
+                        "dense union slot {}: offset {o} into children[{child}] (type id {}) is less than {} at slot {}, an earlier slot of the same child; each child's offsets must be in order / increasing",
+                        offset + k,
+                        t as i8,
+                        last[c],
+                        offset + previous_slot[c]
+                    ),
+                );
+                return;
+            }
+            last[c] = o;
+            previous_slot[c] = k;
+        }
     }
 }

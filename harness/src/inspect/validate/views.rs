@@ -1,4 +1,5 @@
-//! Binary and utf8 views: lengths, prefixes, inline padding and variadic buffers.
+//! Binary and utf8 views: lengths, prefixes, inline padding, variadic
+//! buffers, and (utf8 views) values that are UTF-8.
 
 use super::*;
 
@@ -10,6 +11,7 @@ impl Node<'_> {
         &self,
         bufs: &Buffers<'_>,
         validity: Option<(&[u8], usize)>,
+        utf8: bool,
         sink: &mut Sink,
     ) {
         let (offset, end, at) = (self.offset, self.end, self.at);
@@ -162,6 +164,32 @@ impl Node<'_> {
             }
             if padding && prefix {
                 break;
+            }
+        }
+        if !utf8 {
+            return;
+        }
+        // The values of a utf8 view: inline bytes, or bytes of a variadic
+        // buffer (every view was found in bounds above).
+        for (slot, len, idx, off, v) in live() {
+            let value = if len <= 12 {
+                v.get(4..4 + len as usize).unwrap_or(&[])
+            } else {
+                let (b, start) = (idx as usize + 2, off as usize);
+                let size = sizes.get(idx as usize).copied().unwrap_or(0) as usize;
+                // SAFETY: as for the prefix above: buffer b holds `size`
+                // bytes and [off, off + len) lies within them.
+                let data = unsafe {
+                    bufs.region(b, "variadic data", size, start, start + len as usize, sink)
+                };
+                data.unwrap_or(&[])
+            };
+            if value.is_ascii() {
+                continue;
+            }
+            if let Some(problem) = values::utf8_view_problem(slot, value) {
+                sink.push(ARRAY_UTF8_VALID, at, problem);
+                return;
             }
         }
     }
