@@ -596,7 +596,16 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
         // A rejection that agrees with a finding of the harness at a level
         // below MUST (a view's prefix, SHOULD since the spec never says
         // "must" of it) is no disagreement either.
-        Err(e) if !harness.iter().any(|v| is_must(v) || ENFORCED_BY_ARROW_RS.contains(&v.rule)) => {
+        // Nor is a rejection of what arrow-rs cannot read at all (names,
+        // metadata or values that are not UTF-8), which the harness
+        // reports below MUST (inspect::UNREADABLE_BY_ARROW_RS).
+        Err(e)
+            if !harness.iter().any(|v| {
+                is_must(v)
+                    || ENFORCED_BY_ARROW_RS.contains(&v.rule)
+                    || crate::inspect::UNREADABLE_BY_ARROW_RS.contains(&v.rule)
+            }) =>
+        {
             if !ARROW_RS_STRICTER.iter().any(|(s, _)| e.contains(s)) {
                 out.push(RuleViolation {
                     rule: "fuzz.validate.arrow-rs-rejects".into(),
@@ -884,7 +893,11 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
         }
         12 => {
             s.metadata = Some(metadata(m));
-            format!("metadata@{k}:{}", m.a % 4)
+            if m.b % 16 == 15 {
+                format!("metadata@{k}:none")
+            } else {
+                format!("metadata@{k}:{}", m.a % 4)
+            }
         }
         14 => {
             if a.children.len() < 2 {
@@ -909,6 +922,9 @@ fn metadata(m: &Mutation) -> Vec<u8> {
     let key = b"k";
     let value: &[u8] = if m.a % 4 == 3 { b"\xff\xfe" } else { b"v" };
     let count: i32 = match m.a % 4 {
+        // Now and then none at all: "If omitted, this field MUST be NULL
+        // (not an empty string)" (schema.metadata.null-if-omitted).
+        _ if m.b % 16 == 15 => 0,
         1 => 2,
         2 => -1,
         _ => 1,
