@@ -140,6 +140,9 @@ struct Case {
     harness_reads: usize,
     /// Bytes nanoarrow's FULL level must read: offsets only.
     nanoarrow_reads: usize,
+    /// Bytes nanoarrow's FULL level plus null counting must read: validity
+    /// bitmaps and offsets.
+    counted_reads: usize,
 }
 
 /// A validator to time: its label, the bytes it must read, one run.
@@ -171,6 +174,7 @@ fn int64(n: usize) -> Case {
         buffers: vec![("validity", validity), ("values", n * 8)],
         harness_reads: validity,
         nanoarrow_reads: 0,
+        counted_reads: validity,
     }
 }
 
@@ -196,6 +200,37 @@ fn utf8(n: usize) -> Case {
         buffers: vec![("validity", validity), ("offsets", offs), ("data", total)],
         harness_reads: validity + offs + total,
         nanoarrow_reads: offs,
+        counted_reads: validity + offs,
+    }
+}
+
+/// utf8 whose values are not ASCII ("é" repeated 0-3 times: 0-6 bytes),
+/// the path that validates UTF-8 and checks that every offset starts a
+/// character.
+fn utf8_non_ascii(n: usize) -> Case {
+    let o = offsets(n, |i| (i % 4) as i32 * 2);
+    let total = *o.last().unwrap_or(&0) as usize;
+    let data: Vec<u8> = (0..total).map(|i| if i % 2 == 0 { 0xc3 } else { 0xa9 }).collect();
+    let a = StringArray::try_new(
+        OffsetBuffer::new(ScalarBuffer::from(o)),
+        Buffer::from_vec(data),
+        Some(nulls(n, 11)),
+    )
+    .expect("valid utf8 array");
+    let data = a.to_data();
+    let (schema, array) = export(&data);
+    let (validity, offs) = (n.div_ceil(8), (n + 1) * 4);
+    Case {
+        name: "utf8 non-ASCII (1 in 11 null, 0-6 bytes)",
+        values: n,
+        schema,
+        array,
+        data,
+        buffers: vec![("validity", validity), ("offsets", offs), ("data", total)],
+        // The offsets are read twice: in order, then as character starts.
+        harness_reads: validity + 2 * offs + total,
+        nanoarrow_reads: offs,
+        counted_reads: validity + offs,
     }
 }
 
@@ -226,6 +261,7 @@ fn list_int32(n: usize) -> Case {
         ],
         harness_reads: validity + offs,
         nanoarrow_reads: offs,
+        counted_reads: validity + offs,
     }
 }
 
@@ -327,7 +363,7 @@ fn main() {
     let evict = Evict::new();
     late_offset_break(n);
 
-    for make in [int64, utf8, list_int32] {
+    for make in [int64, utf8, utf8_non_ascii, list_int32] {
         let t = Instant::now();
         let mut c = make(n);
         let total: usize = c.buffers.iter().map(|(_, b)| b).sum();
@@ -376,7 +412,7 @@ fn main() {
             ),
             (
                 "nanoarrow FULL + null counts",
-                c.harness_reads,
+                c.counted_reads,
                 Box::new(|| {
                     // SAFETY: as above.
                     let r = unsafe { nanoarrow::validate_full_and_null_counts(schema, array) };

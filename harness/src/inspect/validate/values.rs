@@ -249,6 +249,20 @@ impl Node<'_> {
     ) {
         let n = self.length;
         let off = |k: usize| value_at::<T>(offsets, k).to_i64() as usize;
+        // The fast path, for data that is UTF-8 throughout (garbage under
+        // null slots is rare): one pass over every byte the offsets reach,
+        // then every inner offset must start a character, null slots' or
+        // not. Either failing sends the array down the exact path below.
+        // ASCII throughout needs no boundary check: every byte starts a
+        // character.
+        let (first, last) = (off(0), off(n));
+        let range = data.get(first..last).unwrap_or(&[]);
+        if range.is_ascii()
+            || (simdutf8::basic::from_utf8(range).is_ok()
+                && all_offsets_start_characters::<T>(offsets, data, last))
+        {
+            return;
+        }
         let valid = |k: usize| validity.is_none_or(|(bits, first)| bit_set(bits, first, k));
         let mut k = 0;
         while k < n {
@@ -290,6 +304,23 @@ impl Node<'_> {
             }
         }
     }
+}
+
+/// Does every inner offset (entries 1..n of `offsets`) below `last` point
+/// at a byte that starts a character (not 0x80..=0xBF)? Block-wise, no
+/// early exit inside a block.
+fn all_offsets_start_characters<T: Int>(offsets: &[u8], data: &[u8], last: usize) -> bool {
+    let inner = offsets
+        .get(T::SIZE..offsets.len().saturating_sub(T::SIZE))
+        .unwrap_or(&[]);
+    let data = &data[..last.min(data.len())];
+    inner.chunks(BLOCK * T::SIZE).all(|block| {
+        !block.chunks_exact(T::SIZE).fold(false, |bad, o| {
+            // Offsets at or past `last` (the end) start nothing.
+            let o = T::load(o).to_i64() as usize;
+            bad | data.get(o).is_some_and(|&b| (b as i8) < -64)
+        })
+    })
 }
 
 /// The first non-UTF-8 value of a utf8 view node, in words.
