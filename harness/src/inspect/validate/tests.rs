@@ -2132,32 +2132,17 @@ fn array_utf8_valid() {
         v
     };
     for (views, data) in [(inline_bad, vec![0u8]), (out_of_line, long.clone())] {
-        let a = arr(
-            1,
-            0,
-            0,
-            vec![
+        let view_array = || {
+            let buffers = vec![
                 std::ptr::null(),
                 leak_buf(views.to_vec()),
                 leak_buf(data.clone()),
                 leak_buf(vec![data.len() as i64]),
-            ],
-            vec![],
-        );
-        assert_rule(&one("vu", a), ARRAY_UTF8_VALID, &[]);
-        let a = arr(
-            1,
-            0,
-            0,
-            vec![
-                std::ptr::null(),
-                leak_buf(views.to_vec()),
-                leak_buf(data.clone()),
-                leak_buf(vec![data.len() as i64]),
-            ],
-            vec![],
-        );
-        assert_clean(&one("vz", a), "binary view");
+            ];
+            arr(1, 0, 0, buffers, vec![])
+        };
+        assert_rule(&one("vu", view_array()), ARRAY_UTF8_VALID, &[]);
+        assert_clean(&one("vz", view_array()), "binary view");
     }
 }
 
