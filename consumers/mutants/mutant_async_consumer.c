@@ -113,7 +113,10 @@
   /* its request reaches the producer after the handler's release (Arrow */           \
   /* C++ 26's AsyncRecordBatchIterator); here finish, once the release */              \
   /* ran, calls request(1) */                                                           \
-  X(REQUEST_AFTER_RELEASE, "request-after-release")
+  X(REQUEST_AFTER_RELEASE, "request-after-release")                                    \
+  /* consumer.async.errno: a handler that gives up on the first task with -1 */        \
+  /* (a C++ "return -1 on failure" convention) instead of an errno value */            \
+  X(REFUSES_WITH_MINUS_ONE, "refuses-with-minus-one")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -528,6 +531,11 @@ static int px_on_next_task(Handler* outer, struct ArrowAsyncTask* task, const ch
     p->kept_task_metadata = copy_metadata(metadata);
     __atomic_store_n(&p->kept_task, task, __ATOMIC_RELEASE);
     return 0;
+  }
+  if (M == REFUSES_WITH_MINUS_ONE && task) {
+    /* The base takes the task (extracts it), the refusal is the proxy's. */
+    int rc = p->inner.on_next_task(&p->inner, task, metadata);
+    return rc != 0 ? rc : -1;
   }
   if (M == EXTRACT_TWICE && task && task->extract_data) {
     struct ptask* t = malloc(sizeof *t);

@@ -611,6 +611,14 @@ pub fn run_consumer(
             "consumer.async.task-scope" | "consumer.async.schema-moved"
         )
     });
+    // "If successful, the function should return 0, otherwise it should
+    // return an errno-compatible error code": a refusal's code is a
+    // positive errno value.
+    if let (Some(code), Some(what)) = (report.refused_code, &report.refused) {
+        obs.check("consumer.async.errno", code > 0, "handler", || {
+            format!("{what}: a refusal should be an errno-compatible code (positive)")
+        });
+    }
     if let (Some(why), false) = (&report.stalled, kept_structure) {
         obs.check("consumer.async.request", false, "stream", || why.clone());
     }

@@ -83,6 +83,8 @@ pub struct AsyncReport {
     pub stalled: Option<String>,
     /// The consumer refused on_schema (`None`: not refused) or task k.
     pub refused: Option<String>,
+    /// The code it refused with.
+    pub refused_code: Option<c_int>,
     /// The error the harness sent, if it did: (code, message).
     pub error_sent: Option<(c_int, String)>,
     /// The handler's release was called.
@@ -449,7 +451,10 @@ fn drive(s: &Arc<Session>) {
         *sch = poisoned;
     }
     if rc != 0 {
-        s.lock().report.refused = Some(format!("on_schema returned {rc}"));
+        let mut st = s.lock();
+        st.report.refused = Some(format!("on_schema returned {rc}"));
+        st.report.refused_code = Some(rc);
+        drop(st);
         release(s);
         return;
     }
@@ -512,7 +517,10 @@ fn drive(s: &Arc<Session>) {
             std::ptr::write_bytes(md, super::RELEASED_BYTE, text.len());
         }
         if rc != 0 {
-            s.lock().report.refused = Some(format!("on_next_task returned {rc} for task {k}"));
+            let mut st = s.lock();
+            st.report.refused = Some(format!("on_next_task returned {rc} for task {k}"));
+            st.report.refused_code = Some(rc);
+            drop(st);
             release(s);
             return;
         }

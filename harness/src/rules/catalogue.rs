@@ -1646,6 +1646,18 @@ pub static RULES: &[Rule] = &[
         inferred: None,
     },
     Rule {
+        id: "consumer.async.errno",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "a handler callback that refuses returns a positive errno code",
+        spec_file: CDEVICE,
+        section: "The ArrowAsyncDeviceStreamHandler structure",
+        quote: "If successful, the function should return 0, otherwise it should return an errno-compatible error code.",
+        observation: "When the consumer's on_schema or on_next_task returns non-zero (a refusal: the harness then calls only the handler's release), the harness checks that the code is positive, as errno values are. A refusal is otherwise allowed; cases without one exercise nothing here.",
+        inferred: None,
+    },
+    Rule {
         id: "consumer.async.on-error",
         level: Level::Must,
         side: Side::Consumer,
