@@ -353,3 +353,53 @@ fn a_pair_that_loses_values_fails() {
     assert!(failed.iter().all(|c| c.slice.is_some()), "{failed:#?}");
     assert!(failed.iter().all(|c| c.changed.is_empty()), "{failed:#?}");
 }
+
+/// A run that drew its own seed resumes with it: `--resume` without
+/// `--seed` takes the seed from the report (issue 24: the printed resume
+/// command used to draw a fresh seed and be refused as other data).
+#[test]
+fn roundtrip_resumes_a_run_that_drew_its_own_seed() {
+    let (p, c) = bundled();
+    let report = scratch("roundtrip-resume").join("r.json");
+    let _ = std::fs::remove_file(&report);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "roundtrip",
+            "--in-process",
+            "--producer",
+            p.to_str().unwrap(),
+            "--consumer",
+            c.to_str().unwrap(),
+            "--cases",
+            "3",
+            "--report",
+            report.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        run_arrowcert(&args)
+    };
+    // A partial run (one path), with a seed of its own drawing.
+    let out = run(&["array/"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let first = arrowcert::report::read(&report).unwrap();
+    let seed = first.seed.expect("a drawn seed is kept in the report");
+    assert!(first.cases.iter().any(|c| c.id.contains("gen/")));
+    // Resumed as the interrupt message says: no --seed.
+    let out = run(&["--resume", report.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("resuming"), "{text}");
+    let merged = arrowcert::report::read(&report).unwrap();
+    assert_eq!(merged.seed, Some(seed));
+    assert!(merged.cases.len() > first.cases.len());
+}

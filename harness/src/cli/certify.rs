@@ -566,11 +566,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             builtin: !no_builtin,
             gold,
             generated: cases,
-            seed: match (seed, &resume) {
-                (Some(s), _) => s,
-                (None, Some(r)) => crate::report::read(r).map_err(BadInput)?.seed.unwrap_or(0),
-                (None, None) => crate::generate::fresh_seed(),
-            },
+            seed: super::seed_for(seed, resume.as_deref())?,
             only: None,
         },
         report,

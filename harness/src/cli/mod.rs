@@ -55,6 +55,17 @@ impl FilterFlags {
     }
 }
 
+/// The seed of generated scenarios: `--seed` when given, else the one the
+/// report being resumed was drawn with (a run that drew its own seed is
+/// resumed with the same data), else a fresh one.
+pub fn seed_for(seed: Option<u64>, resume: Option<&std::path::Path>) -> Result<u64, BadInput> {
+    Ok(match (seed, resume) {
+        (Some(s), _) => s,
+        (None, Some(r)) => crate::report::read(r).map_err(BadInput)?.seed.unwrap_or(0),
+        (None, None) => crate::generate::fresh_seed(),
+    })
+}
+
 /// Worker processes for `--jobs` / `--in-process`: 0 (this process) with
 /// `--in-process`, else as asked, else one per core.
 pub fn worker_count(jobs: Option<usize>, in_process: bool) -> usize {

@@ -417,7 +417,7 @@ pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
         consumer_arg: consumer,
         gold,
         cases,
-        seed: seed.unwrap_or_else(crate::generate::fresh_seed),
+        seed: super::seed_for(seed, resume.as_deref())?,
         report,
         filter: filter.filter(),
         list,
