@@ -497,6 +497,9 @@ pub struct CertifyFlags {
     #[arg(short, long)]
     pub verbose: bool,
     /// Worker processes (default: one per core); 0 runs in this process.
+    /// Disk: each worker's output (a plugin's stdout and stderr) is kept to
+    /// 16 MiB, a case's report keeps 64 KiB of it, and the scratch
+    /// directory goes at the end of the run.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Same as `--jobs 0`.

@@ -366,6 +366,9 @@ pub struct RoundtripFlags {
     pub timeout_ms: i64,
     /// Worker processes (default: one per core); 0 runs every case in
     /// this process, where a crashing plugin ends the run.
+    /// Disk: each worker's output (a plugin's stdout and stderr) is kept to
+    /// 16 MiB, a case's report keeps 64 KiB of it, and the scratch
+    /// directory goes at the end of the run.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Same as `--jobs 0`.

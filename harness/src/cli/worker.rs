@@ -70,11 +70,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
             replay_prefix,
             ..Default::default()
         },
-        limits: crate::run::proc::Limits {
-            address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
-            open_files: Some(1024),
-            cpu_seconds: None,
-        },
+        limits: crate::run::proc::Limits::worker(max_memory_mb),
         cpu_seconds: case_cpu_seconds,
     }))
 }

@@ -155,6 +155,23 @@ fn capture_len(f: &File) -> u64 {
     f.metadata().map(|m| m.len()).unwrap_or(0)
 }
 
+/// A case's output, with a note when the worker's capture file is full
+/// (proc::WORKER_OUTPUT_BYTES): what the plugin printed past it was
+/// discarded, not written to disk.
+fn with_limit_note(output: Option<String>, f: &File) -> Option<String> {
+    if capture_len(f) < proc::WORKER_OUTPUT_BYTES {
+        return output;
+    }
+    let note = format!(
+        "[the worker's output reached its limit of {} MiB: what the plugin printed past it was discarded]",
+        proc::WORKER_OUTPUT_BYTES >> 20
+    );
+    Some(match output {
+        Some(text) => format!("{text}\n{note}"),
+        None => note,
+    })
+}
+
 impl Worker {
     /// Starts a worker and waits for it to report ready.
     fn start(cfg: &Config, name: &str) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
@@ -349,7 +366,10 @@ impl Worker {
             Ok(Some(FromWorker::Done { case, output_end })) => {
                 let mut case = *case;
                 let end = output_end.unwrap_or_else(|| capture_len(&self.capture_file));
-                case.output = output_between(&self.capture_file, output_from, end, limit);
+                case.output = with_limit_note(
+                    output_between(&self.capture_file, output_from, end, limit),
+                    &self.capture_file,
+                );
                 Ok((case, end.max(output_from)))
             }
             Err(e)
@@ -365,7 +385,10 @@ impl Worker {
                     "no result within {:.1}s; the worker was killed{during}",
                     cfg.case_timeout.as_secs_f64()
                 ));
-                failed.output = output_since(&self.capture_file, output_from, limit);
+                failed.output = with_limit_note(
+                    output_since(&self.capture_file, output_from, limit),
+                    &self.capture_file,
+                );
                 Err(Box::new(failed))
             }
             other => {
@@ -383,7 +406,10 @@ impl Worker {
                             .map(describe_exit)
                             .unwrap_or_else(|| "stopped answering".into())
                     ));
-                    failed.output = output_since(&self.capture_file, output_from, limit);
+                    failed.output = with_limit_note(
+                        output_since(&self.capture_file, output_from, limit),
+                        &self.capture_file,
+                    );
                     return Err(Box::new(failed));
                 }
                 failed.verdict = Verdict::Crash;
@@ -398,7 +424,10 @@ impl Worker {
                             .unwrap_or_else(|| "stopped answering".into())
                     ),
                 });
-                failed.output = output_since(&self.capture_file, output_from, limit);
+                failed.output = with_limit_note(
+                    output_since(&self.capture_file, output_from, limit),
+                    &self.capture_file,
+                );
                 Err(Box::new(failed))
             }
         }
@@ -426,6 +455,14 @@ impl Worker {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         let _ = self.wait_briefly();
         proc::kill_group(self.child.id());
+        let _ = std::fs::remove_file(&self.capture);
+    }
+}
+
+impl Drop for Worker {
+    /// A worker's capture file goes with it, however it ended: a run that
+    /// replaces crashed workers keeps one file per live worker.
+    fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.capture);
     }
 }

@@ -30,7 +30,17 @@ pub struct Limits {
     pub open_files: Option<u64>,
     /// RLIMIT_CPU, seconds of CPU time over the worker's life.
     pub cpu_seconds: Option<u64>,
+    /// RLIMIT_FSIZE, the largest file the process may write: it bounds
+    /// the worker's capture file (its stdout and stderr), whatever a
+    /// plugin prints. Writes past it fail (SIGXFSZ is ignored, so the
+    /// worker lives on).
+    pub file_size: Option<u64>,
 }
+
+/// Bytes of output (stdout and stderr together) a worker's capture file
+/// may hold over the worker's life; what a plugin prints past it is
+/// discarded, and the cases say so.
+pub const WORKER_OUTPUT_BYTES: u64 = 16 << 20;
 
 fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
     let lim = libc::rlimit {
@@ -55,6 +65,7 @@ impl Limits {
             address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
             open_files: Some(1024),
             cpu_seconds: None,
+            file_size: Some(WORKER_OUTPUT_BYTES),
         }
     }
 
@@ -68,6 +79,12 @@ impl Limits {
         }
         if let Some(v) = self.cpu_seconds {
             set(libc::RLIMIT_CPU, v)?;
+        }
+        if let Some(v) = self.file_size {
+            // SAFETY: installs the SIG_IGN disposition for SIGXFSZ; no
+            // handler code of ours runs.
+            unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+            set(libc::RLIMIT_FSIZE, v)?;
         }
         Ok(())
     }
