@@ -5,8 +5,8 @@
 //! one at a time to workers (`arrowcert worker`, the same binary), one per
 //! job slot. A worker loads the plugins once and keeps them loaded between
 //! cases. Workers answer over a private Unix socket; their stdout and stderr
-//! go to a capture file whose growth during a case is attached to that
-//! case. A worker that dies, or misses a case's deadline, is killed with its
+//! go to a capture file (at most 16 MiB: RLIMIT_FSIZE) whose growth during
+//! a case is attached to that case. A worker that dies, or misses a case's deadline, is killed with its
 //! whole process group, the case in flight gets a `crash` or `timeout`
 //! verdict, and a fresh worker takes the remaining cases.
 
