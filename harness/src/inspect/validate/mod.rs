@@ -248,64 +248,57 @@ fn inside(start: usize, size: usize, p: usize) -> Option<usize> {
     p.checked_sub(start).filter(|&d| d < size)
 }
 
-/// The pointer members of a schema node that point inside the node itself
-/// ("pointer members ... MUST not point inside the structure itself"): they
-/// dangle as soon as the structure is moved.
+/// Of `pointers` (what, address), those that point inside the structure
+/// of type `T` at `node`, in words ("pointer members ... MUST not point
+/// inside the structure itself": they dangle once the structure is moved).
+fn pointers_inside<T>(
+    node: &T,
+    structure: &str,
+    pointers: impl IntoIterator<Item = (String, usize)>,
+) -> Vec<String> {
+    let start = (node as *const T).addr();
+    let size = std::mem::size_of::<T>();
+    pointers
+        .into_iter()
+        .filter_map(|(what, p)| {
+            inside(start, size, p).map(|d| {
+                format!("{what} points {d} bytes into the {structure} structure itself, which may be moved")
+            })
+        })
+        .collect()
+}
+
+/// The pointer members of a schema node that point inside the node itself.
 pub fn schema_self_refs(s: &ArrowSchema) -> Vec<String> {
-    let start = (s as *const ArrowSchema).addr();
-    let size = std::mem::size_of::<ArrowSchema>();
-    [
+    let members = [
         ("format", s.format.addr()),
         ("name", s.name.addr()),
         ("metadata", s.metadata.addr()),
         ("children", s.children.addr()),
         ("dictionary", s.dictionary.addr()),
         ("private_data", s.private_data.addr()),
-    ]
-    .into_iter()
-    .filter_map(|(what, p)| {
-        inside(start, size, p).map(|d| {
-            format!(
-                "{what} points {d} bytes into the ArrowSchema structure itself, which may be moved"
-            )
-        })
-    })
-    .collect()
+    ];
+    pointers_inside(s, "ArrowSchema", members.map(|(w, p)| (w.to_string(), p)))
 }
 
 /// The same for an array node's pointer members.
 pub fn array_member_self_refs(a: &ArrowArray) -> Vec<String> {
-    let start = (a as *const ArrowArray).addr();
-    let size = std::mem::size_of::<ArrowArray>();
-    [
+    let members = [
         ("buffers", a.buffers.addr()),
         ("children", a.children.addr()),
         ("dictionary", a.dictionary.addr()),
         ("private_data", a.private_data.addr()),
-    ]
-    .into_iter()
-    .filter_map(|(what, p)| {
-        inside(start, size, p).map(|d| {
-            format!(
-                "{what} points {d} bytes into the ArrowArray structure itself, which may be moved"
-            )
-        })
-    })
-    .collect()
+    ];
+    pointers_inside(a, "ArrowArray", members.map(|(w, p)| (w.to_string(), p)))
 }
 
 /// The buffer pointers of an array node that point inside the node.
 fn buffer_self_refs(a: &ArrowArray, ptrs: &[*const c_void]) -> Vec<String> {
-    let start = (a as *const ArrowArray).addr();
-    let size = std::mem::size_of::<ArrowArray>();
-    ptrs.iter()
+    let buffers = ptrs
+        .iter()
         .enumerate()
-        .filter_map(|(i, p)| {
-            inside(start, size, p.addr()).map(|d| {
-                format!("buffers[{i}] points {d} bytes into the ArrowArray structure itself, which may be moved")
-            })
-        })
-        .collect()
+        .map(|(i, p)| (format!("buffers[{i}]"), p.addr()));
+    pointers_inside(a, "ArrowArray", buffers)
 }
 
 /// Pointers of an array node that point inside the node itself: its

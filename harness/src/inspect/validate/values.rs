@@ -91,16 +91,27 @@ impl Node<'_> {
         validity: Option<(&[u8], usize)>,
         sink: &mut Sink,
     ) {
+        if !matches!(
+            f,
+            Format::Decimal { .. } | Format::Date64 | Format::Time32(_) | Format::Time64(_)
+        ) {
+            return;
+        }
         let (offset, end, at) = (self.offset, self.end, self.at);
         let required = end * width;
-        let check = |values: &[u8], sink: &mut Sink| -> Option<()> {
-            match *f {
-                Format::Decimal {
-                    precision,
-                    bit_width,
-                    ..
-                } if precision >= 1 && precision <= max_precision(bit_width) => {
-                    let (slot, shown) = decimal_beyond(values, width, precision, validity)?;
+        // SAFETY: forwarded from the caller: `required` bytes, of which
+        // [offset, end) values are read.
+        let values = unsafe { bufs.region(1, "values", required, offset * width, required, sink) };
+        let Some(values) = values else {
+            return;
+        };
+        match *f {
+            Format::Decimal {
+                precision,
+                bit_width,
+                ..
+            } if precision >= 1 && precision <= max_precision(bit_width) => {
+                if let Some((slot, shown)) = decimal_beyond(values, width, precision, validity) {
                     sink.push(
                         ARRAY_DECIMAL_PRECISION,
                         at,
@@ -110,9 +121,11 @@ impl Node<'_> {
                         ),
                     );
                 }
-                Format::Date64 => {
-                    const DAY_MS: i64 = 86_400_000;
-                    let slot = first_bad_slot(values, 8, validity, |v| i64::load(v) % DAY_MS != 0)?;
+            }
+            Format::Date64 => {
+                const DAY_MS: i64 = 86_400_000;
+                let bad = first_bad_slot(values, 8, validity, |v| i64::load(v) % DAY_MS != 0);
+                if let Some(slot) = bad {
                     let v = i64::load(&values[slot * 8..slot * 8 + 8]);
                     sink.push(
                         ARRAY_DATE64_DAYS,
@@ -124,39 +137,30 @@ impl Node<'_> {
                         ),
                     );
                 }
-                Format::Time32(unit) => {
-                    let day = day_in(unit);
-                    let slot = first_bad_slot(values, 4, validity, |v| {
-                        let t = i64::from(i32::load(v));
-                        t < 0 || t >= day
-                    })?;
+            }
+            Format::Time32(unit) => {
+                let day = day_in(unit);
+                let bad = first_bad_slot(values, 4, validity, |v| {
+                    let t = i64::from(i32::load(v));
+                    t < 0 || t >= day
+                });
+                if let Some(slot) = bad {
                     let v = i32::load(&values[slot * 4..slot * 4 + 4]);
                     time_outside_day(offset + slot, i64::from(v), unit, at, sink);
                 }
-                Format::Time64(unit) => {
-                    let day = day_in(unit);
-                    let slot = first_bad_slot(values, 8, validity, |v| {
-                        let t = i64::load(v);
-                        t < 0 || t >= day
-                    })?;
+            }
+            Format::Time64(unit) => {
+                let day = day_in(unit);
+                let bad = first_bad_slot(values, 8, validity, |v| {
+                    let t = i64::load(v);
+                    t < 0 || t >= day
+                });
+                if let Some(slot) = bad {
                     let v = i64::load(&values[slot * 8..slot * 8 + 8]);
                     time_outside_day(offset + slot, v, unit, at, sink);
                 }
-                _ => {}
             }
-            Some(())
-        };
-        if !matches!(
-            f,
-            Format::Decimal { .. } | Format::Date64 | Format::Time32(_) | Format::Time64(_)
-        ) {
-            return;
-        }
-        // SAFETY: forwarded from the caller: `required` bytes, of which
-        // [offset, end) values are read.
-        let values = unsafe { bufs.region(1, "values", required, offset * width, required, sink) };
-        if let Some(values) = values {
-            check(values, sink);
+            _ => {}
         }
     }
 }
