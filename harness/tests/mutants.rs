@@ -225,6 +225,12 @@ const MUTANTS: &[Mutant] = &[
         "a record batch whose first column without nulls is one row short",
     ),
     m(
+        "values-buffer-one-short",
+        "array.layout.lengths",
+        &["/primitive/"],
+        "an int64 column's values buffer one value short of offset + length, at the end of a mapping (found in process: the harness probes a buffer's ends before reading it)",
+    ),
+    m(
         "null-count-off-by-one",
         "array.null-count",
         &["/primitive/"],

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "arrowcert_plugin.h"
 #include "arrowcert_mutant.h"
@@ -107,6 +109,9 @@
   X(NULL_DATA_BUFFER, "null-data-buffer")                                              \
   /* array.layout.lengths: a column one row shorter than the batch */                  \
   X(COLUMN_ONE_SHORT, "column-one-short")                                              \
+  /* array.layout.lengths: an int64 column's values copied to the end of a */          \
+  /* mapping one value short (the next page unreadable), its length unchanged */        \
+  X(VALUES_BUFFER_ONE_SHORT, "values-buffer-one-short")                                \
   /* array.buffers.aligned: values copied to an odd address */                         \
   X(MISALIGNED_VALUES, "misaligned-values")                                            \
   /* array.offsets.valid: per-slot lengths written where offsets belong */             \
@@ -283,6 +288,9 @@ struct fix {
   int n_owned;
   int slots[MAX_OWNED]; /* pool slots, given back (cleared) after */
   int n_slots;
+  void* mapped[MAX_OWNED]; /* page mappings, unmapped after */
+  size_t mapped_len[MAX_OWNED];
+  int n_mapped;
 };
 static void fix_undo(struct fix* f) {
   for (int i = f->n_patches - 1; i >= 0; i--) *f->patches[i].where = f->patches[i].was;
@@ -290,6 +298,7 @@ static void fix_undo(struct fix* f) {
 static void fix_free(struct fix* f) {
   for (int i = 0; i < f->n_owned; i++) free(f->owned[i]);
   for (int i = 0; i < f->n_slots; i++) slot_give(f->slots[i]);
+  for (int i = 0; i < f->n_mapped; i++) munmap(f->mapped[i], f->mapped_len[i]);
 }
 static void fix_patch(struct fix* f, void* where) {
   if (f->n_patches < MAX_PATCHES)
@@ -298,6 +307,27 @@ static void fix_patch(struct fix* f, void* where) {
 static void* fix_own(struct fix* f, void* p) {
   if (p && f->n_owned < MAX_OWNED) f->owned[f->n_owned++] = p;
   return p;
+}
+/* `n` bytes of `from` copied to the very end of readable pages owned by
+ * `f`, the page after them mapped unreadable: a buffer exactly `n` bytes
+ * large, with nothing readable after it. */
+static unsigned char* fix_page_end(struct fix* f, const void* from, size_t n) {
+  if (f->n_mapped == MAX_OWNED) return NULL;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t data = (n + page - 1) / page * page;
+  if (data == 0) data = page;
+  unsigned char* m = mmap(NULL, data + page, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  if (mprotect(m + data, page, PROT_NONE) != 0) {
+    munmap(m, data + page);
+    return NULL;
+  }
+  f->mapped[f->n_mapped] = m;
+  f->mapped_len[f->n_mapped++] = data + page;
+  unsigned char* at = m + data - n;
+  if (n) memcpy(at, from, n);
+  return at;
 }
 static unsigned char* fix_slot(struct fix* f) {
   if (f->n_slots == MAX_OWNED) return NULL;
@@ -527,6 +557,7 @@ static int is_decimal128(const struct ArrowSchema* s) {
   const char* second = strchr(s->format + 2, ',');
   return second && (!strchr(second + 1, ',') || strcmp(strrchr(s->format, ','), ",128") == 0);
 }
+static int is_int64(const struct ArrowSchema* s) { return format_is(s, "l"); }
 static int is_date64(const struct ArrowSchema* s) { return format_is(s, "tdm"); }
 static int is_time32_ms(const struct ArrowSchema* s) { return format_is(s, "ttm"); }
 static int is_dense_union(const struct ArrowSchema* s) {
@@ -997,6 +1028,15 @@ static void mutate_array(struct ArrowArray* a, const struct ArrowSchema* schema,
         if (!v) break;
         memset(v + slot * 16, 0, 16);
         memcpy(v + slot * 16, &ten_to_p, 8); /* little-endian low half, high half 0 */
+      }
+      break;
+    case VALUES_BUFFER_ONE_SHORT:
+      if ((k = find_child(schema, is_int64)) >= 0) {
+        struct ArrowArray* c = a->children[k];
+        size_t need = (size_t)(c->offset + c->length) * 8;
+        if (need < 8 || c->n_buffers < 2 || !c->buffers[1]) break;
+        unsigned char* at = fix_page_end(fix_array(c), c->buffers[1], need - 8);
+        if (at) c->buffers[1] = at;
       }
       break;
     case DATE64_PARTIAL_DAY:

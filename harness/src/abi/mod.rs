@@ -16,6 +16,7 @@
 
 pub mod arrow_rs;
 pub mod breadcrumb;
+pub mod hostmem;
 pub mod layout;
 pub mod ops;
 pub mod realign;

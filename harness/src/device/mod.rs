@@ -18,7 +18,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod emulated;
 pub mod emulated_ffi;
-pub mod hostmem;
+pub use crate::abi::hostmem;
 pub mod mirror;
 
 use std::fmt;

@@ -130,7 +130,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "Mandatory. A null-terminated, UTF8-encoded string describing the data type.",
-        observation: "After every schema export (produce_schema, a stream's get_schema, an async on_schema) the harness walks the root, its children and its dictionaries and fails on a NULL format pointer, or on a format that is not valid UTF-8 up to its NUL (read inside the allocation where the tracker knows its bounds).",
+        observation: "After every schema export (produce_schema, a stream's get_schema, an async on_schema) the harness walks the root, its children and its dictionaries and fails on a NULL format pointer, or on a format that is not valid UTF-8 up to its NUL.",
         inferred: None,
     },
     Rule {
@@ -254,7 +254,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "Optional. A binary string describing the type's metadata. If the data type is nested, child types are not encoded here but in the ArrowSchema.children structures. This string is not null-terminated but follows a specific format",
-        observation: "The harness decodes every non-NULL metadata string in native byte order: a count >= 0, then per pair an int32 length >= 0 and that many key bytes, the same for the value, every read inside the allocation where the tracker knows its bounds. Keys and values are bytes here (\"A binary string\"); whether they are UTF-8 is schema.metadata.utf8. The decoded pairs are compared with the requested metadata under array.values.roundtrip.",
+        observation: "The harness decodes every non-NULL metadata string in native byte order: a count >= 0, then per pair an int32 length >= 0 and that many key bytes, the same for the value, every read probed first: a count or length that runs into memory that is not readable is reported, not followed. Keys and values are bytes here (\"A binary string\"); whether they are UTF-8 is schema.metadata.utf8. The decoded pairs are compared with the requested metadata under array.values.roundtrip.",
         inferred: None,
     },
     // Added: split from schema.metadata.encoding; the spec says "binary", so
@@ -500,7 +500,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowArray structure",
         quote: "The producer MUST ensure that each contiguous buffer is large enough to represent length + offset values encoded according to the Columnar format specification.",
-        observation: "The harness checks length >= 0 and offset >= 0, computes each buffer's required size from offset + length and the layout (bits for bitmaps, slots x width, length + 1 offsets), compares it with the allocation the pointer lies in where the allocation tracker or device backend knows it, and checks child lengths against the parent (struct and sparse union children at least offset + length, fixed-size list children at least (offset + length) x N).",
+        observation: "The harness checks length >= 0 and offset >= 0, computes each buffer's required size from offset + length and the layout (bits for bitmaps, slots x width, length + 1 offsets), checks before reading that the first and last byte of that size are readable memory (process_vm_readv on its own process, in every run, in process too: a buffer that ends, at the end of a mapping, before what its layout needs is reported instead of crashing the reader; a buffer too short whose next bytes happen to be mapped is seen only where allocation bounds are known: on a device, device.buffers.in-allocation), and checks child lengths against the parent (struct and sparse union children at least offset + length, fixed-size list children at least (offset + length) x N).",
         inferred: None,
     },
     Rule {

@@ -37,9 +37,55 @@ pub(super) fn bitmap_bytes(bits: usize) -> usize {
 pub(super) struct Buffers<'a> {
     pub(super) ptrs: &'a [*const c_void],
     pub(super) at: &'a str,
+    /// Per buffer, the largest size whose first and last byte were found
+    /// readable (so a buffer read view by view is probed once).
+    probed: Vec<std::cell::Cell<usize>>,
 }
 
-impl Buffers<'_> {
+impl<'a> Buffers<'a> {
+    pub(super) fn new(ptrs: &'a [*const c_void], at: &'a str) -> Self {
+        Buffers {
+            ptrs,
+            at,
+            probed: vec![std::cell::Cell::new(0); ptrs.len()],
+        }
+    }
+
+    /// Checks that non-NULL buffer `i` can hold the `required` bytes the
+    /// layout needs, as far as this process can tell without reading it:
+    /// its first and last byte must be mapped readable memory
+    /// ([`hostmem::unreadable_end`]). A buffer that ends, at the end of a
+    /// mapping, before the bytes its layout needs is reported under
+    /// array.layout.lengths ("The producer MUST ensure that each contiguous
+    /// buffer is large enough to represent length + offset values") instead
+    /// of crashing the process that reads it, in process as in a worker.
+    fn sized(&self, i: usize, p: *const c_void, what: &str, required: usize, sink: &mut Sink) -> bool {
+        let Some(done) = self.probed.get(i) else {
+            return false;
+        };
+        if required <= done.get() {
+            return true;
+        }
+        match crate::abi::hostmem::unreadable_end(p.addr(), required) {
+            None => {
+                done.set(required);
+                true
+            }
+            Some(bad) => {
+                sink.push(
+                    ARRAY_LENGTHS,
+                    self.at,
+                    format!(
+                        "buffers[{i}] ({what}) at {:#x} must hold {required} bytes for offset + length, but byte {} of it (address {bad:#x}) is not readable memory: the buffer is smaller than its layout needs",
+                        p.addr(),
+                        bad - p.addr()
+                    ),
+                );
+                false
+            }
+        }
+    }
+
     /// Bytes `[start, end)` of buffer `i`, which must hold `required` bytes.
     /// A NULL pointer is allowed (and gives an empty slice) only when
     /// `required` is 0; otherwise it is reported and `None` comes back.
@@ -68,6 +114,9 @@ impl Buffers<'_> {
             }
             return Some(&[]);
         }
+        if !self.sized(i, p, what, required, sink) {
+            return None;
+        }
         if end <= start || end > required {
             return Some(&[]);
         }
@@ -77,7 +126,8 @@ impl Buffers<'_> {
         Some(unsafe { std::slice::from_raw_parts(p.cast::<u8>().add(start), end - start) })
     }
 
-    /// Checks that buffer `i` is non-NULL when it must hold `required` bytes.
+    /// Checks that buffer `i` is non-NULL when it must hold `required`
+    /// bytes, and that those bytes are there ([`Self::sized`]).
     pub(super) fn present(&self, i: usize, what: &str, required: usize, sink: &mut Sink) -> bool {
         match self.ptrs.get(i) {
             Some(p) if p.is_null() && required > 0 => {
@@ -88,6 +138,7 @@ impl Buffers<'_> {
                 );
                 false
             }
+            Some(&p) if !p.is_null() && required > 0 => self.sized(i, p, what, required, sink),
             Some(_) => true,
             None => false,
         }

@@ -13,10 +13,13 @@
 //! (`n_buffers`, lengths) did not check out, reads only the buffer bytes that
 //! a node's own `offset` and `length` imply, bounds recursion depth, child
 //! counts, buffer counts and metadata sizes, and does all length arithmetic
-//! checked. What it cannot check is whether a non-NULL pointer really points
-//! to as much memory as the structure claims; a producer that lies there
-//! crashes the process running the validator (the harness runs it in a
-//! worker for that reason).
+//! checked. Before reading a buffer it probes the first and last byte the
+//! layout needs (`abi::hostmem::unreadable_end`, one system call): a buffer
+//! that ends at the end of a mapping before that is reported
+//! (array.layout.lengths), not read. What it cannot see is a buffer too
+//! short whose next bytes happen to be mapped; reading those is harmless to
+//! the reader, and a pointer into nowhere mid-range crashes the process
+//! running the validator (the harness runs it in a worker for that reason).
 //!
 //! Performance: bitmaps are counted a 64-bit word at a time (with AVX2 and
 //! POPCNT where the CPU has them), and offsets, type ids, indices and views
@@ -562,7 +565,7 @@ unsafe fn check_array(
         info.children = kids;
         return Some(info);
     }
-    let bufs = Buffers { ptrs, at };
+    let bufs = Buffers::new(ptrs, at);
     for problem in buffer_self_refs(a, ptrs) {
         sink.push(ARRAY_RELEASE_RELOCATABLE, at, problem);
     }

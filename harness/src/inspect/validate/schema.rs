@@ -422,7 +422,23 @@ pub struct MetadataProblems {
 pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
     let mut out = MetadataProblems::default();
     let base = p.cast::<u8>();
-    // SAFETY: the first int32 of a non-NULL metadata string is its count.
+    // Each read below is first probed (hostmem::unreadable_end): a length
+    // that runs past the producer's memory is a framing problem, not a
+    // crash of the process reading it.
+    let past_end = |from: usize, len: usize, what: &str| {
+        crate::abi::hostmem::unreadable_end(base.addr().wrapping_add(from), len).map(|bad| {
+            format!(
+                "{what} runs into memory that is not readable (byte {} of the metadata, address {bad:#x}): the metadata is shorter than its counts and lengths say",
+                bad.wrapping_sub(base.addr())
+            )
+        })
+    };
+    if let Some(e) = past_end(0, 4, "the pair count") {
+        out.framing = Some(e);
+        return out;
+    }
+    // SAFETY: the first int32 of a non-NULL metadata string is its count
+    // (its 4 bytes were found readable just above).
     let count = unsafe { std::ptr::read_unaligned(base.cast::<i32>()) };
     if count < 0 {
         out.framing = Some(format!("the pair count is {count}, negative"));
@@ -441,8 +457,13 @@ pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
             let Some(next) = pos.checked_add(4).filter(|&e| e <= isize::MAX as usize) else {
                 return out;
             };
+            if let Some(e) = past_end(pos, 4, &format!("pair {pair}: the {what} length")) {
+                out.framing = Some(e);
+                return out;
+            }
             // SAFETY: the encoding promises an int32 length at `pos` (every
-            // earlier length was within bounds and was skipped over).
+            // earlier length was within bounds and was skipped over), and
+            // its 4 bytes were found readable just above.
             let len = unsafe { std::ptr::read_unaligned(base.add(pos).cast::<i32>()) };
             if len < 0 {
                 out.framing = Some(format!("pair {pair}: the {what} length is {len}, negative"));
@@ -461,8 +482,13 @@ pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
                     return out;
                 }
             };
-            // SAFETY: the encoding promises `len` bytes after the length;
-            // `end` is within isize::MAX of the base.
+            if let Some(e) = past_end(next, len as usize, &format!("pair {pair}: the {what} ({len} bytes)")) {
+                out.framing = Some(e);
+                return out;
+            }
+            // SAFETY: the encoding promises `len` bytes after the length,
+            // whose first and last were found readable just above; `end` is
+            // within isize::MAX of the base.
             let bytes = unsafe { std::slice::from_raw_parts(base.add(next), len as usize) };
             if out.not_utf8.is_none() {
                 if let Err(e) = std::str::from_utf8(bytes) {

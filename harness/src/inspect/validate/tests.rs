@@ -982,6 +982,20 @@ fn schema_metadata_encoding() {
         SCHEMA_METADATA_ENCODING,
         &[],
     );
+    // Lengths running past the end of readable memory: reported, not read
+    // (the process would crash otherwise).
+    let past = |md: Vec<u8>| {
+        let s = sch("i", 0, vec![]);
+        // SAFETY: s is a leaked test schema.
+        unsafe { (*s).metadata = at_page_end(&md).cast() };
+        check_schema_raw(s)
+    };
+    let v = past(enc(1, &[(1, b"k"), (3000, b"v")]));
+    assert_rule(&v, SCHEMA_METADATA_ENCODING, &[]);
+    assert!(v[0].message.contains("not readable"), "{v:?}");
+    assert_rule(&past(enc(2, &[(1, b"k"), (1, b"v")])), SCHEMA_METADATA_ENCODING, &[]);
+    assert_rule(&past(vec![1, 0]), SCHEMA_METADATA_ENCODING, &[]);
+    assert!(past(enc(1, &[(1, b"k"), (1, b"v")])).is_empty());
     // Keys and values that are not UTF-8: well framed, so not the
     // MUST rule ("a binary string"), but schema.metadata.utf8.
     let v = with_md(enc(1, &[(1, b"k"), (2, b"\xc3\x28")]));
@@ -1250,6 +1264,76 @@ fn array_lengths() {
         vec![],
         vec![int32_array(&[2, 5]), int32_array(&[7])],
     );
+    assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
+}
+
+/// `bytes` copied to the end of a readable page whose next page is not
+/// readable (leaked: the test process ends soon): a buffer exactly as large
+/// as `bytes`, with nothing readable after it.
+fn at_page_end(bytes: &[u8]) -> *const c_void {
+    // SAFETY: sysconf only reads a configuration value.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    assert!(bytes.len() <= page);
+    // SAFETY: a fresh anonymous private mapping of two pages, ours alone.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED);
+    let b = base as usize;
+    // SAFETY: the second page of that mapping.
+    assert_eq!(unsafe { libc::mprotect((b + page) as *mut c_void, page, libc::PROT_NONE) }, 0);
+    let start = b + page - bytes.len();
+    // SAFETY: [start, start + len) lies in the first, writable page.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), start as *mut u8, bytes.len()) };
+    start as *const c_void
+}
+
+#[test]
+fn array_buffers_large_enough_where_the_mapping_ends() {
+    // Exactly large enough, up to the last readable byte: clean (no false
+    // positive at the boundary).
+    let values: Vec<u8> = [1i32, 2, 3, 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let s = sch("i", 0, vec![]);
+    let a = arr(4, 0, 0, vec![std::ptr::null(), at_page_end(&values)], vec![]);
+    assert_clean(&check_array_raw(s, a), "int32 buffer that ends at a page end");
+    // Five values claimed, four there: reported, nothing read past the end.
+    let s = sch("i", 0, vec![]);
+    let a = arr(5, 0, 0, vec![std::ptr::null(), at_page_end(&values)], vec![]);
+    let v = check_array_raw(s, a);
+    assert_rule(&v, ARRAY_LENGTHS, &[]);
+    assert!(v[0].message.contains("buffers[1] (values)") && v[0].message.contains("must hold 20 bytes"), "{v:?}");
+    // An offset moves the end too.
+    let s = sch("i", 0, vec![]);
+    let a = arr(4, 0, 1, vec![std::ptr::null(), at_page_end(&values)], vec![]);
+    assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
+    // A validity bitmap of 1 byte for 9 slots.
+    let s = sch("c", 2, vec![]);
+    let a = arr(9, 1, 0, vec![at_page_end(&[0xFE]), leak_buf(vec![0i8; 9])], vec![]);
+    let v = check_array_raw(s, a);
+    assert_rule(&v, ARRAY_LENGTHS, &[]);
+    assert!(v[0].message.contains("(validity)"), "{v:?}");
+    // Offsets one short (3 offsets for 3 strings), and a data buffer
+    // shorter than the last offset says.
+    let offsets: Vec<u8> = [0i32, 1, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let s = sch("u", 0, vec![]);
+    let a = arr(3, 0, 0, vec![std::ptr::null(), at_page_end(&offsets), leak_bytes(b"abc").cast()], vec![]);
+    assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
+    let offsets: Vec<u8> = [0i32, 1, 2, 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let s = sch("u", 0, vec![]);
+    let a = arr(3, 0, 0, vec![std::ptr::null(), leak_bytes(&offsets).cast(), at_page_end(b"abc")], vec![]);
+    let v = check_array_raw(s, a);
+    assert_rule(&v, ARRAY_LENGTHS, &[]);
+    assert!(v[0].message.contains("(data)"), "{v:?}");
+    // Booleans: 9 bits need 2 bytes.
+    let s = sch("b", 0, vec![]);
+    let a = arr(9, 0, 0, vec![std::ptr::null(), at_page_end(&[0xFF])], vec![]);
     assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
 }
 
