@@ -477,6 +477,12 @@ const MUTANTS: &[Mutant] = &[
         "a failing get_next whose get_last_error is not UTF-8",
     ),
     m(
+        "last-error-dangling",
+        "stream.error.lifetime",
+        &["producer/stream/primitive"],
+        "a failing get_next whose get_last_error returns a temporary string it has already freed (a std::string's c_str())",
+    ),
+    m(
         "chunks-borrow-stream-buffers",
         "stream.results.outlive",
         &["producer/stream/primitive"],

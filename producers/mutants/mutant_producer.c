@@ -60,6 +60,9 @@
   X(EOS_AS_ERROR, "eos-as-error")                                                      \
   /* stream.error.message: a failing get_next whose last error is not UTF-8 */         \
   X(LAST_ERROR_GARBAGE, "last-error-garbage")                                          \
+  /* stream.error.lifetime: a failing get_next whose get_last_error formats the */      \
+  /* message into a temporary it frees before returning (a std::string's c_str()) */   \
+  X(LAST_ERROR_DANGLING, "last-error-dangling")                                        \
   /* stream.error.errno: get_next fails with -1 */                                     \
   X(NEGATIVE_ERROR_CODE, "negative-error-code")                                        \
   /* device.stream.type: a CPU device stream that says it is CUDA_HOST */              \
@@ -1221,6 +1224,7 @@ static int w_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
 }
 static int w_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
   struct wrapped* w = state(s);
+  if (M == LAST_ERROR_DANGLING) return w_fail(w, EIO, "no more batches");
   if (M == LAST_ERROR_GARBAGE || M == NEGATIVE_ERROR_CODE)
     return w_fail(w, M == LAST_ERROR_GARBAGE ? EIO : -1, "no more batches");
   if (M == THREAD_BOUND_STREAM && !pthread_equal(pthread_self(), w->creator))
@@ -1244,6 +1248,14 @@ static int w_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
 static const char* w_get_last_error(struct ArrowArrayStream* s) {
   struct wrapped* w = state(s);
   if (w->failed && M == LAST_ERROR_GARBAGE) return "\xff\xfe not UTF-8 \xc3";
+  if (w->failed && M == LAST_ERROR_DANGLING) {
+    char* temporary = malloc(200);
+    if (!temporary) return NULL;
+    snprintf(temporary, 200, "get_next failed: %s (while reading the next batch of the stream)",
+             w->message);
+    free(temporary);
+    return temporary;
+  }
   if (w->failed) return w->message;
   return w->inner.get_last_error(&w->inner);
 }

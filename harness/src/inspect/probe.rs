@@ -10,7 +10,7 @@
 //! processes, where that is a `crash` verdict for the case, never a crash
 //! of the run.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::c_int;
 
 use arrow_array::ffi::{from_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
@@ -264,29 +264,45 @@ pub enum Call {
     NotSet,
 }
 
-/// What `get_last_error` returned: `None` for NULL, else the bytes (before
-/// any UTF-8 check, which is the caller's rule to judge).
-pub type LastError = Option<Vec<u8>>;
-
 /// A stream of either kind, for the calls certification makes.
 pub trait StreamCalls: Owned {
     type Chunk: Owned;
     fn get_schema(&mut self, out: &mut ArrowSchema) -> Call;
     fn get_next(&mut self, out: &mut Self::Chunk) -> Call;
-    fn get_last_error(&mut self) -> Option<LastError>;
+    /// Calls get_last_error: `None` when the member is not set, otherwise
+    /// the address it returned (0 for NULL), not yet read.
+    fn get_last_error_at(&mut self) -> Option<usize>;
 }
 
-/// Reads a NUL-terminated string a producer returned, at most 64 KiB.
-///
-/// # Safety
-/// `p` must be NULL or point to a NUL-terminated string.
-unsafe fn last_error_bytes(p: *const std::ffi::c_char) -> LastError {
-    if p.is_null() {
-        return None;
+/// The most bytes of a last-error string the harness reads.
+pub const LAST_ERROR_MAX: usize = 64 * 1024;
+
+/// Reads the NUL-terminated string at `addr` without trusting it: through
+/// `process_vm_readv` ([`crate::abi::hostmem`]), never past `max` bytes or
+/// the end of readable memory. `None` when its first byte is not readable;
+/// otherwise the bytes before its NUL (all that could be read when no NUL
+/// came first).
+pub fn c_string_at(addr: usize, max: usize) -> Option<Vec<u8>> {
+    const PIECE: usize = 256;
+    const PAGE: usize = 4096;
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < max {
+        // Never cross a page in one read: a page that is not readable ends
+        // the string there instead of failing the whole piece.
+        let to_page_end = PAGE - at % PAGE;
+        let n = PIECE.min(to_page_end).min(max - out.len());
+        let Some(piece) = crate::abi::hostmem::read(at, n) else {
+            return (at != addr).then_some(out);
+        };
+        if let Some(nul) = piece.iter().position(|&b| b == 0) {
+            out.extend_from_slice(&piece[..nul]);
+            return Some(out);
+        }
+        out.extend_from_slice(&piece);
+        at += n;
     }
-    // SAFETY: non-NULL and NUL-terminated per the caller.
-    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
-    Some(bytes[..bytes.len().min(64 * 1024)].to_vec())
+    Some(out)
 }
 
 macro_rules! stream_calls {
@@ -311,13 +327,12 @@ macro_rules! stream_calls {
                     None => Call::NotSet,
                 }
             }
-            fn get_last_error(&mut self) -> Option<LastError> {
+            fn get_last_error_at(&mut self) -> Option<usize> {
                 crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_last_error"));
                 let f = callable(self.get_last_error)?;
-                // SAFETY: as above; the result is NULL or a NUL-terminated
-                // string valid until the next call on this stream, copied
-                // at once.
-                Some(unsafe { last_error_bytes(f(self)) })
+                // SAFETY: as above; the result is only an address here, read
+                // (without trusting it) by the caller.
+                Some(unsafe { f(self) }.addr())
             }
         }
     };
@@ -642,6 +657,8 @@ mod tests {
     use super::walk::{watch_array, Released};
     use crate::abi::ops::Owned;
     use crate::abi::{ArrowArray, Plain};
+    use super::c_string_at;
+    use std::ffi::c_void;
 
     /// A child's release: counts into the AtomicU32 its private_data
     /// points to, and marks it released.
@@ -750,5 +767,39 @@ mod tests {
         );
         // The children's own callbacks ran once: no double free.
         assert_eq!(original, [0, 1, 1]);
+    }
+
+    #[test]
+    fn c_string_at_reads_to_the_nul_and_never_past_readable_memory() {
+        let s = b"hello\0world";
+        assert_eq!(c_string_at(s.as_ptr().addr(), 100), Some(b"hello".to_vec()));
+        assert_eq!(c_string_at(s.as_ptr().addr(), 3), Some(b"hel".to_vec()));
+        assert_eq!(c_string_at(0, 100), None);
+        // A string with no NUL before an unreadable page: what is there.
+        // SAFETY: sysconf only reads a configuration value.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+        // SAFETY: a fresh anonymous private mapping of two pages, ours.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                2 * page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let b = base.addr();
+        // SAFETY: the second page of that mapping; then 300 bytes at the
+        // end of the first, which is writable.
+        unsafe {
+            assert_eq!(libc::mprotect((b + page) as *mut c_void, page, libc::PROT_NONE), 0);
+            std::ptr::write_bytes((b + page - 300) as *mut u8, b'x', 300);
+        }
+        assert_eq!(c_string_at(b + page - 300, 1 << 16), Some(vec![b'x'; 300]));
+        assert_eq!(c_string_at(b + page, 10), None);
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, 2 * page) };
     }
 }

@@ -1039,6 +1039,21 @@ pub static RULES: &[Rule] = &[
         observation: "Right after a failing call the harness calls get_last_error once and checks the result is NULL or points to readable memory holding valid UTF-8 up to a NUL.",
         inferred: Some("the callback's description of its return value; a message that is not UTF-8 is still bytes a consumer can show"),
     },
+    // Added: the lifetime half of get_last_error's contract, apart from
+    // stream.error.message (what the string holds). The spec states a
+    // guarantee, with no MUST or SHOULD: at most SHOULD, inferred.
+    Rule {
+        id: "stream.error.lifetime",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "stream",
+        summary: "the string get_last_error returns stays as it is until the next call on the stream",
+        spec_file: CSTREAM,
+        section: "The ArrowArrayStream structure",
+        quote: "The returned pointer is only guaranteed to be valid until the next call of one of the stream's callbacks.",
+        observation: "Right after a failing call the harness calls get_last_error and reads the string at once (through process_vm_readv: a pointer into nowhere is evidence, not a crash). Then, without calling the stream, it allocates a block of every malloc size up to 1 KiB, fills them, and reads the string again while holding them: a string that changed lived in a block the producer had freed before returning (a temporary's c_str()), which the consumer's next allocation overwrites. A string freed in a larger block, or whose memory is not reused at once, is not seen. Not exercised on a stream that never fails.",
+        inferred: Some("the spec states what the consumer may rely on (the pointer is valid until the next callback), not a requirement in MUST or SHOULD words; a producer that breaks it makes consumers read freed memory"),
+    },
     Rule {
         id: "stream.results.outlive",
         level: Level::Must,

@@ -143,20 +143,56 @@ pub(crate) fn stream_failure<S: StreamCalls>(
     obs.check("stream.error.errno", code > 0, what, || {
         format!("{what} failed with {code}; error codes should be errno values (positive)")
     });
-    let message = match stream.get_last_error() {
-        Some(Some(bytes)) => {
-            let text = String::from_utf8(bytes.clone());
-            obs.check("stream.error.message", text.is_ok(), what, || {
-                format!(
-                    "get_last_error returned {} bytes that are not UTF-8",
-                    bytes.len()
-                )
-            });
-            String::from_utf8_lossy(&bytes).into_owned()
-        }
+    let message = match stream.get_last_error_at() {
+        Some(at) if at != 0 => last_error(at, what, obs),
         _ => String::new(),
     };
     format!("{what} returned {code}: {message}")
+}
+
+/// Judges the string get_last_error returned at `at`: that it stays put
+/// until the next call on the stream (stream.error.lifetime) and, when it
+/// does, what it holds (stream.error.message). Returns it, lossily decoded.
+fn last_error(at: usize, what: &str, obs: &mut Observations) -> String {
+    let Some(first) = probe::c_string_at(at, probe::LAST_ERROR_MAX) else {
+        obs.check("stream.error.message", false, what, || {
+            format!("get_last_error returned {at:#x}, which is not readable memory")
+        });
+        return String::new();
+    };
+    // What the consumer's own code does next, short of calling the stream:
+    // allocations of every small size, written and still held while the
+    // string is read again. A block the producer freed before returning is
+    // one of them.
+    let held = fill_small_blocks();
+    let again = probe::c_string_at(at, probe::LAST_ERROR_MAX);
+    drop(held);
+    let kept = again.as_ref() == Some(&first);
+    obs.check("stream.error.lifetime", kept, what, || {
+        let now = match &again {
+            Some(b) => format!("{:?}", String::from_utf8_lossy(&b[..b.len().min(40)])),
+            None => "unreadable memory".into(),
+        };
+        format!(
+            "the string get_last_error returned at {at:#x} became {now} when the harness allocated memory, before any other call on the stream: it lived in a block the producer had already freed"
+        )
+    });
+    if !kept {
+        // What was read is freed memory, not the producer's message.
+        return "(a string already freed)".into();
+    }
+    let text = String::from_utf8(first.clone());
+    obs.check("stream.error.message", text.is_ok(), what, || {
+        format!("get_last_error returned {} bytes that are not UTF-8", first.len())
+    });
+    String::from_utf8_lossy(&first).into_owned()
+}
+
+/// Allocates a block of every malloc size up to 1 KiB (16-byte steps: each
+/// of glibc's per-thread cache bins) and fills it: freed memory of those
+/// sizes, most recently freed first, is handed out here and overwritten.
+fn fill_small_blocks() -> Vec<Vec<u8>> {
+    (1..=64).map(|i| vec![0x5A; i * 16 - 8]).collect()
 }
 
 /// Replays calls `0..=last` of a stream case on a fresh stream, every call
