@@ -116,7 +116,11 @@
   X(REQUEST_AFTER_RELEASE, "request-after-release")                                    \
   /* consumer.async.errno: a handler that gives up on the first task with -1 */        \
   /* (a C++ "return -1 on failure" convention) instead of an errno value */            \
-  X(REFUSES_WITH_MINUS_ONE, "refuses-with-minus-one")
+  X(REFUSES_WITH_MINUS_ONE, "refuses-with-minus-one")                                  \
+  /* consumer.async.release-frees: the handler's release releases what the */          \
+  /* harness handed over but forgets to drop the handler's own state (its */           \
+  /* reference to the proxy), which leaks once per stream */                           \
+  X(RELEASE_KEEPS_STATE, "release-keeps-state")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -585,6 +589,7 @@ static void px_release(Handler* outer) {
      released; everything else is. */
   if (p->inner.release) p->inner.release(&p->inner);
   __atomic_store_n(&p->released, 1, __ATOMIC_RELEASE);
+  if (M == RELEASE_KEEPS_STATE) return; /* the bug: the handler's state stays */
   proxy_unref(p);
 }
 

@@ -237,6 +237,11 @@ const CONSUMER_MUTANTS: &[Mutant] = &[
         "consumer.async.producer-lifetime",
         "asks for one more batch from its reading thread once the handler's release ran",
     ),
+    m(
+        "release-keeps-state",
+        "consumer.async.release-frees",
+        "the handler's release frees what the harness handed over, not the handler's own state (leaked once per stream)",
+    ),
 ];
 
 fn certify(role: &str, mutant: &str) -> (Option<i32>, Report, String) {

@@ -37,6 +37,10 @@ pub const DRAWN_PER_SCENARIO: usize = 2;
 /// `async.task.extract-null` (every task extracted with NULL).
 pub const LEAK_SCHEDULE: &str = "rmax,extract-null";
 
+/// The consumer-side delivery whose stream is repeated to measure the
+/// bytes a consumer keeps per stream (`consumer.async.release-frees`).
+pub const LEAK_DELIVERY: &str = "one-thread";
+
 /// How long a stream may take before it is a stuck verdict.
 pub const DEADLINE: Duration = Duration::from_secs(3);
 
@@ -482,19 +486,6 @@ fn extract_null_leaks(
         obs.not_exercised(rule, super::leaks::NO_COUNTER);
         return;
     }
-    let settle = || {
-        // The producer may free its last bytes on its own thread just
-        // after the release: wait until the count stops moving.
-        let mut last = crate::plugin::tracker::live_bytes();
-        for _ in 0..50 {
-            std::thread::sleep(Duration::from_millis(2));
-            let now = crate::plugin::tracker::live_bytes();
-            if now == last {
-                break;
-            }
-            last = now;
-        }
-    };
     let body = || -> Result<(), String> {
         let r = handler::run(producer, &scenario.ipc, run_opts).map_err(|e| e.to_string())?;
         // Only a stream that ended by the rules is measured: a broken one
@@ -521,6 +512,67 @@ fn extract_null_leaks(
     match super::leaks::measure(&counters, body) {
         Ok(m) => obs.check(rule, !m.leaks(), "extract_data(task, NULL)", || {
             m.evidence("a stream whose every task is extracted with NULL")
+        }),
+        Err(why) => obs.not_exercised(rule, format!("the repeated stream did not complete: {why}")),
+    }
+}
+
+/// Waits until the tracker's count stops moving: the other side may free
+/// its last bytes on its own thread just after the handler's release.
+fn settle() {
+    let mut last = crate::plugin::tracker::live_bytes();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(2));
+        let now = crate::plugin::tracker::live_bytes();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+}
+
+/// `consumer.async.release-frees`: the whole stream into the consumer
+/// (start, every task, the handler's release, finish), repeated; the bytes
+/// held in this process must not grow with the repetitions (the method and
+/// the margins of the producers' frees rules: [`super::leaks`]). A clean
+/// run of the harness's own producer leaves nothing in malloc'd memory
+/// ([`crate::export::asynchronous::ConsumerRun::end`]), so growth is the
+/// consumer's: what its handler held and its release did not free, or
+/// anything else it keeps per stream.
+fn handler_frees(consumer: &Plugin, plan: &crate::export::asynchronous::AsyncPlan, obs: &mut Observations) {
+    use crate::export::{asynchronous as producer, Ledger};
+    let rule = "consumer.async.release-frees";
+    if !crate::plugin::tracker::present() {
+        obs.not_exercised(rule, "nothing counts the bytes this process holds: the allocation tracker is not loaded (worker processes preload it unless ARROWCERT_TRACKER=off; --in-process runs have none)");
+        return;
+    }
+    let counters = vec![super::leaks::Counter::new(
+        super::leaks::TRACKER,
+        crate::plugin::tracker::live_bytes,
+    )];
+    let body = || -> Result<(), String> {
+        let ledger = Ledger::new(true);
+        let run = producer::run_consumer(consumer, &ledger, plan.clone(), FINISH_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+        let findings = ledger.finish();
+        // Only a stream that ended by the rules is measured: a broken one
+        // leaves the harness's memory behind on purpose.
+        let ok = findings.violations.is_empty()
+            && run.report.released
+            && run.report.finished
+            && matches!(run.result, Some(Ok(_)));
+        run.end(ok);
+        drop(findings);
+        settle();
+        if ok {
+            Ok(())
+        } else {
+            Err("the repeated stream broke another rule or failed, which leaves harness memory behind".into())
+        }
+    };
+    match super::leaks::measure(&counters, body) {
+        Ok(m) => obs.check(rule, !m.leaks(), "handler", || {
+            m.evidence("a whole async stream into the consumer (its handler started, fed, released, finished)")
         }),
         Err(why) => obs.not_exercised(rule, format!("the repeated stream did not complete: {why}")),
     }
@@ -584,6 +636,7 @@ pub fn run_consumer(
         Ok(p) => p,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
+    let leak_plan = (d.to_string() == LEAK_DELIVERY).then(|| plan.clone());
     let ledger = Ledger::new(true);
     let run = match producer::run_consumer(consumer, &ledger, plan, FINISH_TIMEOUT) {
         Ok(r) => r,
@@ -701,6 +754,9 @@ pub fn run_consumer(
                 return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
             }
             super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
+            if let Some(plan) = leak_plan {
+                handler_frees(consumer, &plan, obs);
+            }
             Ended::Ran
         }
         Err(e @ crate::plugin::CallError::Missing(_)) => super::call_ended(e),
@@ -742,6 +798,13 @@ fn chunks(batches: &[arrow_array::RecordBatch], rows: bool) -> Vec<arrow_array::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_leak_delivery_is_a_fixed_one() {
+        assert!(Delivery::fixed()
+            .iter()
+            .any(|d| d.to_string() == LEAK_DELIVERY));
+    }
 
     #[test]
     fn the_leak_schedule_is_a_fixed_one() {

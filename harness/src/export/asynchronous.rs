@@ -33,7 +33,7 @@
 //! `consumer.async.release`.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -101,14 +101,24 @@ pub struct ConsumerRun {
     /// Memory that must outlive the consumer's possible late calls (freed
     /// only when the case ended cleanly).
     keep: Option<Arc<Session>>,
+    /// The producer thread, joined when the case ended cleanly (it has
+    /// finished then).
+    driver: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ConsumerRun {
     /// Frees the run's producer-side state when nothing can call into it
-    /// any more; leaks it otherwise.
+    /// any more; leaks it otherwise. A clean end leaves nothing of the run
+    /// in malloc'd memory (its producer record lives in [`lasting`]
+    /// memory), so repeated runs hold no more bytes than one: what a
+    /// consumer's own growth is measured against.
     pub fn end(mut self, clean: bool) {
         if let Some(s) = self.keep.take() {
             if clean {
+                forget_session(s.id);
+                if let Some(d) = self.driver.take() {
+                    let _ = d.join();
+                }
                 drop(s);
             } else {
                 std::mem::forget(s);
@@ -117,12 +127,67 @@ impl ConsumerRun {
     }
 }
 
+/// The sessions a harness producer may still be called for, by id. A
+/// producer's private_data is its session's id, not a pointer: a call that
+/// comes after its case ended finds nothing here and is ignored, instead of
+/// reaching freed memory. An entry goes when its case ends cleanly; an
+/// unclean case leaves it (and its session) for good.
+static SESSIONS: Mutex<Vec<(usize, Weak<Session>)>> = Mutex::new(Vec::new());
+static NEXT_SESSION: AtomicUsize = AtomicUsize::new(1);
+
+fn sessions() -> MutexGuard<'static, Vec<(usize, Weak<Session>)>> {
+    SESSIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn forget_session(id: usize) {
+    sessions().retain(|(i, _)| *i != id);
+}
+
+/// Memory for producer records, which are never freed (a consumer may call
+/// one after its case ended, and must reach a live structure): taken from
+/// pages mapped for them rather than from malloc, so the allocation
+/// tracker, which judges consumers' memory across repeated runs, does not
+/// count the harness's records as anyone's growth. Falls back to a leaked
+/// box if the mapping fails.
+fn lasting(p: ArrowAsyncProducer) -> *mut ArrowAsyncProducer {
+    const CHUNK: usize = 64 * 1024;
+    static ARENA: Mutex<(usize, usize)> = Mutex::new((0, 0));
+    let size = std::mem::size_of::<ArrowAsyncProducer>().next_multiple_of(16);
+    let mut a = ARENA.lock().unwrap_or_else(|e| e.into_inner());
+    if a.0 + size > a.1 {
+        // SAFETY: a fresh anonymous private mapping, no address requested;
+        // never unmapped (the records in it must stay valid).
+        let m = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHUNK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if m == libc::MAP_FAILED {
+            return Box::leak(Box::new(p));
+        }
+        *a = (m.addr(), m.addr() + CHUNK);
+    }
+    let at = a.0 as *mut ArrowAsyncProducer;
+    a.0 += size;
+    // SAFETY: `at` is page-aligned plus a multiple of 16 (enough for the
+    // structure's alignment), inside the mapping, and used by nothing else.
+    unsafe { at.write(p) };
+    at
+}
+
 struct St {
     credits: i128,
     report: AsyncReport,
 }
 
 struct Session {
+    /// Its key in [`SESSIONS`], and its producer's private_data.
+    id: usize,
     ledger: Ledger,
     plan: AsyncPlan,
     handler: usize,
@@ -269,15 +334,18 @@ enum Stop {
 /// and must not reach a freed session).
 ///
 /// # Safety
-/// `p` is a producer the harness made: never freed, its private_data a
-/// never freed `Weak<Session>`.
+/// `p` is a producer the harness made: never freed, its private_data its
+/// session's id.
 unsafe fn session_of(p: *mut ArrowAsyncProducer) -> Option<Arc<Session>> {
     if p.is_null() {
         return None;
     }
     // SAFETY: as the caller guarantees.
-    let weak = unsafe { ((*p).private_data as *const Weak<Session>).as_ref() }?;
-    weak.upgrade()
+    let id = unsafe { (*p).private_data }.addr();
+    sessions()
+        .iter()
+        .find(|(i, _)| *i == id)
+        .and_then(|(_, w)| w.upgrade())
 }
 
 /// # Safety
@@ -403,14 +471,13 @@ fn drive(s: &Arc<Session>) {
     // never freed: a consumer that calls it after the handler's release
     // (consumer.async.producer-lifetime), even after the case ended, must
     // reach a live structure, not crash a later case.
-    let weak: &'static Weak<Session> = Box::leak(Box::new(Arc::downgrade(s)));
-    let producer: *mut ArrowAsyncProducer = Box::leak(Box::new(ArrowAsyncProducer {
+    let producer: *mut ArrowAsyncProducer = lasting(ArrowAsyncProducer {
         device_type: crate::abi::device::CPU,
         request: Some(producer_request),
         cancel: Some(producer_cancel),
         additional_metadata: md as *const c_char,
-        private_data: weak as *const Weak<Session> as *mut c_void,
-    }));
+        private_data: std::ptr::without_provenance_mut::<c_void>(s.id),
+    });
     let producer = ProducerPtr(producer);
     // "the producer *MUST* populate the ArrowAsyncProducer member before
     // calling this function [on_schema]".
@@ -633,6 +700,7 @@ pub fn run_consumer(
     // address until the case ends (or forever, if the case is not clean).
     let token = unsafe { consumer.consume_async_start(handler) }?;
     let session = Arc::new(Session {
+        id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
         ledger: ledger.share(),
         plan,
         handler: handler as usize,
@@ -645,6 +713,7 @@ pub fn run_consumer(
         in_release: Mutex::new(None),
         release_called: AtomicBool::new(false),
     });
+    sessions().push((session.id, Arc::downgrade(&session)));
     let stall = session.plan.stall_after;
     let driver = {
         let s = session.clone();
@@ -656,13 +725,17 @@ pub fn run_consumer(
                 s.changed.notify_all();
             })
     };
-    if let Err(e) = driver {
-        return Err(CallError::Failed {
-            entry: "harness",
-            code: e.raw_os_error().unwrap_or(libc::EAGAIN),
-            message: Some(format!("cannot start the harness's producer thread: {e}")),
-        });
-    }
+    let driver = match driver {
+        Ok(d) => d,
+        Err(e) => {
+            forget_session(session.id);
+            return Err(CallError::Failed {
+                entry: "harness",
+                code: e.raw_os_error().unwrap_or(libc::EAGAIN),
+                message: Some(format!("cannot start the harness's producer thread: {e}")),
+            });
+        }
+    };
     let wait = finish_timeout + stall + Duration::from_secs(2);
     let result = consumer.consume_async_finish(token, finish_timeout.as_millis() as i64, wait);
     // The driver ends once the handler is released (or a callback hangs).
@@ -682,5 +755,6 @@ pub fn run_consumer(
         result,
         report,
         keep: Some(session),
+        driver: Some(driver),
     })
 }

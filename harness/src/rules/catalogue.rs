@@ -1764,4 +1764,20 @@ pub static RULES: &[Rule] = &[
         observation: "Everything the harness handed over through the handler (the schema passed to on_schema, each array extract_data filled) is registered with an instrumented release; once finish returned, each must have been released exactly once. One never released (kept by the handler, or freed without its release) fails.",
         inferred: None,
     },
+    // Added: the consumer's own memory, which consumer.async.release (the
+    // harness's structures) cannot see. "similar usage as in C data
+    // interface" refers to "The release callback MUST free any data area
+    // directly owned by the structure" without saying it: SHOULD, inferred.
+    Rule {
+        id: "consumer.async.release-frees",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "what the consumer holds for a stream is freed by the time the handler's release and finish returned",
+        spec_file: CDEVICE,
+        section: "Stream Handler Lifetime",
+        quote: "Lifetime of the async stream handler is managed using a release callback with similar usage as in C data interface.",
+        observation: "In worker processes (where the allocation tracker counts the bytes malloc'd by every thread), once per built-in or gold scenario on the one-thread delivery, the harness repeats the whole async stream into the consumer (start, every task, the handler's release, finish) 2 times unmeasured and 3 times measured; growth after every measured repetition, confirmed by a second round after 16 more, fails with the byte counts (the method of the *.release.frees rules: a cache or lazy static is not a leak). A clean run of the harness's own producer leaves nothing in malloc'd memory, so the growth is the consumer's: what its handler held and its release did not free, or anything else it keeps per stream. Without the tracker (--in-process) it is not exercised.",
+        inferred: Some("the handler's release is \"a release callback with similar usage as in C data interface\", whose release \"MUST free any data area directly owned by the structure\"; the async section does not say MUST itself, and a consumer's memory is observable only as growth"),
+    },
 ];
