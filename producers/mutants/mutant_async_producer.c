@@ -146,7 +146,10 @@
   X(NULL_PRODUCER, "null-producer")                                                    \
   /* async.error.release-next: after on_error (a failure or a bad request), */         \
   /* on_next_task(NULL) before release */                                              \
-  X(EOS_AFTER_ERROR, "eos-after-error")
+  X(EOS_AFTER_ERROR, "eos-after-error")                                                \
+  /* async.extract.error-follows: the first task's extract_data fails (EIO, */          \
+  /* its array cleaned up) and the driver goes on delivering as if it had not */       \
+  X(CONTINUES_AFTER_FAILED_EXTRACT, "continues-after-failed-extract")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -249,6 +252,7 @@ static char* encode_bad(void) {
 
 struct task_state {
   struct ArrowDeviceArray array;
+  int64_t index;
 };
 
 static void pair_hook(void);
@@ -260,6 +264,11 @@ static int extract_data(struct ArrowAsyncTask* self, struct ArrowDeviceArray* ou
   if (!self || !self->private_data) return EINVAL; /* exactly once */
   struct task_state* t = self->private_data;
   self->private_data = NULL;
+  if (out && M == CONTINUES_AFTER_FAILED_EXTRACT && t->index == 0) {
+    if (t->array.array.release) t->array.array.release(&t->array.array);
+    free(t);
+    return EIO; /* the bug is what the driver does next: nothing different */
+  }
   if (out) {
     *out = t->array; /* a move: the source is marked released */
     t->array.array.release = NULL;
@@ -446,7 +455,8 @@ static struct ArrowDeviceArray take_pending(struct stream* s) {
 static int make_task(struct stream* s, struct ArrowDeviceArray* a, struct ArrowAsyncTask* task,
                      char** meta) {
   char index[32];
-  snprintf(index, sizeof index, "%lld", (long long)s->tasks++);
+  int64_t number = s->tasks++;
+  snprintf(index, sizeof index, "%lld", (long long)number);
   struct task_state* t = malloc(sizeof *t);
   *meta = encode_pair("arrowcert.task", index);
   if (!t || !*meta) {
@@ -458,6 +468,7 @@ static int make_task(struct stream* s, struct ArrowDeviceArray* a, struct ArrowA
     return ENOMEM;
   }
   t->array = *a;
+  t->index = number;
   a->array.release = NULL;
   task->extract_data = extract_data;
   task->private_data = t;

@@ -70,6 +70,8 @@ pub enum Event {
     Request(i64),
     /// The consumer is about to call `cancel`.
     Cancel,
+    /// An `extract_data` call by the consumer returned this non-zero code.
+    ExtractFailed(i32),
 }
 
 impl Event {
@@ -99,6 +101,10 @@ pub enum Phase {
     Ended,
     /// on_error came: only release may follow.
     Errored,
+    /// extract_data failed while streaming: only on_error may follow ("it
+    /// should be followed only by the producer calling the on_error
+    /// callback").
+    ExtractFailed,
     /// release came: nothing may follow.
     Released,
 }
@@ -112,6 +118,7 @@ impl fmt::Display for Phase {
             Phase::TaskRefused => "after a refused task",
             Phase::Ended => "after on_next_task(NULL)",
             Phase::Errored => "after on_error",
+            Phase::ExtractFailed => "after a failed extract_data",
             Phase::Released => "after release",
         })
     }
@@ -125,6 +132,7 @@ impl Phase {
             Phase::Start => &[Schema, Error],
             Phase::Open => &[Task, EndOfStream, Error, Release],
             Phase::SchemaRefused | Phase::TaskRefused | Phase::Ended | Phase::Errored => &[Release],
+            Phase::ExtractFailed => &[Error],
             Phase::Released => &[],
         }
     }
@@ -185,6 +193,12 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
             Event::Cancel => {
                 c.cancels += 1;
                 c.requested_before_cancel.get_or_insert(c.requested);
+                continue;
+            }
+            Event::ExtractFailed(_) => {
+                if phase == Phase::Open {
+                    phase = Phase::ExtractFailed;
+                }
                 continue;
             }
             Event::Callback(e) => e,
@@ -278,6 +292,24 @@ fn step(
     use Callback::*;
     let cb = e.callback;
     let accepted = e.answer == 0;
+    if phase == Phase::ExtractFailed {
+        // SHOULD: "If a non-zero value is returned from this, it should be
+        // followed only by the producer calling the on_error callback".
+        if cb != Error {
+            report(
+                "async.extract.error-follows",
+                at.into(),
+                format!("{} came after extract_data had failed, instead of on_error", cb.name()),
+            );
+        }
+        if cb == Release {
+            // The same misstep as a release without the end of stream:
+            // reported once, under the rule above.
+            c.releases += 1;
+            return Phase::Released;
+        }
+        return step(Phase::Open, e, c, at, report);
+    }
     match (phase, cb) {
         (Phase::Released, Release) => {
             c.releases += 1;
@@ -467,6 +499,8 @@ fn step(
             );
             Phase::Errored
         }
+        // Handled before the match (judged as Open after its own rule).
+        (Phase::ExtractFailed, _) => step(Phase::Open, e, c, at, report),
     }
 }
 
@@ -574,6 +608,36 @@ mod tests {
         for (trace, rule) in cases {
             assert_eq!(rules(&trace, DONE), vec![rule], "{trace:?}");
         }
+    }
+
+    #[test]
+    fn a_failed_extraction_must_be_followed_by_on_error_only() {
+        let base = [cb(Schema), Event::Request(4), cb(Task), Event::ExtractFailed(5)];
+        let with = |tail: &[Event]| {
+            let mut t = base.to_vec();
+            t.extend_from_slice(tail);
+            rules(&t, DONE)
+        };
+        // on_error, then release: clean.
+        assert!(with(&[Event::plain(Error, 5), cb(Release)]).is_empty());
+        // Another task, the end of stream, or release straight away.
+        for tail in [
+            vec![cb(Task), cb(EndOfStream), cb(Release)],
+            vec![cb(EndOfStream), cb(Release)],
+            vec![cb(Release)],
+        ] {
+            assert_eq!(with(&tail), ["async.extract.error-follows"], "{tail:?}");
+        }
+        // A failure after the end (a late extraction) changes nothing.
+        let t = [
+            cb(Schema),
+            Event::Request(4),
+            cb(Task),
+            cb(EndOfStream),
+            Event::ExtractFailed(5),
+            cb(Release),
+        ];
+        assert!(rules(&t, DONE).is_empty());
     }
 
     #[test]

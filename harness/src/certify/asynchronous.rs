@@ -217,6 +217,7 @@ pub fn run_producer(
         .filter(|(_, e)| matches!(e, Event::Cancel))
         .nth(1)
         .map(|(i, _)| i);
+    let extract_failed = run.extract_failed.is_some();
     let ended = judge_run(run, scenario, &sched, opts, &mut found);
     let after_second_cancel = second_cancel.is_some_and(|c| {
         found.iter().all(|(_, at, _)| {
@@ -263,6 +264,10 @@ pub fn run_producer(
     for rule in exercised(&sched) {
         obs.check(rule, true, "", String::new);
     }
+    // Judged only where an extraction failed.
+    if extract_failed {
+        obs.check("async.extract.error-follows", true, "", String::new);
+    }
     for (rule, at, message) in found {
         obs.check(rule, false, &at, || message);
     }
@@ -290,6 +295,7 @@ fn judge_run(
         notes,
         error,
         stuck,
+        extract_failed,
     } = run;
     // An on_error after a cancel whose message says it reports the
     // cancellation is the cancel resulting in on_error ("Successful
@@ -331,16 +337,24 @@ fn judge_run(
         for v in bad {
             found.push(carried(v.rule, format!("schema {}", v.at), v.message));
         }
-        if schema_ok {
+        // A failed extraction leaves the stream short: nothing to compare.
+        if schema_ok && extract_failed.is_none() {
             check_arrays(schema, &mut arrays, scenario, sched, &trace, opts, found);
         }
     }
     // Keep one finding per rule (the first), like the model does.
     let mut seen = std::collections::BTreeSet::new();
     found.retain(|(r, _, _)| seen.insert(*r));
-    match stuck {
-        Some(why) => Ended::Error(why),
-        None => Ended::Ran,
+    match (stuck, extract_failed) {
+        (Some(why), _) => Ended::Error(why),
+        (None, Some((index, rc))) => Ended::Error(format!(
+            "extract_data failed with {rc} for task {index}: the producer did not produce the data asked for{}",
+            match &error {
+                Some((code, text)) => format!(" (on_error {code}: {})", text.as_deref().unwrap_or("")),
+                None => String::new(),
+            }
+        )),
+        (None, None) => Ended::Ran,
     }
 }
 

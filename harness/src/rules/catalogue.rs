@@ -1389,6 +1389,20 @@ pub static RULES: &[Rule] = &[
         observation: "The harness decodes producer->additional_metadata and the metadata argument of every on_next_task and on_error as in schema.metadata.encoding.",
         inferred: None,
     },
+    // Added: what a producer does after its extract_data failed, which no
+    // RULES.md entry covers (a failure is allowed: it is not async.array.valid).
+    Rule {
+        id: "async.extract.error-follows",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "async",
+        summary: "after an extract_data that failed, the producer calls only on_error (then release)",
+        spec_file: CDEVICE,
+        section: "The ArrowAsyncTask structure",
+        quote: "If a non-zero value is returned from this, it should be followed only by the producer calling the on_error callback of the ArrowAsyncDeviceStreamHandler.",
+        observation: "The harness records in the trace when an extract_data call returns non-zero while the stream is open; the next handler callback must then be on_error (release after it as usual). Another task, the end of stream or a release without on_error fails. The case itself is an error (the data asked for was not produced), not a values failure. Not exercised on a stream whose extractions all succeed.",
+        inferred: None,
+    },
     // async.array.* in RULES.md.
     Rule {
         id: "async.array.valid",
@@ -1399,7 +1413,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowAsyncTask structure",
         quote: "Mandatory. A callback to populate the provided ArrowDeviceArray with the available data.",
-        observation: "Each ArrowDeviceArray that extract_data fills goes through the checks of a produced device array (device.* and array.*) against the schema from on_schema; this rule fails when any of them fails, and the evidence names the underlying rule.",
+        observation: "Each ArrowDeviceArray that extract_data fills goes through the checks of a produced device array (device.* and array.*) against the schema from on_schema; this rule fails when any of them fails, and the evidence names the underlying rule. An extract_data that returns non-zero fills nothing and is allowed (\"If a non-zero value is returned from this\"): the case is an error, and what follows it is async.extract.error-follows.",
         inferred: None,
     },
     // ------------------------------------------------------------------
