@@ -15,7 +15,8 @@
  * Exports: arrowcert_plugin_abi_version (1), arrowcert_plugin_name
  * ("mutant-async-consumer:<mutation>"), arrowcert_plugin_supports_device and
  * arrowcert_free (the base's), arrowcert_last_error, and
- * arrowcert_consume_async_start / arrowcert_consume_async_finish. It has no
+ * arrowcert_consume_async_start / arrowcert_consume_async_finish /
+ * arrowcert_consume_async_cancel (forwarded to the base). It has no
  * other consume entry point (mutant_consumer.c covers those).
  *
  * An unknown mutation, or a base that cannot be loaded (or lacks the async
@@ -120,7 +121,11 @@
   /* consumer.async.release-frees: the handler's release releases what the */          \
   /* harness handed over but forgets to drop the handler's own state (its */           \
   /* reference to the proxy), which leaks once per stream */                           \
-  X(RELEASE_KEEPS_STATE, "release-keeps-state")
+  X(RELEASE_KEEPS_STATE, "release-keeps-state")                                        \
+  /* consumer.async.after-cancel: once it has cancelled, the handler treats */         \
+  /* any further task as a protocol error: refuses it (ECANCELED) without */            \
+  /* extracting it ("nothing can come after cancel") */                                 \
+  X(UNPREPARED_AFTER_CANCEL, "unprepared-after-cancel")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -131,8 +136,10 @@ static void* base;
 
 typedef int (*start_fn)(struct ArrowAsyncDeviceStreamHandler*, void**);
 typedef int (*finish_fn)(void*, int64_t, uint8_t**, int64_t*);
+typedef int (*cancel_fn)(void*);
 static start_fn base_start;
 static finish_fn base_finish;
+static cancel_fn base_cancel; /* optional */
 
 /* ---- lazy set-up: the mutation and the base, on the first call ---- */
 
@@ -153,6 +160,7 @@ static void setup(void) {
     if (!setup_error[0]) {
       base_start = (start_fn)dlsym(base, "arrowcert_consume_async_start");
       base_finish = (finish_fn)dlsym(base, "arrowcert_consume_async_finish");
+      base_cancel = (cancel_fn)dlsym(base, "arrowcert_consume_async_cancel");
       if (!base_start || !base_finish) {
         setup_code = ENOSYS;
         snprintf(setup_error, sizeof setup_error,
@@ -327,6 +335,7 @@ struct proxy {
   char* kept_task_metadata;             /* task-outlives-callback: a copy of its metadata */
   struct ArrowSchema* kept_schema;      /* schema-pointer-kept: the producer's pointer */
   int quiet;                            /* the base's request/cancel are dropped (atomic) */
+  int cancelled;                        /* the base called cancel (atomic) */
   int released;                         /* px_release ran (atomic) */
 };
 
@@ -355,6 +364,7 @@ static void pp_cancel(struct ArrowAsyncProducer* self) {
   struct proxy* p = self->private_data;
   struct ArrowAsyncProducer* real = real_producer(p);
   if (__atomic_load_n(&p->quiet, __ATOMIC_ACQUIRE)) return; /* see deliver_kept */
+  __atomic_store_n(&p->cancelled, 1, __ATOMIC_RELEASE);
   if (real && real->cancel) real->cancel(real);
 }
 
@@ -536,6 +546,8 @@ static int px_on_next_task(Handler* outer, struct ArrowAsyncTask* task, const ch
     __atomic_store_n(&p->kept_task, task, __ATOMIC_RELEASE);
     return 0;
   }
+  if (M == UNPREPARED_AFTER_CANCEL && task && __atomic_load_n(&p->cancelled, __ATOMIC_ACQUIRE))
+    return ECANCELED; /* the bug: neither extracted nor passed on */
   if (M == REFUSES_WITH_MINUS_ONE && task) {
     /* The base takes the task (extracts it), the refusal is the proxy's. */
     int rc = p->inner.on_next_task(&p->inner, task, metadata);
@@ -632,6 +644,15 @@ int arrowcert_consume_async_start(struct ArrowAsyncDeviceStreamHandler* handler,
   install(handler, p);
   *token = p;
   return 0;
+}
+
+int arrowcert_consume_async_cancel(void* token) {
+  begin();
+  if (!ready()) return fail(setup_code, setup_error);
+  if (!token) return fail(EINVAL, "mutant async consumer: token is NULL");
+  if (!base_cancel) return fail(ENOSYS, "mutant async consumer: the base cannot cancel");
+  struct proxy* p = token;
+  return base_cancel(p->base_token);
 }
 
 int arrowcert_consume_async_finish(void* token, int64_t timeout_ms, uint8_t** out_ipc,

@@ -299,6 +299,12 @@ ARROWCERT_EXPORT int arrowcert_consume_async_start(
 ARROWCERT_EXPORT int arrowcert_consume_async_finish(void* token, int64_t timeout_ms,
                                                     uint8_t** out_ipc, int64_t* out_len);
 
+/* Optional: stop reading the stream of `token` (before its finish returned),
+   as a user dropping its reader would: call the producer's cancel, and go on
+   handling what still comes (tasks, on_error) until the handler's release.
+   0 when cancel was called. */
+ARROWCERT_EXPORT int arrowcert_consume_async_cancel(void* token);
+
 #ifdef __cplusplus
 }
 #endif

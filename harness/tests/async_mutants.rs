@@ -243,6 +243,11 @@ const CONSUMER_MUTANTS: &[Mutant] = &[
         "asks for one more batch from its reading thread once the handler's release ran",
     ),
     m(
+        "unprepared-after-cancel",
+        "consumer.async.after-cancel",
+        "after its own cancel, refuses every task that still comes (ECANCELED) without extracting it",
+    ),
+    m(
         "release-keeps-state",
         "consumer.async.release-frees",
         "the handler's release frees what the harness handed over, not the handler's own state (leaked once per stream)",

@@ -256,7 +256,7 @@ fn assert_consumer_clean(code: Option<i32>, r: &Report, out: &str, workers: bool
         .iter()
         .filter(|s| s.rule.starts_with("consumer.async."))
         .collect();
-    assert_eq!(async_rules.len(), 12);
+    assert_eq!(async_rules.len(), 13);
     for s in async_rules {
         if s.rule == CONSUMER_TRACKER_RULE && !workers {
             assert_eq!(s.verdict, Verdict::Skip, "{}: {out}", s.rule);

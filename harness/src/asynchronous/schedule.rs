@@ -424,7 +424,27 @@ pub enum End {
     Empty,
     /// on_error(EIO, message, metadata) after k tasks.
     Error(u8),
+    /// After k tasks the harness asks the consumer to cancel
+    /// (`arrowcert_consume_async_cancel`); once it has, the producer still
+    /// sends what [`Late`] says before release, as the spec allows: "a
+    /// consumer *MUST* be prepared to receive one or more calls to
+    /// ``on_next_task`` or ``on_error`` even after calling ``cancel``".
+    Cancel(u8, Late),
 }
+
+/// What the harness's producer sends after the consumer's cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Late {
+    /// The tasks still requested (at most [`MAX_LATE_TASKS`]), then release.
+    Tasks,
+    /// on_error (an error while handling the cancel: "Any error encountered
+    /// during handling a call to cancel must be reported via the
+    /// ``on_error`` callback"), then release.
+    Error,
+}
+
+/// At most this many tasks come after a consumer's cancel.
+pub const MAX_LATE_TASKS: usize = 2;
 
 /// The harness as the producer for a consumer under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -472,6 +492,8 @@ impl fmt::Display for Delivery {
             End::Complete => {}
             End::Empty => parts.push("empty".into()),
             End::Error(k) => parts.push(format!("error@{k}")),
+            End::Cancel(k, Late::Tasks) => parts.push(format!("cancel@{k}")),
+            End::Cancel(k, Late::Error) => parts.push(format!("cancel@{k}:error")),
         }
         if self.varied {
             parts.push("varied".into());
@@ -500,6 +522,11 @@ impl std::str::FromStr for Delivery {
                         d.gap_us = int(us, p)?;
                     } else if let Some(k) = p.strip_prefix("error@") {
                         d.end = End::Error(int(k, p)?);
+                    } else if let Some(k) = p.strip_prefix("cancel@") {
+                        d.end = match k.strip_suffix(":error") {
+                            Some(k) => End::Cancel(int(k, p)?, Late::Error),
+                            None => End::Cancel(int(k, p)?, Late::Tasks),
+                        };
                     } else {
                         return Err(format!("`{p}` is not a delivery step"));
                     }
@@ -518,6 +545,8 @@ impl Delivery {
             "one-thread,rows",
             "one-thread,empty",
             "one-thread,error@1",
+            "one-thread,cancel@1",
+            "each-thread,cancel@1:error",
         ]
         .iter()
         .map(|s| s.parse().expect("fixed deliveries parse"))
@@ -532,9 +561,13 @@ impl Delivery {
             } else {
                 0
             },
-            end: match rng.below(8) {
+            end: match rng.below(10) {
                 0 => End::Empty,
                 1 | 2 => End::Error(rng.below(3) as u8),
+                3 => End::Cancel(
+                    rng.below(3) as u8,
+                    if rng.chance(1, 2) { Late::Tasks } else { Late::Error },
+                ),
                 _ => End::Complete,
             },
             varied: rng.chance(1, 2),
@@ -566,6 +599,7 @@ impl Delivery {
             Delivery {
                 end: match self.end {
                     End::Error(k) => End::Error(k.saturating_sub(1)),
+                    End::Cancel(k, late) => End::Cancel(k.saturating_sub(1), late),
                     e => e,
                 },
                 ..*self
@@ -623,6 +657,12 @@ mod tests {
             assert!(bad.parse::<Schedule>().is_err(), "{bad}");
         }
         assert!("one-thread,zzz".parse::<Delivery>().is_err());
+        assert!("one-thread,cancel@x".parse::<Delivery>().is_err());
+        assert!("one-thread,cancel@1:late".parse::<Delivery>().is_err());
+        assert_eq!(
+            "one-thread,cancel@2:error".parse::<Delivery>().map(|d| d.end),
+            Ok(End::Cancel(2, Late::Error))
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::asynchronous::model::{self, Ending, Event};
 use crate::asynchronous::schedule::{CancelHow, Delivery, Extract, First, Rng, Schedule};
 use crate::inspect::probe;
 use crate::plugin::Plugin;
+use crate::asynchronous::schedule::{End, Late};
 use crate::scenario::Scenario;
 
 /// Generated schedules per generated scenario (built-in and gold scenarios
@@ -628,6 +629,12 @@ pub fn run_consumer(
             "the consumer does not export arrowcert_consume_async_start and arrowcert_consume_async_finish".into(),
         );
     }
+    let cancelling = matches!(d.end, End::Cancel(..));
+    if cancelling && !consumer.cancels_async() {
+        return Ended::Skip(
+            "the consumer does not export the optional arrowcert_consume_async_cancel, through which the harness asks it to cancel".into(),
+        );
+    }
     let enc = if d.varied {
         Encoding::Varied(super::consumer::seed_of(&spec.id))
     } else {
@@ -661,10 +668,13 @@ pub fn run_consumer(
     for r in CONSUMER_RULES {
         obs.check(r, true, "", String::new);
     }
-    let erroring = matches!(d.end, crate::asynchronous::schedule::End::Error(_));
+    let erroring = matches!(d.end, End::Error(_));
     if erroring {
         obs.check("consumer.async.on-error", true, "", String::new);
         obs.check("consumer.async.copies", true, "", String::new);
+    }
+    if matches!(d.end, End::Cancel(_, Late::Error)) {
+        obs.check("consumer.async.on-error", true, "", String::new);
     }
     for v in &findings.violations {
         obs.check(v.rule, false, &v.at, || v.message.clone());
@@ -689,8 +699,11 @@ pub fn run_consumer(
     if let (Some(why), false) = (&report.stalled, kept_structure) {
         obs.check("consumer.async.request", false, "stream", || why.clone());
     }
+    // Tasks delivered after the consumer's cancel are judged below, under
+    // consumer.async.after-cancel.
+    let late = report.late_from.map_or(0..0, |f| f..f + report.late_tasks);
     for (i, &n) in report.extracts.iter().enumerate() {
-        if n == 0 && !report.out_of_scope.contains(&i) {
+        if n == 0 && !report.out_of_scope.contains(&i) && !late.contains(&i) {
             obs.check("consumer.async.extract-once", false, &format!("task {i}"), || {
                 format!("task {i} was never extracted by the time the stream ended (\"it must still call extract_data so that the producer can perform any required cleanup\")")
             });
@@ -704,6 +717,9 @@ pub fn run_consumer(
         .violations
         .iter()
         .any(|v| v.rule.starts_with("consumer.async.") && crate::rules::is_must(v.rule));
+    if let End::Cancel(_, how) = d.end {
+        return judge_after_cancel(how, &report, run, &findings, protocol_broken, obs);
+    }
     let result = match &run.result {
         Some(r) => r.clone(),
         None => {
@@ -781,6 +797,58 @@ pub fn run_consumer(
             super::consumer::refusal(&e)
         }
     }
+}
+
+/// `consumer.async.after-cancel` (MUST: "a consumer *MUST* be prepared to
+/// receive one or more calls to ``on_next_task`` or ``on_error`` even after
+/// calling ``cancel`` if there are still requested arrays pending"): the
+/// consumer, asked to cancel, did; the tasks or the error that came after
+/// were taken as any other (every late task extracted), and finish returned
+/// once the handler was released. What a consumer keeps of a stream it
+/// cancelled is its own choice: values are not judged.
+fn judge_after_cancel(
+    how: Late,
+    report: &crate::export::asynchronous::AsyncReport,
+    run: crate::export::asynchronous::ConsumerRun,
+    findings: &crate::export::Findings,
+    protocol_broken: bool,
+    obs: &mut Observations,
+) -> Ended {
+    const RULE: &str = "consumer.async.after-cancel";
+    let returned = run.result.is_some();
+    let clean = findings.violations.is_empty() && report.released && report.finished;
+    run.end(clean && returned && !protocol_broken);
+    obs.not_exercised(
+        "consumer.read.values",
+        "the consumer cancelled the stream, as asked: what it keeps of a cancelled stream is its own choice",
+    );
+    if let Some(why) = &report.cancel_problem {
+        obs.not_exercised(RULE, why.clone());
+        return Ended::Error(why.clone());
+    }
+    if how == Late::Tasks && report.late_tasks == 0 {
+        obs.not_exercised(
+            RULE,
+            "no requested arrays were pending when the consumer cancelled, so nothing came after its cancel",
+        );
+        return Ended::Ran;
+    }
+    let after = match how {
+        Late::Tasks => format!("{} task(s) delivered after its cancel", report.late_tasks),
+        Late::Error => "on_error after its cancel".to_string(),
+    };
+    let not_extracted: Vec<usize> = report
+        .late_from
+        .map_or(0..0, |f| f..f + report.late_tasks)
+        .filter(|&i| report.extracts.get(i) == Some(&0) && !report.out_of_scope.contains(&i))
+        .collect();
+    obs.check(RULE, not_extracted.is_empty(), "after cancel", || {
+        format!("of the {after}, task(s) {not_extracted:?} were never extracted (\"it must still call extract_data so that the producer can perform any required cleanup\")")
+    });
+    obs.check(RULE, returned, "after cancel", || {
+        format!("arrowcert_consume_async_finish did not return after the {after} and the handler's release (the handler {} released)", if report.released { "was" } else { "was not" })
+    });
+    Ended::Ran
 }
 
 /// The batches as the harness's producer delivers them: as they are, or

@@ -44,7 +44,7 @@ use crate::abi::{
     ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray,
     ArrowSchema, Plain,
 };
-use crate::asynchronous::schedule::{Delivery, End};
+use crate::asynchronous::schedule::{Delivery, End, Late, MAX_LATE_TASKS};
 use crate::plugin::{CallError, Plugin};
 
 type Handler = ArrowAsyncDeviceStreamHandler;
@@ -91,6 +91,15 @@ pub struct AsyncReport {
     pub released: bool,
     /// The driver finished (every callback returned).
     pub finished: bool,
+    /// Asked to cancel (`End::Cancel`), the consumer could not be made to:
+    /// why.
+    pub cancel_problem: Option<String>,
+    /// Tasks from this index on were delivered after the consumer's cancel.
+    pub late_from: Option<usize>,
+    /// How many tasks came after the cancel.
+    pub late_tasks: usize,
+    /// on_error came after the cancel.
+    pub late_error: bool,
 }
 
 /// Where a consumer run ended.
@@ -188,6 +197,8 @@ struct St {
 struct Session {
     /// Its key in [`SESSIONS`], and its producer's private_data.
     id: usize,
+    /// The consumer's cancel entry point, for `End::Cancel`.
+    canceller: Option<crate::plugin::Canceller>,
     ledger: Ledger,
     plan: AsyncPlan,
     handler: usize,
@@ -528,7 +539,7 @@ fn drive(s: &Arc<Session>) {
     let n = match s.plan.delivery.end {
         End::Complete => s.plan.chunks.len(),
         End::Empty => 0,
-        End::Error(k) => usize::from(k).min(s.plan.chunks.len()),
+        End::Error(k) | End::Cancel(k, _) => usize::from(k).min(s.plan.chunks.len()),
     };
     for k in 0..n {
         match s.wait_credit() {
@@ -543,54 +554,15 @@ fn drive(s: &Arc<Session>) {
                 return;
             }
         }
-        s.gap();
-        let rec = s.ledger.keep_box(TaskRec {
-            session: session_ptr,
-            index: k,
-            tombstone: false,
-        });
-        let tombstone = s.ledger.keep_box(TaskRec {
-            session: session_ptr,
-            index: k,
-            tombstone: true,
-        });
-        let task = s.ledger.keep_box(ArrowAsyncTask {
-            extract_data: Some(extract),
-            private_data: rec as *mut c_void,
-        });
-        {
-            let mut st = s.lock();
-            st.report.extracts.push(0);
-            st.report.delivered += 1;
-        }
-        let text = metadata(&[("arrowcert.task", &k.to_string())]);
-        let md = s.ledger.keep_bytes(&text, false);
-        let (task_p, md_p) = (TaskPtr(task), SendPtr(md));
-        let rc = s.call(move |h| {
-            let (task_p, md_p) = (task_p, md_p);
-            // SAFETY: h as above.
-            match unsafe { (*h).on_next_task } {
-                // SAFETY: a live handler, task and metadata.
-                Some(f) => unsafe { f(h, task_p.0, md_p.0 as *const c_char) },
-                None => libc::EINVAL,
-            }
-        });
-        // "This task object is only valid during the lifetime of this
-        // function call"; the metadata's "lifetime is only the scope of the
-        // call to this function".
-        // SAFETY: the ledger's own task structure and metadata bytes.
-        unsafe {
-            (*task).private_data = tombstone as *mut c_void;
-            std::ptr::write_bytes(md, super::RELEASED_BYTE, text.len());
-        }
-        if rc != 0 {
-            let mut st = s.lock();
-            st.report.refused = Some(format!("on_next_task returned {rc} for task {k}"));
-            st.report.refused_code = Some(rc);
-            drop(st);
-            release(s);
+        if !deliver_task(s, session_ptr, k) {
             return;
         }
+    }
+    if let End::Cancel(_, late) = s.plan.delivery.end {
+        if after_cancel(s, session_ptr, n, late) {
+            release(s);
+        }
+        return;
     }
     if let End::Error(k) = s.plan.delivery.end {
         s.gap();
@@ -656,6 +628,130 @@ fn error(s: &Session, code: c_int, message: &str) {
     }
 }
 
+/// Delivers task `k` (its credit already taken): on_next_task, then the
+/// task structure points at its tombstone and the metadata is overwritten.
+/// False when the consumer refused it (the handler is then released).
+fn deliver_task(s: &Arc<Session>, session_ptr: *const Session, k: usize) -> bool {
+    s.gap();
+    let rec = s.ledger.keep_box(TaskRec {
+        session: session_ptr,
+        index: k,
+        tombstone: false,
+    });
+    let tombstone = s.ledger.keep_box(TaskRec {
+        session: session_ptr,
+        index: k,
+        tombstone: true,
+    });
+    let task = s.ledger.keep_box(ArrowAsyncTask {
+        extract_data: Some(extract),
+        private_data: rec as *mut c_void,
+    });
+    {
+        let mut st = s.lock();
+        st.report.extracts.push(0);
+        st.report.delivered += 1;
+    }
+    let text = metadata(&[("arrowcert.task", &k.to_string())]);
+    let md = s.ledger.keep_bytes(&text, false);
+    let (task_p, md_p) = (TaskPtr(task), SendPtr(md));
+    let rc = s.call(move |h| {
+        let (task_p, md_p) = (task_p, md_p);
+        // SAFETY: h as above.
+        match unsafe { (*h).on_next_task } {
+            // SAFETY: a live handler, task and metadata.
+            Some(f) => unsafe { f(h, task_p.0, md_p.0 as *const c_char) },
+            None => libc::EINVAL,
+        }
+    });
+    // "This task object is only valid during the lifetime of this
+    // function call"; the metadata's "lifetime is only the scope of the
+    // call to this function".
+    // SAFETY: the ledger's own task structure and metadata bytes.
+    unsafe {
+        (*task).private_data = tombstone as *mut c_void;
+        std::ptr::write_bytes(md, super::RELEASED_BYTE, text.len());
+    }
+    if rc != 0 {
+        let mut st = s.lock();
+        st.report.refused = Some(format!("on_next_task returned {rc} for task {k}"));
+        st.report.refused_code = Some(rc);
+        drop(st);
+        release(s);
+        return false;
+    }
+    true
+}
+
+/// How long the harness waits for the consumer's cancel once it asked.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// The message of the error sent after a consumer's cancel.
+pub const CANCEL_ERROR_MESSAGE: &str = "arrowcert async producer: injected failure while handling cancel";
+
+/// `End::Cancel` once `delivered` tasks are out: asks the consumer to
+/// cancel, waits for its cancel, then sends what `late` says. False when
+/// the handler was already released (a refused late task).
+fn after_cancel(s: &Arc<Session>, session_ptr: *const Session, delivered: usize, late: Late) -> bool {
+    let problem = |s: &Session, why: String| {
+        s.lock().report.cancel_problem = Some(why);
+    };
+    let Some(canceller) = s.canceller else {
+        problem(s, "the consumer does not export arrowcert_consume_async_cancel".into());
+        return true;
+    };
+    // From the producer thread, between callbacks: the consumer's cancel
+    // is not inside any handler callback.
+    let rc = canceller.cancel();
+    if rc != 0 {
+        problem(s, format!("arrowcert_consume_async_cancel returned {rc}"));
+        return true;
+    }
+    let until = Instant::now() + CANCEL_WAIT;
+    let mut st = s.lock();
+    while !st.report.cancelled && Instant::now() < until {
+        st = s
+            .changed
+            .wait_timeout(st, Duration::from_millis(10))
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+    if !st.report.cancelled {
+        drop(st);
+        problem(
+            s,
+            format!("asked to cancel (arrowcert_consume_async_cancel returned 0), the consumer did not call ArrowAsyncProducer.cancel within {} ms", CANCEL_WAIT.as_millis()),
+        );
+        return true;
+    }
+    st.report.late_from = Some(delivered);
+    match late {
+        Late::Tasks => {
+            // The arrays still requested: "if there are still requested
+            // arrays pending".
+            let pending = usize::try_from(st.credits.max(0)).unwrap_or(usize::MAX);
+            let m = pending
+                .min(MAX_LATE_TASKS)
+                .min(s.plan.chunks.len() - delivered);
+            st.credits -= m as i128;
+            st.report.late_tasks = m;
+            drop(st);
+            for j in 0..m {
+                if !deliver_task(s, session_ptr, delivered + j) {
+                    return false;
+                }
+            }
+        }
+        Late::Error => {
+            st.report.late_error = true;
+            drop(st);
+            s.gap();
+            error(s, ERROR_CODE, CANCEL_ERROR_MESSAGE);
+        }
+    }
+    true
+}
+
 /// Marks the current thread as running a handler callback until dropped.
 struct Running<'a>(&'a Mutex<Option<ThreadId>>);
 
@@ -701,6 +797,7 @@ pub fn run_consumer(
     let token = unsafe { consumer.consume_async_start(handler) }?;
     let session = Arc::new(Session {
         id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
+        canceller: consumer.async_canceller(token),
         ledger: ledger.share(),
         plan,
         handler: handler as usize,

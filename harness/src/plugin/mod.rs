@@ -200,6 +200,28 @@ pub fn errno_name(code: c_int) -> &'static str {
     }
 }
 
+/// Asks an async consumer to stop reading a stream, as a user dropping its
+/// reader would: `arrowcert_consume_async_cancel(token)`, where the
+/// consumer calls the producer's cancel.
+#[derive(Clone, Copy)]
+pub struct Canceller {
+    f: ConsumeAsyncCancelFn,
+    token: usize,
+}
+
+impl Canceller {
+    /// Calls it (from any thread but a handler callback's); the consumer's
+    /// return code.
+    pub fn cancel(&self) -> c_int {
+        crate::abi::breadcrumb::step("arrowcert_consume_async_cancel");
+        // SAFETY: the plugin's own symbol, with the declared signature; the
+        // token came from its consume_async_start, and the caller calls this
+        // before that token's finish returned (the harness's producer calls
+        // it while it still drives the stream).
+        unsafe { (self.f)(self.token as *mut c_void) }
+    }
+}
+
 type AbiVersionFn = unsafe extern "C" fn() -> i32;
 type NameFn = unsafe extern "C" fn() -> *const c_char;
 type SupportsDeviceFn = unsafe extern "C" fn(i32) -> i32;
@@ -227,6 +249,7 @@ type ConsumeAsyncStartFn =
 type AttachEmulatedFn =
     unsafe extern "C" fn(*const crate::device::emulated_ffi::ArrowcertEmulatedDevice) -> c_int;
 type ConsumeAsyncFinishFn = unsafe extern "C" fn(*mut c_void, i64, *mut *mut u8, *mut i64) -> c_int;
+type ConsumeAsyncCancelFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// Every symbol of the contract, in the order `inspect` lists them, with the
 /// role it belongs to.
@@ -250,6 +273,7 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_consume_stream", Role::Consumer),
     ("arrowcert_consume_async_start", Role::Consumer),
     ("arrowcert_consume_async_finish", Role::Consumer),
+    ("arrowcert_consume_async_cancel", Role::Optional),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,6 +302,7 @@ struct Entries {
     consume_stream: Option<ConsumeStreamFn>,
     consume_async_start: Option<ConsumeAsyncStartFn>,
     consume_async_finish: Option<ConsumeAsyncFinishFn>,
+    consume_async_cancel: Option<ConsumeAsyncCancelFn>,
 }
 
 impl Entries {
@@ -456,6 +481,7 @@ impl Plugin {
                 consume_stream: lookup(&lib, "arrowcert_consume_stream"),
                 consume_async_start: lookup(&lib, "arrowcert_consume_async_start"),
                 consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
+                consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
             }
         };
         // The emulated device (harness/include/arrowcert_emulated_device.h):
@@ -811,6 +837,21 @@ impl Plugin {
         let rc = unsafe { f(handler, &mut token) };
         self.check(E, rc)?;
         Ok(token as usize)
+    }
+
+    /// True when the consumer exports the optional
+    /// `arrowcert_consume_async_cancel`.
+    pub fn cancels_async(&self) -> bool {
+        self.entries.consume_async_cancel.is_some()
+    }
+
+    /// The optional `arrowcert_consume_async_cancel` for a token from
+    /// [`Plugin::consume_async_start`] (before its finish): `None` when the
+    /// consumer does not export it.
+    pub fn async_canceller(&self, token: usize) -> Option<Canceller> {
+        self.entries
+            .consume_async_cancel
+            .map(|f| Canceller { f, token })
     }
 
     /// `arrowcert_consume_async_finish` on a token from

@@ -1778,6 +1778,19 @@ pub static RULES: &[Rule] = &[
         observation: "Everything the harness handed over through the handler (the schema passed to on_schema, each array extract_data filled) is registered with an instrumented release; once finish returned, each must have been released exactly once. One never released (kept by the handler, or freed without its release) fails.",
         inferred: None,
     },
+    // Added: the consumer side of cancel, which RULES.md does not list.
+    Rule {
+        id: "consumer.async.after-cancel",
+        level: Level::Must,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "after calling cancel it still takes the tasks or the on_error that come, and finishes",
+        spec_file: CDEVICE,
+        section: "The ArrowAsyncProducer structure",
+        quote: "As such, a consumer MUST be prepared to receive one or more calls to on_next_task or on_error even after calling cancel if there are still requested arrays pending.",
+        observation: "On the cancel deliveries (cancel@k, cancel@k:error) the harness's producer delivers k tasks, then asks the consumer to cancel through the optional arrowcert_consume_async_cancel (as a user dropping its reader would) and waits up to 2 s for its ArrowAsyncProducer.cancel. Then it sends what was still requested (at most 2 tasks) or on_error (an error while handling the cancel), and releases the handler. Every late task must be extracted (\"it must still call extract_data\") and finish must return; a crash or a hang is the case's own verdict. Values are not judged (what a consumer keeps of a stream it cancelled is its choice). A consumer without arrowcert_consume_async_cancel skips these cases; one that does not cancel when asked is an error, and nothing pending when it cancelled leaves the rule not exercised.",
+        inferred: None,
+    },
     // Added: the consumer's own memory, which consumer.async.release (the
     // harness's structures) cannot see. "similar usage as in C data
     // interface" refers to "The release callback MUST free any data area

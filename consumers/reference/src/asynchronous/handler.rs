@@ -174,7 +174,11 @@ unsafe fn receive_schema(
     devices::require_cpu(device_type, "the async producer")?;
     // SAFETY: a live schema that follows the C data interface.
     let imported = unsafe { read::import_schema(take(&mut *owned)) }?;
-    state.lock().schema = Some(imported);
+    {
+        let mut received = state.lock();
+        received.schema = Some(imported);
+        received.producer = producer as usize;
+    }
     // "The :c:member:`ArrowAsyncProducer.request` callback must be called to
     // start receiving calls to this handler."
     // SAFETY: the live producer; the state is not locked.
@@ -301,7 +305,18 @@ unsafe fn receive_task(
     let array = take(&mut out.array);
     // SAFETY: a live array the producer handed over for this schema.
     let batch = unsafe { read::read_batch(&schema, array) }.map_err(|e| context(e, &place))?;
-    state.lock().batches.push(batch);
+    let cancelled = {
+        let mut received = state.lock();
+        received.batches.push(batch);
+        received.cancelled
+    };
+    if cancelled {
+        // A task that came after this consumer's cancel ("a consumer *MUST*
+        // be prepared to receive one or more calls to ``on_next_task`` ...
+        // even after calling ``cancel``"): taken like any other, and no
+        // more are asked for.
+        return Ok(());
+    }
     // Keep the window: one array received, one more requested.
     // SAFETY: live handler; then its live producer, the state not locked.
     unsafe { request(producer_of(handler)?, 1) }

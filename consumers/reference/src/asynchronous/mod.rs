@@ -13,7 +13,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrowcert::abi::ArrowAsyncDeviceStreamHandler;
+use arrowcert::abi::{ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer};
 use arrowcert::sdk::{entry, non_null, PluginError};
 
 use crate::output;
@@ -82,5 +82,51 @@ pub unsafe extern "C" fn arrowcert_consume_async_finish(
         let (schema, batches) = outcome?;
         // SAFETY: forwarded from the caller.
         unsafe { output::emit(&schema, batches, out_ipc, out_len) }
+    })
+}
+
+/// `int arrowcert_consume_async_cancel(void* token);` (optional)
+///
+/// Stops reading, as a user dropping its reader would: calls the producer's
+/// `cancel` ("This function signals to the producer that it must
+/// *eventually* stop calling ``on_next_task``"). The handler goes on taking
+/// whatever still comes (tasks are extracted and kept, on_error recorded)
+/// until its release; finish then returns what was received, or the error.
+/// A stream whose handler was already released has nothing to cancel.
+///
+/// # Safety
+/// `token` must be NULL or a token from [`arrowcert_consume_async_start`]
+/// whose finish has not returned, and the handler's release must not have
+/// begun (the producer, "valid at least until just before calling
+/// ``release``", is called).
+#[no_mangle]
+pub unsafe extern "C" fn arrowcert_consume_async_cancel(token: *mut c_void) -> c_int {
+    entry(|| {
+        let token = non_null(token, "token")?;
+        // SAFETY: a token from start whose finish has not returned (the
+        // caller's guarantee): the Arc it holds keeps the state alive.
+        let state = unsafe { &*(token as *const State) };
+        let producer = {
+            let mut received = state.lock();
+            if received.released {
+                return Ok(());
+            }
+            received.cancelled = true;
+            received.producer as *mut ArrowAsyncProducer
+        };
+        if producer.is_null() {
+            return Err(PluginError::invalid(
+                "cancel before on_schema: there is no producer to cancel yet",
+            ));
+        }
+        // SAFETY: the producer on_schema was given, live until just before
+        // the handler's release, which has not begun (the caller's
+        // guarantee).
+        let cancel = unsafe { (*producer).cancel }
+            .ok_or_else(|| PluginError::invalid("ArrowAsyncProducer.cancel is NULL"))?;
+        // SAFETY: as above; "Calls to ``cancel`` must be idempotent and
+        // thread-safe", and this thread is in no handler callback.
+        unsafe { cancel(producer) };
+        Ok(())
     })
 }

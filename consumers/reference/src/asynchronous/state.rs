@@ -56,6 +56,10 @@ pub struct Received {
     pub tasks: u64,
     pub end_of_stream: bool,
     pub released: bool,
+    /// The producer on_schema saw (its address), for a cancel.
+    pub producer: usize,
+    /// This consumer called the producer's cancel.
+    pub cancelled: bool,
     pub last_seen: Seen,
     failure: Option<Failure>,
 }
@@ -68,6 +72,8 @@ impl Received {
             tasks: 0,
             end_of_stream: false,
             released: false,
+            producer: 0,
+            cancelled: false,
             last_seen: Seen::Nothing,
             failure: None,
         }
@@ -110,7 +116,10 @@ impl Received {
         let schema = self.schema.clone().ok_or_else(|| {
             PluginError::io("the handler was released without on_schema or on_error")
         })?;
-        if !self.end_of_stream {
+        // After a cancel the producer "must eventually stop calling
+        // on_next_task and then subsequently call release": no end of
+        // stream comes, and what was received is what finish returns.
+        if !self.end_of_stream && !self.cancelled {
             // "The producer signals the end of the stream by passing ``NULL``
             // for the ``ArrowAsyncTask`` pointer"; without it (and without
             // on_error) the stream was cut short.
