@@ -733,3 +733,128 @@ fn walk_for(dir: &std::path::Path, name: &str, depth: usize) -> Option<PathBuf> 
     }
     None
 }
+
+/// Processes whose command line mentions `needle` (workers carry their
+/// socket path, inside the run's scratch directory).
+fn processes_mentioning(needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_orchestrator_killed_with_sigkill_leaves_no_worker_and_no_scratch_directory() {
+    // A private temporary directory: the run's scratch directory goes
+    // there, and a stale one from an earlier killed run is planted beside
+    // it (the pid of a process that has exited).
+    let tmp = scratch("sigkill-orchestrator").join(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    gone.wait().unwrap();
+    let stale = tmp.join(format!("arrowcert-run-{dead_pid}"));
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("worker-0-0.out"), b"left by a killed run").unwrap();
+
+    let lib = faulty("producer", "HANG_GET_NEXT");
+    let (_, consumer) = bundled();
+    let mut child = Command::new(arrowcert_exe())
+        .args(["roundtrip", "--producer"])
+        .arg(&lib)
+        .arg("--consumer")
+        .arg(consumer)
+        .args(["--jobs", "2", "--case-timeout-ms", "600000", "--exact", "stream/primitive", "stream/binary"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(tmp.join("stderr.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let run_dir = tmp.join(format!("arrowcert-run-{}", child.id()));
+    // Wait until a worker is inside the hanging get_next (one or two: a
+    // slot may take both cases into its pipeline).
+    let started = std::time::Instant::now();
+    while processes_mentioning(run_dir.to_str().unwrap()).is_empty() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended before it was killed: {status}");
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no workers started: {:?}; in {}: {:?}",
+            std::fs::read_to_string(tmp.join("stderr.txt")),
+            run_dir.display(),
+            std::fs::read_dir(&run_dir).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The stale directory went when this run started.
+    assert!(!stale.exists(), "the stale scratch directory is still there");
+    assert!(run_dir.exists());
+
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let mut left = processes_mentioning(run_dir.to_str().unwrap());
+    while (!left.is_empty() || run_dir.exists()) && killed.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = processes_mentioning(run_dir.to_str().unwrap());
+    }
+    assert!(left.is_empty(), "workers still alive 2 s after the orchestrator's SIGKILL: {left:?}");
+    assert!(!run_dir.exists(), "{} still exists 2 s after the SIGKILL", run_dir.display());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn a_path_whose_cases_keep_timing_out_hangs_and_its_other_cases_are_not_run() {
+    // Every stream case of this producer hangs in get_next. With one
+    // worker and a 2 s deadline, three stream cases time out in a row;
+    // the other stream cases are then not run (each says why and can be
+    // replayed), while the other paths run as usual.
+    let lib = faulty("producer", "HANG_GET_NEXT");
+    let report = scratch("fault-reports").join("hang-path.json");
+    let started = std::time::Instant::now();
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--producer"])
+        .arg(&lib)
+        .args(["--jobs", "1", "--case-timeout-ms", HANG_DEADLINE_MS, "--cases", "0", "--report"])
+        .arg(&report)
+        .args(["producer/stream/", "producer/array/primitive/"])
+        .output()
+        .expect("arrowcert runs");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = arrowcert::report::read(&report).unwrap();
+    let stream: Vec<&Case> = r.cases.iter().filter(|c| c.path == "stream").collect();
+    assert!(stream.len() > 5, "{}", stream.len());
+    let timed_out = stream
+        .iter()
+        .filter(|c| c.verdict == Verdict::Timeout && !c.message.as_deref().unwrap_or("").starts_with(arrowcert::report::HANGING))
+        .count();
+    let not_run: Vec<&&Case> = stream
+        .iter()
+        .filter(|c| c.message.as_deref().unwrap_or("").starts_with(arrowcert::report::HANGING))
+        .collect();
+    assert_eq!(timed_out, 3, "{stdout}");
+    assert_eq!(not_run.len(), stream.len() - 3, "{stdout}");
+    for c in &not_run {
+        assert_eq!(c.verdict, Verdict::Timeout);
+        assert!(c.message.as_deref().unwrap().contains("producer/stream path"), "{c:?}");
+        assert!(c.replay.contains(&c.id), "{c:?}");
+    }
+    assert!(stdout.contains("NOT RUN (its path hangs)"), "{stdout}");
+    assert!(stdout.contains("not run because their path hangs (producer/stream)"), "{stdout}");
+    // The array cases ran.
+    assert!(r.cases.iter().any(|c| c.path == "array" && c.verdict != Verdict::Timeout));
+    // Three timeouts, not one per stream case.
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+}

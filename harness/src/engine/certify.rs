@@ -148,7 +148,11 @@ impl Target {
     fn shown_by(&self, c: &Case) -> bool {
         match self {
             Target::Rule(r) => c.violations.iter().any(|v| &v.rule == r),
-            Target::Crash => matches!(c.verdict, Verdict::Crash | Verdict::Timeout),
+            // A case not run because its path hangs shows nothing.
+            Target::Crash => {
+                matches!(c.verdict, Verdict::Crash | Verdict::Timeout)
+                    && !c.message.as_deref().is_some_and(|m| m.starts_with(run::HANGING))
+            }
         }
     }
 
@@ -247,8 +251,12 @@ pub fn shrink_failures(
         }
         let mut smallest: Option<(Case, String)> = None;
         let mut error = None;
+        // Shrinking a hang costs at most one more timeout: once a candidate
+        // timed out, no other is run.
+        let hang = first.verdict == Verdict::Timeout;
+        let mut timed_out = false;
         let result = shrink::shrink(sources.seed, index, budget, |candidate| {
-            if error.is_some() || run::proc::interrupted().is_some() {
+            if error.is_some() || run::proc::interrupted().is_some() || (hang && timed_out) {
                 return false;
             }
             let cands = std::slice::from_ref(candidate);
@@ -272,6 +280,7 @@ pub fn shrink_failures(
                 &selected,
                 &mut |_| {},
                 &mut |c| {
+                    timed_out |= c.verdict == Verdict::Timeout;
                     if hit.is_none() && target.shown_by(c) {
                         hit = Some(c.clone());
                     }

@@ -158,6 +158,19 @@ pub struct PluginIdentity {
     pub entry_points: Vec<String>,
 }
 
+/// How a case that was not run because its path hangs begins its message
+/// (its verdict is [`Verdict::Timeout`]: a failure of that path).
+pub const HANGING: &str = "not run: the path hangs";
+
+/// The path a case belongs to, for hang accounting: its interface path,
+/// with the side (`producer/`, `consumer/`) when its ID names one.
+pub fn path_key(c: &Case) -> String {
+    match c.id.split('/').next() {
+        Some(side @ ("producer" | "consumer")) => format!("{side}/{}", c.path),
+        _ => c.path.clone(),
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {

@@ -211,8 +211,33 @@ pub fn judge(run: &Run) -> Judgement {
     if crashed > 0 {
         reasons.push(format!("{crashed} case(s) crashed"));
     }
-    if hung > 0 {
-        reasons.push(format!("{hung} case(s) timed out"));
+    let not_run = run
+        .cases
+        .iter()
+        .filter(|c| {
+            c.verdict == Verdict::Timeout
+                && c.message.as_deref().is_some_and(|m| m.starts_with(crate::report::HANGING))
+        })
+        .count();
+    if hung > not_run {
+        reasons.push(format!("{} case(s) timed out", hung - not_run));
+    }
+    if not_run > 0 {
+        let mut paths: Vec<String> = run
+            .cases
+            .iter()
+            .filter(|c| {
+                c.verdict == Verdict::Timeout
+                    && c.message.as_deref().is_some_and(|m| m.starts_with(crate::report::HANGING))
+            })
+            .map(crate::report::path_key)
+            .collect();
+        paths.sort();
+        paths.dedup();
+        reasons.push(format!(
+            "{not_run} case(s) not run because their path hangs ({})",
+            paths.join(", ")
+        ));
     }
     if !reasons.is_empty() {
         return Judgement {

@@ -84,7 +84,11 @@ impl Config {
             case_timeout: Duration::from_millis(case_timeout_ms),
             start_timeout: Duration::from_secs(60),
             output_limit: 64 * 1024,
-            scratch: std::env::temp_dir().join(format!("arrowcert-run-{}", std::process::id())),
+            scratch: std::env::temp_dir().join(format!(
+                "{}{}",
+                proc::SCRATCH_PREFIX,
+                std::process::id()
+            )),
             tracker: crate::plugin::tracker::enabled(),
             max_tasks: Some(MAX_TASKS_PER_WORKER * jobs.max(1) as u64),
             pids_cgroup: None,
@@ -484,6 +488,68 @@ pub struct Outcome {
 /// in order); the others go back to the queue.
 const PIPELINE_DEPTH: usize = 4;
 
+/// After this many cases of one path in a row end in a timeout, over at
+/// least [`HANG_SCENARIOS`] scenarios, the path hangs: its remaining cases
+/// are not run.
+pub const HANG_LIMIT: u32 = 3;
+
+/// Scenarios a streak of timeouts must span: a hang on one kind of data
+/// (every batch of one scenario) does not condemn the path's other cases.
+pub const HANG_SCENARIOS: usize = 2;
+
+pub use crate::report::{path_key, HANGING};
+
+/// Timeouts in a row per path, shared by the worker slots, and the paths
+/// found hanging (with the cases that showed it).
+#[derive(Default)]
+struct Hangs {
+    /// Per path: the streak of timeouts (case IDs and scenarios), and
+    /// whether it made the path hang.
+    by_path: Mutex<std::collections::HashMap<String, Streak>>,
+}
+
+#[derive(Default)]
+struct Streak {
+    cases: Vec<(String, String)>,
+    hangs: bool,
+}
+
+impl Hangs {
+    /// Notes how a case of `key` ended.
+    fn record(&self, key: String, case: &Case) {
+        let mut m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+        let streak = m.entry(key).or_default();
+        if streak.hangs {
+            return;
+        }
+        if case.verdict != Verdict::Timeout {
+            streak.cases.clear();
+            return;
+        }
+        streak.cases.push((case.id.clone(), case.scenario.clone()));
+        let mut scenarios: Vec<&str> = streak.cases.iter().map(|(_, s)| s.as_str()).collect();
+        scenarios.sort_unstable();
+        scenarios.dedup();
+        streak.hangs = streak.cases.len() >= HANG_LIMIT as usize && scenarios.len() >= HANG_SCENARIOS;
+    }
+
+    /// The case `job` would be, not run, when its path hangs.
+    fn not_run(&self, job: &Job) -> Option<Case> {
+        let key = path_key(&job.record);
+        let m = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+        let streak = m.get(&key).filter(|s| s.hangs)?;
+        let shown: Vec<&str> = streak.cases.iter().map(|(id, _)| id.as_str()).collect();
+        let mut c = job.record.clone();
+        c.verdict = Verdict::Timeout;
+        c.message = Some(format!(
+            "{HANGING}: {} cases of the {key} path in a row timed out ({}), so its remaining cases were not run; replay this one to run it",
+            shown.len(),
+            shown.join(", ")
+        ));
+        Some(c)
+    }
+}
+
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
 fn slot_loop(
@@ -492,6 +558,7 @@ fn slot_loop(
     mut worker: Option<Worker>,
     queue: &Mutex<VecDeque<Job>>,
     live: &Mutex<Vec<u32>>,
+    hangs: &Hangs,
     tx: mpsc::Sender<Case>,
 ) {
     struct InFlight {
@@ -518,6 +585,10 @@ fn slot_loop(
             let Some(job) = queue.lock().expect("queue lock").pop_front() else {
                 break;
             };
+            if let Some(c) = hangs.not_run(&job) {
+                let _ = tx.send(c);
+                continue;
+            }
             if worker.is_none() {
                 generation += 1;
                 match Worker::start(cfg, &format!("worker-{slot}-{generation}")) {
@@ -556,6 +627,7 @@ fn slot_loop(
                 inflight.pop_front();
                 head_started = Instant::now();
                 output_from = end;
+                hangs.record(path_key(&case), &case);
                 let _ = tx.send(case);
             }
             Err(case) => {
@@ -567,6 +639,7 @@ fn slot_loop(
                     // Killed because the run is stopping, not the case's fault.
                     break;
                 }
+                hangs.record(path_key(&case), &case);
                 let _ = tx.send(*case);
                 let mut q = queue.lock().expect("queue lock");
                 for f in inflight.drain(..).rev() {
@@ -596,6 +669,11 @@ pub fn run(
     on_ready: impl FnOnce(&[PluginIdentity]),
     mut on_case: impl FnMut(&Case),
 ) -> Result<Outcome, StartError> {
+    // Scratch directories of runs that were killed (SIGKILL leaves no one
+    // to remove them, unless a worker's watchdog did) go first.
+    if let Some(tmp) = cfg.scratch.parent() {
+        proc::remove_stale_scratch(tmp);
+    }
     {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
@@ -632,6 +710,7 @@ pub fn run(
         .collect();
     let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>());
     let live = Mutex::new(vec![first.child.id()]);
+    let hangs = Hangs::default();
     let (tx, rx) = mpsc::channel::<Case>();
     let slots = cfg.jobs.max(1);
     let mut results = Vec::new();
@@ -639,9 +718,9 @@ pub fn run(
         let mut first = Some(first);
         for slot in 0..slots {
             let tx = tx.clone();
-            let (queue, live) = (&queue, &live);
+            let (queue, live, hangs) = (&queue, &live, &hangs);
             let worker = if slot == 0 { first.take() } else { None };
-            scope.spawn(move || slot_loop(cfg, slot, worker, queue, live, tx));
+            scope.spawn(move || slot_loop(cfg, slot, worker, queue, live, hangs, tx));
         }
         drop(tx);
         let mut killed = false;

@@ -295,3 +295,139 @@ impl Drop for PidsCgroup {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// The write end of the watchdog's wake-up pipe (-1 until it exists), for
+/// the PR_SET_PDEATHSIG handler.
+static WAKE_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+extern "C" fn on_parent_death(_sig: libc::c_int) {
+    let fd = WAKE_FD.load(std::sync::atomic::Ordering::SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: write(2) is async-signal-safe; one byte from our stack to
+        // the pipe this module made (a full pipe just fails).
+        unsafe { libc::write(fd, std::ptr::from_ref(&byte).cast(), 1) };
+    }
+}
+
+/// How often the watchdog looks at its parent when nothing wakes it.
+const WATCH_EVERY_MS: i32 = 50;
+
+/// Makes the calling worker end with its orchestrator, however that dies
+/// (SIGKILL included, with this worker stuck inside a plugin call): the
+/// kernel sends SIGUSR2 when the parent dies (PR_SET_PDEATHSIG), whose
+/// handler wakes a watchdog thread; the thread also looks at the parent
+/// every 50 ms, in case a plugin replaced the handler. Once the parent is
+/// gone the watchdog removes the run's scratch directory `scratch` (nobody
+/// else is left to) and kills this worker's process group: the worker and
+/// whatever its plugins forked into it.
+pub fn die_with_parent(scratch: Option<PathBuf>) -> io::Result<()> {
+    // SAFETY: getppid takes nothing and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    let mut fds = [-1i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    WAKE_FD.store(fds[1], std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value;
+    // the handler only writes one byte to a pipe (async-signal-safe); the
+    // struct is read for the duration of the call.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_parent_death as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut());
+    }
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number; no memory.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR2 as libc::c_ulong) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let read_fd = fds[0];
+    std::thread::Builder::new()
+        .name("arrowcert-watchdog".into())
+        .spawn(move || loop {
+            let mut poll = libc::pollfd {
+                fd: read_fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd we own, for the duration of the call.
+            unsafe { libc::poll(&mut poll, 1, WATCH_EVERY_MS) };
+            let mut drain = [0u8; 16];
+            // SAFETY: reads into our buffer from our non-blocking pipe.
+            unsafe { libc::read(read_fd, drain.as_mut_ptr().cast(), drain.len()) };
+            // SAFETY: as above.
+            if unsafe { libc::getppid() } != parent {
+                if let Some(dir) = &scratch {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                // SAFETY: kill(0, ...) signals this process's own group
+                // (the worker leads it): the worker and what its plugins
+                // forked. No memory is involved.
+                unsafe { libc::kill(0, libc::SIGKILL) };
+                exit_now(137);
+            }
+        })?;
+    Ok(())
+}
+
+/// The prefix of a run's scratch directory in the temporary directory; the
+/// orchestrator's pid follows it.
+pub const SCRATCH_PREFIX: &str = "arrowcert-run-";
+
+/// Removes scratch directories that runs killed before they could clean up
+/// left in `tmp`: `arrowcert-run-<pid>` owned by this user whose process is
+/// gone (or is no longer an arrowcert process: the pid was reused). Returns
+/// how many it removed.
+pub fn remove_stale_scratch(tmp: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    // SAFETY: getuid takes nothing and cannot fail.
+    let me = unsafe { libc::getuid() };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me || pid <= 1 || pid == std::process::id() as i32 {
+            continue;
+        }
+        if !is_arrowcert(pid) && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// True when process `pid` exists and runs arrowcert (an orchestrator that
+/// may still use its scratch directory).
+fn is_arrowcert(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !alive {
+        return false;
+    }
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    match exe {
+        Some(path) => path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("arrowcert")),
+        // Not ours to read: trust the name, and keep the directory.
+        None => comm.is_empty() || comm.trim().starts_with("arrowcert"),
+    }
+}

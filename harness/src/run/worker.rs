@@ -121,6 +121,28 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
+    // Ends with the orchestrator, however it ends, before any plugin code
+    // runs (a plugin may hang this process in a call forever). Only a run's
+    // own scratch directory is ever removed (never whatever directory a
+    // hand-given --socket happens to be in).
+    let scratch = args
+        .socket
+        .parent()
+        .filter(|d| {
+            d.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(proc::SCRATCH_PREFIX))
+        })
+        .map(PathBuf::from);
+    if let Err(e) = proc::die_with_parent(scratch) {
+        let _ = send(
+            &mut stream,
+            &FromWorker::Fatal {
+                message: format!("cannot watch the orchestrator: {e}"),
+            },
+        );
+        return 2;
+    }
     // Into the run's pids cgroup before any plugin code runs (where the
     // orchestrator could make one).
     if let Some(dir) = std::env::var_os(proc::PIDS_CGROUP_ENV) {
