@@ -858,3 +858,147 @@ fn a_path_whose_cases_keep_timing_out_hangs_and_its_other_cases_are_not_run() {
     // Three timeouts, not one per stream case.
     assert!(took < std::time::Duration::from_secs(60), "{took:?}");
 }
+
+// -- the rest of the fault catalogue (docs/FAULTS.md) -----------------------
+
+/// [`assert_fault`] with the hang deadline, for faults that never return.
+fn assert_hang(fault: &str) {
+    let lib = faulty("producer", fault);
+    let (_, consumer) = bundled();
+    let run = roundtrip_with(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, SLICE, OTHER],
+        &[],
+        HANG_DEADLINE_MS,
+        "1024",
+    );
+    assert_eq!(run.code, Some(1), "{fault}: {}", run.stderr);
+    let r = run.report.expect("a complete report");
+    for id in [WHOLE, SLICE] {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Timeout, "{fault} {id}: {c:?}");
+        assert!(c.message.as_deref().unwrap_or("").contains("no result within"), "{c:?}");
+    }
+    assert_eq!(case(&r, OTHER).verdict, Verdict::Skip, "{fault}");
+}
+
+/// A fault that changes the worker's process and then fails cleanly: both
+/// cases are errors, each case's output says what was put back (`note`),
+/// and the run goes on.
+fn assert_restored(fault: &str, notes: &[&str]) {
+    let lib = faulty("producer", fault);
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE, SLICE, OTHER],
+        &[],
+    );
+    let r = run.report.expect("a complete report");
+    for id in [WHOLE, SLICE] {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Error, "{fault} {id}: {c:?}");
+        let out = c.output.as_deref().unwrap_or("");
+        assert!(
+            notes.iter().any(|n| out.contains(n)),
+            "{fault} {id}: none of {notes:?} in {out:?}"
+        );
+    }
+    assert_eq!(case(&r, OTHER).verdict, Verdict::Skip, "{fault}");
+}
+
+#[test]
+fn sigbus_is_a_crash() {
+    assert_fault("SIGBUS_PRODUCE", Verdict::Crash, "SIGBUS");
+}
+
+#[test]
+fn exit_3_in_the_middle_of_a_call_is_a_crash() {
+    assert_fault("EXIT3_PRODUCE", Verdict::Crash, "exited with code 3");
+}
+
+#[test]
+fn a_stack_overflow_is_a_crash() {
+    assert_fault("STACK_OVERFLOW", Verdict::Crash, "SIG");
+}
+
+#[test]
+fn a_spin_inside_produce_is_a_timeout() {
+    assert_hang("SPIN_PRODUCE");
+}
+
+#[test]
+fn a_spin_inside_release_is_a_timeout() {
+    assert_hang("SPIN_RELEASE");
+}
+
+#[test]
+fn redirected_standard_descriptors_are_restored_for_the_next_case() {
+    assert_restored("REDIRECT_FDS", &["descriptor 1 was closed or redirected; restored"]);
+}
+
+#[test]
+fn a_sigsegv_handler_that_swallows_faults_is_removed_for_the_next_case() {
+    assert_restored("SWALLOW_SEGV", &["the disposition of SIGSEGV (11) was changed; restored"]);
+}
+
+#[test]
+fn a_lowered_soft_limit_is_restored_for_the_next_case() {
+    assert_restored("SETRLIMIT", &["RLIMIT_NOFILE was changed; restored"]);
+}
+
+#[test]
+fn a_lowered_hard_limit_is_restored_or_ends_the_worker() {
+    // Restored where the worker may raise a hard limit again (root); a new
+    // worker for the next case otherwise.
+    assert_restored(
+        "SETRLIMIT_HARD",
+        &[
+            "RLIMIT_NOFILE was changed; restored",
+            "cannot be raised again: the worker ends after this case",
+        ],
+    );
+}
+
+#[test]
+fn an_async_callback_thread_that_spins_forever_is_an_error_not_a_hang() {
+    let lib = faulty("producer", "ASYNC_SPIN");
+    let (_, consumer) = bundled();
+    let run = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &["async/primitive"],
+        &[],
+    );
+    let r = run.report.expect("report");
+    let c = case(&r, "async/primitive");
+    assert!(matches!(c.verdict, Verdict::Error | Verdict::Timeout), "{c:?}");
+}
+
+#[test]
+fn every_fault_in_the_sources_is_in_the_catalogue_and_has_a_test() {
+    let doc = std::fs::read_to_string(workspace_dir().join("docs/FAULTS.md")).unwrap();
+    let tests = std::fs::read_to_string(workspace_dir().join("harness/tests/faults.rs")).unwrap();
+    let mut faults = std::collections::BTreeSet::new();
+    for src in [
+        "producers/faulty/faulty_producer.c",
+        "consumers/faulty/faulty_consumer.c",
+    ] {
+        let text = std::fs::read_to_string(workspace_dir().join(src)).unwrap();
+        for (i, _) in text.match_indices("FAULT_") {
+            let name: String = text[i + 6..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                faults.insert(name);
+            }
+        }
+    }
+    assert!(faults.len() >= 25, "{faults:?}");
+    for f in &faults {
+        assert!(doc.contains(&format!("| `{f}`")), "{f} is not in docs/FAULTS.md");
+        assert!(tests.contains(&format!("\"{f}\"")), "{f} has no test in faults.rs");
+    }
+}

@@ -26,6 +26,19 @@
  *   FORK_RETURN    fork, and let the child return from the call too (into the
  *                  harness's own code, holding its socket), then fail
  *   SLOW           sleep 50 ms, then fail (long runs for interrupt tests)
+ *   SIGBUS_PRODUCE read a mapped file past its end (a real SIGBUS)
+ *   EXIT3_PRODUCE  exit(3) in the middle of the call
+ *   STACK_OVERFLOW recurse without end
+ *   SPIN_PRODUCE   loop forever on the CPU inside the call
+ *   SPIN_RELEASE   export a valid (empty) struct array whose release loops
+ *                  forever
+ *   REDIRECT_FDS   point descriptors 1 and 2 at /dev/null, then fail
+ *   SWALLOW_SEGV   install a SIGSEGV handler that does nothing, then fail
+ *                  (the next fault of this process would loop forever)
+ *   SETRLIMIT      lower the soft RLIMIT_NOFILE to 8, then fail
+ *   SETRLIMIT_HARD lower the hard RLIMIT_NOFILE to 64, then fail
+ *   ASYNC_SPIN     arrowcert_produce_async: a thread of its own calls
+ *                  on_schema, then loops forever (never releases)
  *   CANCEL_DEADLOCK  arrowcert_produce_async: send the schema; cancel() then
  *                  deadlocks (takes a lock it already holds). Pair it with
  *                  the faulty consumer built with -DFAULT_CANCELS.
@@ -39,6 +52,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "arrowcert_plugin.h"
@@ -70,6 +87,26 @@ static void release_segv(struct ArrowArray* a) {
   (void)a;
   *(volatile int*)0 = 1;
 }
+#endif
+
+#ifdef FAULT_SPIN_RELEASE
+static void release_spin(struct ArrowArray* a) {
+  (void)a;
+  for (volatile unsigned long i = 0;; i++) {
+  }
+}
+#endif
+
+#ifdef FAULT_STACK_OVERFLOW
+static int recurse(volatile int depth) {
+  volatile char frame[4096];
+  frame[0] = (char)depth;
+  return recurse(depth + 1) + frame[0];
+}
+#endif
+
+#ifdef FAULT_SWALLOW_SEGV
+static void swallow(int sig) { (void)sig; }
 #endif
 
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
@@ -137,6 +174,51 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
 #elif defined(FAULT_SLOW)
   usleep(50 * 1000);
   return EIO;
+#elif defined(FAULT_SIGBUS_PRODUCE)
+  char path[] = "/tmp/arrowcert-faulty-sigbus-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return EIO;
+  unlink(path);
+  if (ftruncate(fd, 4096) != 0) return EIO;
+  volatile char* m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return EIO;
+  if (ftruncate(fd, 0) != 0) return EIO;
+  return m[0] + m[4096]; /* past the file's end: SIGBUS */
+#elif defined(FAULT_EXIT3_PRODUCE)
+  exit(3);
+#elif defined(FAULT_STACK_OVERFLOW)
+  return recurse(0);
+#elif defined(FAULT_SPIN_PRODUCE)
+  for (volatile unsigned long i = 0;; i++) {
+  }
+#elif defined(FAULT_SPIN_RELEASE)
+  static const void* buffers[1] = {NULL};
+  memset(out, 0, sizeof(*out));
+  out->n_buffers = 1;
+  out->buffers = buffers;
+  out->release = release_spin;
+  return 0;
+#elif defined(FAULT_REDIRECT_FDS)
+  int null = open("/dev/null", O_WRONLY);
+  if (null >= 0) {
+    dup2(null, 1);
+    dup2(null, 2);
+    close(null);
+  }
+  return EIO;
+#elif defined(FAULT_SWALLOW_SEGV)
+  signal(SIGSEGV, swallow);
+  return EIO;
+#elif defined(FAULT_SETRLIMIT)
+  struct rlimit lim;
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = 8;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  return EIO;
+#elif defined(FAULT_SETRLIMIT_HARD)
+  struct rlimit lim = {64, 64};
+  setrlimit(RLIMIT_NOFILE, &lim);
+  return EIO;
 #elif defined(FAULT_SIGNALS)
   signal(SIGSEGV, SIG_IGN);
   signal(SIGABRT, SIG_IGN);
@@ -167,6 +249,28 @@ int arrowcert_produce_stream(const uint8_t* ipc, int64_t len, struct ArrowArrayS
   out->get_last_error = hang_last_error;
   out->release = hang_release;
   out->private_data = NULL;
+  return 0;
+}
+#endif
+
+#ifdef FAULT_ASYNC_SPIN
+static void* spin_after_schema(void* arg) {
+  struct ArrowAsyncDeviceStreamHandler* handler = arg;
+  struct ArrowSchema schema;
+  arrowcert_produce_schema(NULL, 0, &schema);
+  static struct ArrowAsyncProducer producer = {1, NULL, NULL, NULL, NULL};
+  handler->producer = &producer;
+  if (handler->on_schema(handler, &schema) != 0 && schema.release) schema.release(&schema);
+  for (volatile unsigned long i = 0;; i++) {
+  }
+  return NULL;
+}
+int arrowcert_produce_async(const uint8_t* ipc, int64_t len, int32_t device_type,
+                            int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler) {
+  (void)ipc; (void)len; (void)device_type; (void)device_id;
+  pthread_t t;
+  if (pthread_create(&t, NULL, spin_after_schema, handler) != 0) return EAGAIN;
+  pthread_detach(t);
   return 0;
 }
 #endif

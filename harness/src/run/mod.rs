@@ -323,7 +323,7 @@ impl Worker {
         deadline: Instant,
         output_from: u64,
         cfg: &Config,
-    ) -> Result<(Case, u64), Box<Case>> {
+    ) -> Result<(Case, u64, Option<String>), Box<Case>> {
         // Breadcrumbs come first: the last one names the step a crash or
         // a hang happened in.
         let mut step: Option<String> = None;
@@ -367,14 +367,18 @@ impl Worker {
         let mut failed = job.record.clone();
         failed.duration_us = started.elapsed().as_micros() as u64;
         match answer {
-            Ok(Some(FromWorker::Done { case, output_end })) => {
+            Ok(Some(FromWorker::Done {
+                case,
+                output_end,
+                retire,
+            })) => {
                 let mut case = *case;
                 let end = output_end.unwrap_or_else(|| capture_len(&self.capture_file));
                 case.output = with_limit_note(
                     output_between(&self.capture_file, output_from, end, limit),
                     &self.capture_file,
                 );
-                Ok((case, end.max(output_from)))
+                Ok((case, end.max(output_from), retire))
             }
             Err(e)
                 if matches!(
@@ -623,12 +627,24 @@ fn slot_loop(
         let started = head_started.max(head.sent);
         let deadline = started + cfg.case_timeout;
         match w.answer(&head.job, started, deadline, output_from, cfg) {
-            Ok((case, end)) => {
+            Ok((case, end, retire)) => {
                 inflight.pop_front();
                 head_started = Instant::now();
                 output_from = end;
                 hangs.record(path_key(&case), &case);
                 let _ = tx.send(case);
+                if retire.is_some() {
+                    // The worker ends itself (a change a plugin made to its
+                    // process cannot be undone): what it was sent after this
+                    // case runs in a new one.
+                    let done = worker.take().expect("the worker that ran the case");
+                    forget(&done);
+                    done.stop();
+                    let mut q = queue.lock().expect("queue lock");
+                    for f in inflight.drain(..).rev() {
+                        q.push_front(f.job);
+                    }
+                }
             }
             Err(case) => {
                 let dead = worker.take().expect("the worker that ran the case");

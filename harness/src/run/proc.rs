@@ -431,3 +431,151 @@ fn is_arrowcert(pid: i32) -> bool {
         None => comm.is_empty() || comm.trim().starts_with("arrowcert"),
     }
 }
+
+/// Signals whose disposition a plugin may change and the worker restores
+/// after each case: the faults it must go on seeing as crashes, the
+/// watchdog's wake-up, and the output-limit signal it ignores.
+const GUARDED_SIGNALS: [libc::c_int; 9] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+    libc::SIGTERM,
+    libc::SIGPIPE,
+    libc::SIGXFSZ,
+    libc::SIGUSR2,
+];
+
+/// Limits whose value a plugin may change (RLIMIT_CPU's soft limit is
+/// renewed per case by [`cpu_budget`]; its hard limit is compared).
+const GUARDED_LIMITS: [(libc::__rlimit_resource_t, &str); 4] = [
+    (libc::RLIMIT_AS, "RLIMIT_AS"),
+    (libc::RLIMIT_NOFILE, "RLIMIT_NOFILE"),
+    (libc::RLIMIT_FSIZE, "RLIMIT_FSIZE"),
+    (libc::RLIMIT_CPU, "RLIMIT_CPU"),
+];
+
+fn limit_of(resource: libc::__rlimit_resource_t) -> Option<libc::rlimit> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass by reference.
+    (unsafe { libc::getrlimit(resource, &mut lim) } == 0).then_some(lim)
+}
+
+fn file_id(fd: libc::c_int) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes into the zeroed struct we own; a closed fd fails.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
+}
+
+/// What a worker's process looked like before the first case (descriptors
+/// 0-2, signal dispositions, resource limits), so that what a plugin
+/// changed in it is put back before the next case runs: a plugin that
+/// redirects stdout, swallows SIGSEGV or lowers a limit must not change
+/// the verdicts of the cases after its own.
+pub struct ProcessState {
+    /// (fd, what it refers to, a private duplicate to restore it from).
+    fds: Vec<(libc::c_int, (u64, u64), libc::c_int)>,
+    signals: Vec<(libc::c_int, libc::sigaction)>,
+    limits: Vec<(libc::__rlimit_resource_t, &'static str, libc::rlimit)>,
+}
+
+/// What [`ProcessState::restore`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Each change found and undone, in words.
+    pub undone: Vec<String>,
+    /// A change that could not be undone (a hard limit lowered): the
+    /// worker must not run another case.
+    pub stuck: Option<String>,
+}
+
+impl ProcessState {
+    /// Takes the snapshot (after the worker's own limits and handlers are
+    /// in place).
+    pub fn take() -> ProcessState {
+        let mut fds = Vec::new();
+        for fd in 0..3 {
+            let Some(id) = file_id(fd) else { continue };
+            // SAFETY: fcntl F_DUPFD_CLOEXEC duplicates an open descriptor
+            // to one >= 100 (out of the way of plugins' low numbers).
+            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 100) };
+            if copy >= 0 {
+                fds.push((fd, id, copy));
+            }
+        }
+        let mut signals = Vec::new();
+        for sig in GUARDED_SIGNALS {
+            // SAFETY: a zeroed sigaction is a valid value to be written;
+            // sigaction with a NULL new action only reads the current one.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) == 0 {
+                    signals.push((sig, old));
+                }
+            }
+        }
+        let limits = GUARDED_LIMITS
+            .iter()
+            .filter_map(|&(r, name)| limit_of(r).map(|l| (r, name, l)))
+            .collect();
+        ProcessState {
+            fds,
+            signals,
+            limits,
+        }
+    }
+
+    /// Puts back whatever differs from the snapshot.
+    pub fn restore(&self) -> Restored {
+        let mut out = Restored::default();
+        for &(fd, id, copy) in &self.fds {
+            if file_id(fd) != Some(id) {
+                // SAFETY: dup2 of our private duplicate onto the standard
+                // descriptor; no memory is involved.
+                if unsafe { libc::dup2(copy, fd) } == fd {
+                    out.undone.push(format!("descriptor {fd} was closed or redirected; restored"));
+                } else {
+                    out.stuck = Some(format!("descriptor {fd} was closed or redirected and cannot be restored"));
+                }
+            }
+        }
+        for (sig, saved) in &self.signals {
+            // SAFETY: as in take.
+            let now = unsafe {
+                let mut now: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(*sig, std::ptr::null(), &mut now);
+                now
+            };
+            if now.sa_sigaction != saved.sa_sigaction || now.sa_flags != saved.sa_flags {
+                // SAFETY: reinstalls the disposition read in take (a
+                // handler of this process or SIG_DFL/SIG_IGN).
+                unsafe { libc::sigaction(*sig, saved, std::ptr::null_mut()) };
+                out.undone.push(format!("the disposition of {} was changed; restored", signal_name(*sig)));
+            }
+        }
+        for &(resource, name, saved) in &self.limits {
+            let Some(now) = limit_of(resource) else { continue };
+            let soft_differs = resource != libc::RLIMIT_CPU && now.rlim_cur != saved.rlim_cur;
+            if now.rlim_max == saved.rlim_max && !soft_differs {
+                continue;
+            }
+            let want = libc::rlimit {
+                rlim_cur: if resource == libc::RLIMIT_CPU { now.rlim_cur.min(saved.rlim_max) } else { saved.rlim_cur },
+                rlim_max: saved.rlim_max,
+            };
+            // SAFETY: setrlimit reads the struct for the duration of the call.
+            if unsafe { libc::setrlimit(resource, &want) } == 0 {
+                out.undone.push(format!("{name} was changed; restored"));
+            } else {
+                out.stuck = Some(format!("{name} was lowered to {} (hard) and cannot be raised again", now.rlim_max));
+            }
+        }
+        out
+    }
+}

@@ -28,6 +28,12 @@ pub enum FromWorker {
         case: Box<Case>,
         #[serde(default)]
         output_end: Option<u64>,
+        /// The worker ends after this case, and why: the plugin changed its
+        /// process in a way it cannot undo (a hard limit lowered). The
+        /// orchestrator runs the cases it had sent after this one in a new
+        /// worker.
+        #[serde(default)]
+        retire: Option<String>,
     },
     /// The running case is entering this step (sent before the step's
     /// plugin calls, so a crash is attributed to it).

@@ -313,6 +313,10 @@ pub fn run(args: WorkerArgs) -> i32 {
         Ok(s) => BufReader::new(s),
         Err(_) => return 2,
     };
+    // What the plugins may change in this process and the next case must
+    // not inherit: taken once the plugins are loaded (their own start-up
+    // changes are theirs to keep).
+    let state = proc::ProcessState::take();
     for line in reader.lines() {
         let Ok(line) = line else { break };
         let msg: ToWorker = match serde_json::from_str(&line) {
@@ -346,15 +350,26 @@ pub fn run(args: WorkerArgs) -> i32 {
             proc::exit_now(0);
         }
         flush_c_stdio();
+        let restored = state.restore();
+        let retire = restored.stuck.clone();
+        if !restored.undone.is_empty() || retire.is_some() {
+            // Into the capture file (descriptor 2 is restored by now): the
+            // case's output carries it.
+            let mut said = restored.undone;
+            said.extend(retire.iter().map(|r| format!("{r}: the worker ends after this case")));
+            eprintln!("[arrowcert: after this case's plugin calls: {}]", said.join("; "));
+        }
         let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
         if send(
             &mut stream,
             &FromWorker::Done {
                 case: Box::new(case),
                 output_end,
+                retire: retire.clone(),
             },
         )
         .is_err()
+            || retire.is_some()
         {
             break;
         }
