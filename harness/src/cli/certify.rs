@@ -498,8 +498,10 @@ pub struct CertifyFlags {
     pub verbose: bool,
     /// Worker processes (default: one per core); 0 runs in this process.
     /// Disk: each worker's output (a plugin's stdout and stderr) is kept to
-    /// 16 MiB, a case's report keeps 64 KiB of it, and the scratch
-    /// directory goes at the end of the run.
+    /// 16 MiB (so a run's disk use is at most 16 MiB per worker), a case's
+    /// report keeps 64 KiB of it and the whole report 4 MiB (the rest is
+    /// counted and discarded), and the scratch directory goes at the end
+    /// of the run (or with the workers, if the run is killed).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Same as `--jobs 0`.

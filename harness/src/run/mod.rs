@@ -155,6 +155,26 @@ fn output_between(mut f: &File, from: u64, end: u64, limit: usize) -> Option<Str
     Some(text)
 }
 
+/// Bytes of plugin output a whole run keeps in its report (each case keeps
+/// at most its `output_limit` of it, first come first kept); past it a
+/// case's output is replaced by a note of how much was discarded.
+pub const RUN_OUTPUT_BYTES: usize = 4 << 20;
+
+/// `output` if the run's budget still has room for it (`spent` grows by
+/// its size), otherwise a note saying how much was discarded.
+fn within_run_budget(output: Option<String>, spent: &mut usize, budget: usize) -> Option<String> {
+    let text = output?;
+    if *spent + text.len() <= budget {
+        *spent += text.len();
+        return Some(text);
+    }
+    Some(format!(
+        "[{} bytes of output not kept: the run's budget of {} MiB for plugin output in the report is spent]",
+        text.len(),
+        budget >> 20
+    ))
+}
+
 fn capture_len(f: &File) -> u64 {
     f.metadata().map(|m| m.len()).unwrap_or(0)
 }
@@ -730,6 +750,7 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Case>();
     let slots = cfg.jobs.max(1);
     let mut results = Vec::new();
+    let mut output_spent = 0usize;
     std::thread::scope(|scope| {
         let mut first = Some(first);
         for slot in 0..slots {
@@ -743,7 +764,8 @@ pub fn run(
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(case) => {
-                    let case = bound_case(case, cfg.output_limit);
+                    let mut case = bound_case(case, cfg.output_limit);
+                    case.output = within_run_budget(case.output, &mut output_spent, RUN_OUTPUT_BYTES);
                     on_case(&case);
                     results.push(case);
                 }
@@ -771,6 +793,25 @@ pub fn run(
 /// Keeps strings that came from plugins (error messages quoted in
 /// `message` and `differences`) bounded in reports; captured output is
 /// bounded when it is read.
+#[cfg(test)]
+mod budget_tests {
+    use super::within_run_budget;
+
+    #[test]
+    fn a_run_keeps_output_up_to_its_budget_then_notes_what_it_discarded() {
+        let mut spent = 0;
+        assert_eq!(within_run_budget(None, &mut spent, 10 << 20), None);
+        let kb = "x".repeat(1024);
+        for _ in 0..4 {
+            assert_eq!(within_run_budget(Some(kb.clone()), &mut spent, 4096).as_deref(), Some(kb.as_str()));
+        }
+        assert_eq!(spent, 4096);
+        let note = within_run_budget(Some(kb.clone()), &mut spent, 4096).unwrap();
+        assert!(note.starts_with("[1024 bytes of output not kept"), "{note}");
+        assert_eq!(spent, 4096);
+    }
+}
+
 pub fn bound_case(mut case: Case, limit: usize) -> Case {
     case.message = case.message.map(|m| report::bounded(&m, limit));
     case.differences = case
