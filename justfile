@@ -127,6 +127,11 @@ bench:
     cargo bench -p arrowcert --bench roundtrip --bench certify
     cargo bench -p arrowcert-bench-nanoarrow --features nanoarrow --bench validate
 
+# The same seed gives the same verdicts case by case: RUNS certifications of
+# the reference pair in workers, and one in process, compared.
+determinism RUNS="20":
+    ARROWCERT_DETERMINISM_RUNS={{RUNS}} cargo test -p arrowcert --test determinism -- --nocapture
+
 # Regenerate the committed report JSON Schema.
 report-schema: build
     target/debug/arrowcert report-schema > reports/report.schema.json

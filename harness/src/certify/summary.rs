@@ -76,6 +76,7 @@ pub fn rule_verdicts(cases: &[Case], sides: crate::certify::Sides) -> Vec<RuleSu
                 reason: (verdict == Verdict::Skip)
                     .then(|| reasons.get(r.id).map(|s| s.to_string()))
                     .flatten(),
+                timing: crate::rules::timing_dependent(r.id).map(str::to_string),
             }
         })
         .collect()

@@ -311,6 +311,7 @@ mod tests {
             failing_cases: Vec::new(),
             evidence: None,
             reason: None,
+            timing: None,
         }
     }
 

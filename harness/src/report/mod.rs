@@ -303,6 +303,10 @@ pub struct RuleSummary {
     /// `skip`: why the rule was not exercised, when a case said why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when this rule's verdict can depend on the library's thread
+    /// timing (two runs of one seed may differ): why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]

@@ -519,6 +519,7 @@ mod tests {
             failing_cases: Vec::new(),
             evidence: None,
             reason: None,
+            timing: None,
         };
         assert_eq!(judge(&run(&cases, &[rule("MUST")])).outcome, Outcome::Fail);
         assert_eq!(

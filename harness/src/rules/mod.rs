@@ -264,6 +264,31 @@ fn area_title(area: &str) -> &str {
 }
 
 /// The rule with this exact ID.
+/// Rules whose verdict on a library can depend on how its threads happen
+/// to be scheduled, with why: reports label them (`timing` in a rule's
+/// summary), so that a verdict that differs between two runs of the same
+/// seed is read as what it is. Every other verdict is the same for the
+/// same seed, run after run (`just determinism`).
+pub static TIMING_DEPENDENT: &[(&str, &str)] = &[
+    ("async.callbacks.serial", "an overlap is seen only when two callbacks happen to run at the same time (each holds briefly to widen the window)"),
+    ("async.callbacks.serialized", "an overlap is seen only when two callbacks happen to run at the same time"),
+    ("async.backpressure", "a task delivered ahead of its credit is seen only if the producer's thread runs ahead of the harness's next request"),
+    ("async.cancel.no-error", "cancel races with the producer's own thread on the :thread and :race schedules"),
+    ("async.cancel.error-after", "cancel races with the producer's own thread on the :thread and :race schedules"),
+    ("async.cancel.idempotent", "the two cancels of the :twice and :race schedules race with the producer's thread"),
+    ("async.cancel.request-nop", "a request after cancel races with the producer's thread"),
+    ("async.release.last", "a release that never comes is judged at the case's deadline"),
+    ("async.request.invalid", "the answer to an invalid request is awaited until the case's deadline"),
+    ("consumer.async.request", "a stall is judged after 2 s without a credit while batches remain"),
+    ("consumer.async.producer-lifetime", "a call after the handler's release is seen only if it comes before the case is judged"),
+    ("consumer.async.after-cancel", "the consumer's cancel is awaited for 2 s"),
+];
+
+/// Why the verdict of rule `id` may depend on thread timing, if it may.
+pub fn timing_dependent(id: &str) -> Option<&'static str> {
+    TIMING_DEPENDENT.iter().find(|(r, _)| *r == id).map(|(_, why)| *why)
+}
+
 pub fn find(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
@@ -470,6 +495,16 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn timing_dependent_rules_exist() {
+        for (id, why) in TIMING_DEPENDENT {
+            assert!(find(id).is_some(), "{id}");
+            assert!(!why.is_empty());
+        }
+        assert!(timing_dependent("array.null-count").is_none());
+    }
+
     use super::*;
     use std::collections::HashSet;
     use std::path::PathBuf;

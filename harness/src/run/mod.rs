@@ -793,6 +793,16 @@ pub fn run(
 /// Keeps strings that came from plugins (error messages quoted in
 /// `message` and `differences`) bounded in reports; captured output is
 /// bounded when it is read.
+pub fn bound_case(mut case: Case, limit: usize) -> Case {
+    case.message = case.message.map(|m| report::bounded(&m, limit));
+    case.differences = case
+        .differences
+        .into_iter()
+        .map(|d| report::bounded(&d, limit))
+        .collect();
+    case
+}
+
 #[cfg(test)]
 mod budget_tests {
     use super::within_run_budget;
@@ -810,14 +820,4 @@ mod budget_tests {
         assert!(note.starts_with("[1024 bytes of output not kept"), "{note}");
         assert_eq!(spent, 4096);
     }
-}
-
-pub fn bound_case(mut case: Case, limit: usize) -> Case {
-    case.message = case.message.map(|m| report::bounded(&m, limit));
-    case.differences = case
-        .differences
-        .into_iter()
-        .map(|d| report::bounded(&d, limit))
-        .collect();
-    case
 }

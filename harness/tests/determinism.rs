@@ -1,0 +1,91 @@
+//! The same seed gives the same verdicts, case by case, run after run and
+//! whether the cases run in worker processes or in this process: the
+//! reference producer and consumer, certified together on built-in, gold
+//! and generated data (async schedules and deliveries included).
+//!
+//! `ARROWCERT_DETERMINISM_RUNS` sets how many worker runs are compared
+//! (default 3; `just determinism` runs 20).
+
+mod support;
+
+use std::process::Command;
+
+use arrowcert::report::{Report, Verdict};
+use support::*;
+
+/// What must not change between runs: each case's ID, verdict and the
+/// rules it saw broken.
+type Verdicts = Vec<(String, Verdict, Vec<String>)>;
+
+fn verdicts(r: &Report) -> Verdicts {
+    r.cases
+        .iter()
+        .map(|c| {
+            let mut broken: Vec<String> = c.violations.iter().map(|v| v.rule.clone()).collect();
+            broken.sort();
+            (c.id.clone(), c.verdict, broken)
+        })
+        .collect()
+}
+
+fn certify(mode: &[&str], name: &str) -> Report {
+    bundled();
+    let report = scratch("determinism").join(format!("{name}.json"));
+    let out = Command::new(arrowcert_exe())
+        .args([
+            "certify",
+            "--producer",
+            "reference",
+            "--consumer",
+            "reference",
+            "--cases",
+            "12",
+            "--seed",
+            "20261126",
+            "--gold",
+            gold_dir().to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ])
+        .args(mode)
+        .output()
+        .expect("arrowcert runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    arrowcert::report::read(&report).unwrap()
+}
+
+#[test]
+fn the_same_seed_gives_the_same_verdicts_run_after_run_and_in_process() {
+    let runs: usize = std::env::var("ARROWCERT_DETERMINISM_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let first = verdicts(&certify(&["--jobs", "2"], "workers-0"));
+    assert!(first.len() > 1000, "{}", first.len());
+    for i in 1..runs {
+        let again = verdicts(&certify(&["--jobs", "2"], &format!("workers-{i}")));
+        let differ: Vec<_> = first
+            .iter()
+            .zip(&again)
+            .filter(|(a, b)| a != b)
+            .take(5)
+            .collect();
+        assert_eq!(first.len(), again.len(), "run {i}: another number of cases");
+        assert!(differ.is_empty(), "run {i} differs from run 0: {differ:?}");
+    }
+    let in_process = verdicts(&certify(&["--in-process"], "in-process"));
+    let differ: Vec<_> = first
+        .iter()
+        .zip(&in_process)
+        .filter(|(a, b)| a != b)
+        .take(5)
+        .collect();
+    assert_eq!(first.len(), in_process.len());
+    assert!(differ.is_empty(), "in process differs from workers: {differ:?}");
+    eprintln!("{runs} worker runs and one in-process run: {} cases, identical verdicts", first.len());
+}
