@@ -1002,3 +1002,49 @@ fn every_fault_in_the_sources_is_in_the_catalogue_and_has_a_test() {
         assert!(tests.contains(&format!("\"{f}\"")), "{f} has no test in faults.rs");
     }
 }
+
+#[test]
+fn a_correct_producer_that_prints_100_mb_per_call_gets_the_references_verdicts() {
+    let lib = support::mutants::build(
+        "flooding",
+        "producers/faulty/flooding_producer.c",
+        "flooding_producer",
+    );
+    let (reference, _) = bundled();
+    let dir = scratch("flooding");
+    let run = |plugin: &std::path::Path, name: &str| {
+        let report = dir.join(format!("{name}.json"));
+        let out = Command::new(arrowcert_exe())
+            .args(["certify", "--producer"])
+            .arg(plugin)
+            .args(["--jobs", "2", "--cases", "0", "--case-timeout-ms", DEADLINE_MS, "--report"])
+            .arg(&report)
+            .arg("/primitive")
+            .env("ARROWCERT_MUTANT_BASE", &reference)
+            .output()
+            .expect("arrowcert runs");
+        (out.status.code(), arrowcert::report::read(&report).unwrap())
+    };
+    let (code, flooding) = run(&lib, "flooding");
+    let (want, plain) = run(reference, "reference");
+    assert_eq!(code, want);
+    let verdicts = |r: &Report| {
+        r.cases
+            .iter()
+            .map(|c| {
+                let broken: Vec<&str> = c.violations.iter().map(|v| v.rule.as_str()).collect();
+                (c.id.clone(), c.verdict, broken.join(","))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&flooding), verdicts(&plain));
+    // Its output is in its cases, bounded, with what was not kept said.
+    let outputs: Vec<&str> = flooding.cases.iter().filter_map(|c| c.output.as_deref()).collect();
+    assert!(!outputs.is_empty());
+    for o in &outputs {
+        assert!(o.len() < 80 * 1024, "{}", o.len());
+    }
+    assert!(outputs
+        .iter()
+        .any(|o| o.contains("more bytes not kept") || o.contains("reached its limit")));
+}
