@@ -1020,7 +1020,7 @@ fn a_correct_producer_that_prints_100_mb_per_call_gets_the_references_verdicts()
             .args(["--jobs", "2", "--cases", "0", "--case-timeout-ms", DEADLINE_MS, "--report"])
             .arg(&report)
             .arg("/primitive")
-            .env("ARROWCERT_MUTANT_BASE", &reference)
+            .env("ARROWCERT_MUTANT_BASE", reference)
             .output()
             .expect("arrowcert runs");
         (out.status.code(), arrowcert::report::read(&report).unwrap())
