@@ -132,6 +132,10 @@ bench:
 determinism RUNS="20":
     ARROWCERT_DETERMINISM_RUNS={{RUNS}} cargo test -p arrowcert --test determinism -- --nocapture
 
+# Every benchmark, one short round (what CI runs): they build and run here.
+bench-smoke:
+    bash scripts/bench-smoke.sh
+
 # Regenerate the committed report JSON Schema.
 report-schema: build
     target/debug/arrowcert report-schema > reports/report.schema.json

@@ -25,15 +25,25 @@ use arrowcert::scenario::{self, Scenario};
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-const BUDGET: Duration = Duration::from_millis(500);
-const ROUNDS: usize = 5;
+/// Time per measurement and rounds per comparison (one short round in a
+/// smoke run: `ARROWCERT_BENCH_SMOKE`).
+fn budget() -> Duration {
+    Duration::from_millis(if support::bench_smoke() { 5 } else { 500 })
+}
+fn rounds() -> usize {
+    if support::bench_smoke() {
+        1
+    } else {
+        5
+    }
+}
 
-/// Runs `f` (one pass over `n` cases) repeatedly for about BUDGET;
+/// Runs `f` (one pass over `n` cases) repeatedly for about [`budget`];
 /// returns cases per second.
 fn rate(n: usize, mut f: impl FnMut()) -> f64 {
     let start = Instant::now();
     let mut passes = 0u64;
-    while passes == 0 || start.elapsed() < BUDGET {
+    while passes == 0 || start.elapsed() < budget() {
         f();
         passes += 1;
     }
@@ -236,6 +246,18 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     .into_iter()
     .filter(|s| !matches!(s.path, Path::Async(_)))
     .collect();
+    // Device cases this machine cannot run (no CUDA driver, say) are left
+    // out of the timing, and the run says so.
+    let (plan, left_out): (Vec<CaseSpec>, Vec<CaseSpec>) = plan
+        .into_iter()
+        .partition(|s| arrowcert::device::available(s.device).is_ok());
+    if let Some(first) = left_out.first() {
+        println!(
+            "{label}: {} device cases left out of the timing: {}",
+            left_out.len(),
+            arrowcert::device::available(first.device).err().unwrap_or_default()
+        );
+    }
     let plugins = certify::Plugins {
         producer: Some(producer),
         consumer: None,
@@ -262,7 +284,8 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
 
     // The whole plan, alternating bare and certified rounds.
     let (mut bare, mut cert) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
+    let rounds = rounds();
+    for _ in 0..rounds {
         bare.push(rate(n, || {
             for spec in &plan {
                 std::hint::black_box(bare_case(producer, &scenarios[spec.scenario], spec, &opts));
@@ -281,7 +304,7 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     }
     let ((bb, bw), (cb, cw)) = (best_worst(&bare), best_worst(&cert));
     println!(
-        "{:<15} {:>14} {:>14} {:>12}   (best of {ROUNDS} rounds; worst in brackets)",
+        "{:<15} {:>14} {:>14} {:>12}   (best of {rounds} rounds; worst in brackets)",
         "path", "bare cases/s", "certified/s", "overhead (x)"
     );
 
@@ -295,7 +318,7 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     for path in Path::ALL {
         let cases: Vec<&CaseSpec> = plan.iter().filter(|c| c.path == path).collect();
         let (mut b, mut c, mut p, mut t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..3 {
+        for _ in 0..rounds.min(3) {
             b.push(rate(cases.len(), || {
                 for spec in &cases {
                     std::hint::black_box(bare_case(

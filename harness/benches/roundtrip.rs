@@ -17,14 +17,18 @@ use arrowcert::scenario;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-const BUDGET: Duration = Duration::from_millis(1500);
+/// Time per measurement (a few milliseconds in a smoke run:
+/// `ARROWCERT_BENCH_SMOKE`).
+fn budget() -> Duration {
+    Duration::from_millis(if support::bench_smoke() { 5 } else { 1500 })
+}
 
-/// Runs `f` repeatedly for about BUDGET; returns runs per second.
+/// Runs `f` repeatedly for about [`budget`]; returns runs per second.
 fn rate(mut f: impl FnMut()) -> f64 {
     f(); // warm up
     let start = Instant::now();
     let mut n = 0u64;
-    while start.elapsed() < BUDGET {
+    while start.elapsed() < budget() {
         f();
         n += 1;
     }

@@ -9,6 +9,12 @@ use std::sync::OnceLock;
 pub mod mutants;
 pub mod schema;
 
+/// `ARROWCERT_BENCH_SMOKE` set: benchmarks run one short round (CI checks
+/// that they build and run; no figure means anything then).
+pub fn bench_smoke() -> bool {
+    std::env::var_os("ARROWCERT_BENCH_SMOKE").is_some()
+}
+
 pub fn harness_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
