@@ -974,6 +974,9 @@ fn an_async_callback_thread_that_spins_forever_is_an_error_not_a_hang() {
     let r = run.report.expect("report");
     let c = case(&r, "async/primitive");
     assert!(matches!(c.verdict, Verdict::Error | Verdict::Timeout), "{c:?}");
+    // Its spinning thread stays in that worker, which ends after the case.
+    let out = c.output.as_deref().unwrap_or("");
+    assert!(out.contains("the worker ends after this case"), "{out:?}");
 }
 
 #[test]

@@ -27,3 +27,21 @@ pub fn step(step: &str) {
         sink(step);
     }
 }
+
+/// Why the process running cases should not run another one (a plugin's
+/// threads may still be running inside it, holding harness memory): set by
+/// the code that finds out, taken by the worker after the case, which then
+/// ends itself (a new worker runs the next case). In-process runs ignore
+/// it.
+static TAINT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Marks this process as unfit for further cases, with why.
+pub fn taint(why: impl Into<String>) {
+    let mut t = TAINT.lock().unwrap_or_else(|e| e.into_inner());
+    t.get_or_insert_with(|| why.into());
+}
+
+/// Takes (and clears) the reason set by [`taint`], if any.
+pub fn take_taint() -> Option<String> {
+    TAINT.lock().unwrap_or_else(|e| e.into_inner()).take()
+}

@@ -792,6 +792,14 @@ pub fn run(producer: &Plugin, ipc: &[u8], opts: Options) -> Result<Run, CallErro
         extract_failed: st.extract_failed.take(),
     };
     drop(st);
+    if !clean {
+        // The producer may still be running (its threads, a callback in
+        // flight) with the harness's handler in hand: the worker ends after
+        // this case, so that none of it reaches the next case.
+        crate::abi::breadcrumb::taint(
+            "the async producer had not released its handler (or a call into it was still running) when the case ended",
+        );
+    }
     if clean {
         // SAFETY: the producer released the handler exactly once and
         // nothing of the harness's still runs: nobody uses it any more.

@@ -967,7 +967,14 @@ impl Plugin {
             drop(unsafe { Box::from_raw(handler) });
         }
         // Otherwise release may still come later from a producer thread:
-        // the handler is deliberately leaked rather than freed under it.
+        // the handler is deliberately leaked rather than freed under it,
+        // and the worker ends after this case (the producer's threads may
+        // still run in it).
+        if !released {
+            crate::abi::breadcrumb::taint(
+                "the async producer had not released the consumer's handler when the case ended",
+            );
+        }
         produced?;
         finished.unwrap_or_else(|| {
             Err(CallError::Failed {

@@ -351,7 +351,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
         flush_c_stdio();
         let restored = state.restore();
-        let retire = restored.stuck.clone();
+        let retire = restored.stuck.clone().or_else(crate::abi::breadcrumb::take_taint);
         if !restored.undone.is_empty() || retire.is_some() {
             // Into the capture file (descriptor 2 is restored by now): the
             // case's output carries it.
