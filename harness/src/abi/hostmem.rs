@@ -103,6 +103,31 @@ fn probe_works() -> bool {
     })
 }
 
+/// Tests: a fresh readable and writable page followed by a page that is
+/// not readable (a private mapping, left mapped: tests are short-lived).
+/// Returns the readable page's address and the page size.
+#[cfg(test)]
+pub(crate) fn page_before_a_hole() -> (usize, usize) {
+    // SAFETY: sysconf only reads a configuration value.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    // SAFETY: an anonymous private mapping of two pages, ours alone.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED);
+    let b = base as usize;
+    // SAFETY: the second page of the mapping just made.
+    assert_eq!(unsafe { libc::mprotect((b + page) as *mut libc::c_void, page, libc::PROT_NONE) }, 0);
+    (b, page)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,24 +145,7 @@ mod tests {
 
     #[test]
     fn unreadable_end_finds_a_range_running_into_a_protected_page() {
-        // SAFETY: sysconf only reads a configuration value.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
-        // SAFETY: an anonymous private mapping of two pages, ours alone;
-        // the second is made inaccessible and both are unmapped below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                2 * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        let b = base as usize;
-        // SAFETY: the second page of the mapping just made.
-        assert_eq!(unsafe { libc::mprotect((b + page) as *mut _, page, libc::PROT_NONE) }, 0);
+        let (b, page) = page_before_a_hole();
         // Exactly to the end of the readable page: readable.
         assert_eq!(unreadable_end(b + page - 16, 16), None);
         assert_eq!(unreadable_end(b, page), None);
@@ -148,7 +156,5 @@ mod tests {
         assert_eq!(unreadable_end(b, 0), None);
         assert_eq!(unreadable_end(0, 4), Some(0));
         assert_eq!(unreadable_end(usize::MAX, 2), Some(usize::MAX));
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, 2 * page) };
     }
 }

@@ -658,7 +658,6 @@ mod tests {
     use crate::abi::ops::Owned;
     use crate::abi::{ArrowArray, Plain};
     use super::c_string_at;
-    use std::ffi::c_void;
 
     /// A child's release: counts into the AtomicU32 its private_data
     /// points to, and marks it released.
@@ -776,30 +775,10 @@ mod tests {
         assert_eq!(c_string_at(s.as_ptr().addr(), 3), Some(b"hel".to_vec()));
         assert_eq!(c_string_at(0, 100), None);
         // A string with no NUL before an unreadable page: what is there.
-        // SAFETY: sysconf only reads a configuration value.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
-        // SAFETY: a fresh anonymous private mapping of two pages, ours.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                2 * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        let b = base.addr();
-        // SAFETY: the second page of that mapping; then 300 bytes at the
-        // end of the first, which is writable.
-        unsafe {
-            assert_eq!(libc::mprotect((b + page) as *mut c_void, page, libc::PROT_NONE), 0);
-            std::ptr::write_bytes((b + page - 300) as *mut u8, b'x', 300);
-        }
+        let (b, page) = crate::abi::hostmem::page_before_a_hole();
+        // SAFETY: 300 bytes at the end of the readable, writable page.
+        unsafe { std::ptr::write_bytes((b + page - 300) as *mut u8, b'x', 300) };
         assert_eq!(c_string_at(b + page - 300, 1 << 16), Some(vec![b'x'; 300]));
         assert_eq!(c_string_at(b + page, 10), None);
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, 2 * page) };
     }
 }

@@ -1271,26 +1271,10 @@ fn array_lengths() {
 /// readable (leaked: the test process ends soon): a buffer exactly as large
 /// as `bytes`, with nothing readable after it.
 fn at_page_end(bytes: &[u8]) -> *const c_void {
-    // SAFETY: sysconf only reads a configuration value.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    let (b, page) = crate::abi::hostmem::page_before_a_hole();
     assert!(bytes.len() <= page);
-    // SAFETY: a fresh anonymous private mapping of two pages, ours alone.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            2 * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(base, libc::MAP_FAILED);
-    let b = base as usize;
-    // SAFETY: the second page of that mapping.
-    assert_eq!(unsafe { libc::mprotect((b + page) as *mut c_void, page, libc::PROT_NONE) }, 0);
     let start = b + page - bytes.len();
-    // SAFETY: [start, start + len) lies in the first, writable page.
+    // SAFETY: [start, start + len) lies in the readable, writable page.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), start as *mut u8, bytes.len()) };
     start as *const c_void
 }
