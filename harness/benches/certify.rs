@@ -255,7 +255,9 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
         println!(
             "{label}: {} device cases left out of the timing: {}",
             left_out.len(),
-            arrowcert::device::available(first.device).err().unwrap_or_default()
+            arrowcert::device::available(first.device)
+                .err()
+                .unwrap_or_default()
         );
     }
     let plugins = certify::Plugins {

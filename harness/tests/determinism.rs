@@ -86,6 +86,12 @@ fn the_same_seed_gives_the_same_verdicts_run_after_run_and_in_process() {
         .take(5)
         .collect();
     assert_eq!(first.len(), in_process.len());
-    assert!(differ.is_empty(), "in process differs from workers: {differ:?}");
-    eprintln!("{runs} worker runs and one in-process run: {} cases, identical verdicts", first.len());
+    assert!(
+        differ.is_empty(),
+        "in process differs from workers: {differ:?}"
+    );
+    eprintln!(
+        "{runs} worker runs and one in-process run: {} cases, identical verdicts",
+        first.len()
+    );
 }

@@ -739,7 +739,11 @@ fn walk_for(dir: &std::path::Path, name: &str, depth: usize) -> Option<PathBuf> 
 fn processes_mentioning(needle: &str) -> Vec<i32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
@@ -772,7 +776,15 @@ fn an_orchestrator_killed_with_sigkill_leaves_no_worker_and_no_scratch_directory
         .arg(&lib)
         .arg("--consumer")
         .arg(consumer)
-        .args(["--jobs", "2", "--case-timeout-ms", "600000", "--exact", "stream/primitive", "stream/binary"])
+        .args([
+            "--jobs",
+            "2",
+            "--case-timeout-ms",
+            "600000",
+            "--exact",
+            "stream/primitive",
+            "stream/binary",
+        ])
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(tmp.join("stderr.txt")).unwrap())
@@ -791,25 +803,38 @@ fn an_orchestrator_killed_with_sigkill_leaves_no_worker_and_no_scratch_directory
             "no workers started: {:?}; in {}: {:?}",
             std::fs::read_to_string(tmp.join("stderr.txt")),
             run_dir.display(),
-            std::fs::read_dir(&run_dir).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            std::fs::read_dir(&run_dir)
+                .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
     // The stale directory went when this run started.
-    assert!(!stale.exists(), "the stale scratch directory is still there");
+    assert!(
+        !stale.exists(),
+        "the stale scratch directory is still there"
+    );
     assert!(run_dir.exists());
 
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let killed = std::time::Instant::now();
     let mut left = processes_mentioning(run_dir.to_str().unwrap());
-    while (!left.is_empty() || run_dir.exists()) && killed.elapsed() < std::time::Duration::from_secs(2) {
+    while (!left.is_empty() || run_dir.exists())
+        && killed.elapsed() < std::time::Duration::from_secs(2)
+    {
         std::thread::sleep(std::time::Duration::from_millis(20));
         left = processes_mentioning(run_dir.to_str().unwrap());
     }
-    assert!(left.is_empty(), "workers still alive 2 s after the orchestrator's SIGKILL: {left:?}");
-    assert!(!run_dir.exists(), "{} still exists 2 s after the SIGKILL", run_dir.display());
+    assert!(
+        left.is_empty(),
+        "workers still alive 2 s after the orchestrator's SIGKILL: {left:?}"
+    );
+    assert!(
+        !run_dir.exists(),
+        "{} still exists 2 s after the SIGKILL",
+        run_dir.display()
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
@@ -825,36 +850,73 @@ fn a_path_whose_cases_keep_timing_out_hangs_and_its_other_cases_are_not_run() {
     let out = Command::new(arrowcert_exe())
         .args(["certify", "--producer"])
         .arg(&lib)
-        .args(["--jobs", "1", "--case-timeout-ms", HANG_DEADLINE_MS, "--cases", "0", "--report"])
+        .args([
+            "--jobs",
+            "1",
+            "--case-timeout-ms",
+            HANG_DEADLINE_MS,
+            "--cases",
+            "0",
+            "--report",
+        ])
         .arg(&report)
         .args(["producer/stream/", "producer/array/primitive/"])
         .output()
         .expect("arrowcert runs");
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let r = arrowcert::report::read(&report).unwrap();
     let stream: Vec<&Case> = r.cases.iter().filter(|c| c.path == "stream").collect();
     assert!(stream.len() > 5, "{}", stream.len());
     let timed_out = stream
         .iter()
-        .filter(|c| c.verdict == Verdict::Timeout && !c.message.as_deref().unwrap_or("").starts_with(arrowcert::report::HANGING))
+        .filter(|c| {
+            c.verdict == Verdict::Timeout
+                && !c
+                    .message
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with(arrowcert::report::HANGING)
+        })
         .count();
     let not_run: Vec<&&Case> = stream
         .iter()
-        .filter(|c| c.message.as_deref().unwrap_or("").starts_with(arrowcert::report::HANGING))
+        .filter(|c| {
+            c.message
+                .as_deref()
+                .unwrap_or("")
+                .starts_with(arrowcert::report::HANGING)
+        })
         .collect();
     assert_eq!(timed_out, 3, "{stdout}");
     assert_eq!(not_run.len(), stream.len() - 3, "{stdout}");
     for c in &not_run {
         assert_eq!(c.verdict, Verdict::Timeout);
-        assert!(c.message.as_deref().unwrap().contains("producer/stream path"), "{c:?}");
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap()
+                .contains("producer/stream path"),
+            "{c:?}"
+        );
         assert!(c.replay.contains(&c.id), "{c:?}");
     }
     assert!(stdout.contains("NOT RUN (its path hangs)"), "{stdout}");
-    assert!(stdout.contains("not run because their path hangs (producer/stream)"), "{stdout}");
+    assert!(
+        stdout.contains("not run because their path hangs (producer/stream)"),
+        "{stdout}"
+    );
     // The array cases ran.
-    assert!(r.cases.iter().any(|c| c.path == "array" && c.verdict != Verdict::Timeout));
+    assert!(r
+        .cases
+        .iter()
+        .any(|c| c.path == "array" && c.verdict != Verdict::Timeout));
     // Three timeouts, not one per stream case.
     assert!(took < std::time::Duration::from_secs(60), "{took:?}");
 }
@@ -878,7 +940,13 @@ fn assert_hang(fault: &str) {
     for id in [WHOLE, SLICE] {
         let c = case(&r, id);
         assert_eq!(c.verdict, Verdict::Timeout, "{fault} {id}: {c:?}");
-        assert!(c.message.as_deref().unwrap_or("").contains("no result within"), "{c:?}");
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap_or("")
+                .contains("no result within"),
+            "{c:?}"
+        );
     }
     assert_eq!(case(&r, OTHER).verdict, Verdict::Skip, "{fault}");
 }
@@ -935,12 +1003,18 @@ fn a_spin_inside_release_is_a_timeout() {
 
 #[test]
 fn redirected_standard_descriptors_are_restored_for_the_next_case() {
-    assert_restored("REDIRECT_FDS", &["descriptor 1 was closed or redirected; restored"]);
+    assert_restored(
+        "REDIRECT_FDS",
+        &["descriptor 1 was closed or redirected; restored"],
+    );
 }
 
 #[test]
 fn a_sigsegv_handler_that_swallows_faults_is_removed_for_the_next_case() {
-    assert_restored("SWALLOW_SEGV", &["the disposition of SIGSEGV (11) was changed; restored"]);
+    assert_restored(
+        "SWALLOW_SEGV",
+        &["the disposition of SIGSEGV (11) was changed; restored"],
+    );
 }
 
 #[test]
@@ -973,7 +1047,10 @@ fn an_async_callback_thread_that_spins_forever_is_an_error_not_a_hang() {
     );
     let r = run.report.expect("report");
     let c = case(&r, "async/primitive");
-    assert!(matches!(c.verdict, Verdict::Error | Verdict::Timeout), "{c:?}");
+    assert!(
+        matches!(c.verdict, Verdict::Error | Verdict::Timeout),
+        "{c:?}"
+    );
     // Its spinning thread stays in that worker, which ends after the case.
     let out = c.output.as_deref().unwrap_or("");
     assert!(out.contains("the worker ends after this case"), "{out:?}");
@@ -1001,8 +1078,14 @@ fn every_fault_in_the_sources_is_in_the_catalogue_and_has_a_test() {
     }
     assert!(faults.len() >= 25, "{faults:?}");
     for f in &faults {
-        assert!(doc.contains(&format!("| `{f}`")), "{f} is not in docs/FAULTS.md");
-        assert!(tests.contains(&format!("\"{f}\"")), "{f} has no test in faults.rs");
+        assert!(
+            doc.contains(&format!("| `{f}`")),
+            "{f} is not in docs/FAULTS.md"
+        );
+        assert!(
+            tests.contains(&format!("\"{f}\"")),
+            "{f} has no test in faults.rs"
+        );
     }
 }
 
@@ -1020,7 +1103,15 @@ fn a_correct_producer_that_prints_100_mb_per_call_gets_the_references_verdicts()
         let out = Command::new(arrowcert_exe())
             .args(["certify", "--producer"])
             .arg(plugin)
-            .args(["--jobs", "2", "--cases", "0", "--case-timeout-ms", DEADLINE_MS, "--report"])
+            .args([
+                "--jobs",
+                "2",
+                "--cases",
+                "0",
+                "--case-timeout-ms",
+                DEADLINE_MS,
+                "--report",
+            ])
             .arg(&report)
             .arg("/primitive")
             .env("ARROWCERT_MUTANT_BASE", reference)
@@ -1042,7 +1133,11 @@ fn a_correct_producer_that_prints_100_mb_per_call_gets_the_references_verdicts()
     };
     assert_eq!(verdicts(&flooding), verdicts(&plain));
     // Its output is in its cases, bounded, with what was not kept said.
-    let outputs: Vec<&str> = flooding.cases.iter().filter_map(|c| c.output.as_deref()).collect();
+    let outputs: Vec<&str> = flooding
+        .cases
+        .iter()
+        .filter_map(|c| c.output.as_deref())
+        .collect();
     assert!(!outputs.is_empty());
     for o in &outputs {
         assert!(o.len() < 80 * 1024, "{}", o.len());

@@ -32,7 +32,10 @@ fn verdicts(r: &Report) -> Verdicts {
 /// A pseudo-random number below `n` (the clock's nanoseconds: the point
 /// of interruption differs from run to run, which is the point).
 fn random_below(n: u64) -> u64 {
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     (t ^ (t >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % n
 }
 
@@ -102,7 +105,11 @@ fn an_interrupted_run_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
             .output()
             .unwrap();
         let rstdout = String::from_utf8_lossy(&resumed.stdout);
-        assert_eq!(resumed.status.code(), Some(0), "{command} {signal}: `{resume}`\n{rstdout}");
+        assert_eq!(
+            resumed.status.code(),
+            Some(0),
+            "{command} {signal}: `{resume}`\n{rstdout}"
+        );
         let path = dir.join(line_after(&rstdout, "report: ").expect("a report line"));
         let done = arrowcert::report::read(&path).unwrap();
         assert!(done.complete, "{command}: {rstdout}");
@@ -117,7 +124,12 @@ fn an_interrupted_run_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
             .current_dir(&dir)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let reference = arrowcert::report::read(&whole).unwrap();
         assert_eq!(
             verdicts(&done),
@@ -125,5 +137,8 @@ fn an_interrupted_run_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
             "{command} interrupted by SIG{signal} and resumed: verdicts differ from an uninterrupted run"
         );
     }
-    assert!(interrupted >= 2, "only {interrupted} of 4 runs were interrupted before they ended");
+    assert!(
+        interrupted >= 2,
+        "only {interrupted} of 4 runs were interrupted before they ended"
+    );
 }

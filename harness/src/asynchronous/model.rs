@@ -299,7 +299,10 @@ fn step(
             report(
                 "async.extract.error-follows",
                 at.into(),
-                format!("{} came after extract_data had failed, instead of on_error", cb.name()),
+                format!(
+                    "{} came after extract_data had failed, instead of on_error",
+                    cb.name()
+                ),
             );
         }
         if cb == Release {
@@ -612,7 +615,12 @@ mod tests {
 
     #[test]
     fn a_failed_extraction_must_be_followed_by_on_error_only() {
-        let base = [cb(Schema), Event::Request(4), cb(Task), Event::ExtractFailed(5)];
+        let base = [
+            cb(Schema),
+            Event::Request(4),
+            cb(Task),
+            Event::ExtractFailed(5),
+        ];
         let with = |tail: &[Event]| {
             let mut t = base.to_vec();
             t.extend_from_slice(tail);

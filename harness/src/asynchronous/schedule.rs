@@ -659,7 +659,9 @@ mod tests {
         assert!("one-thread,cancel@x".parse::<Delivery>().is_err());
         assert!("one-thread,cancel@1:late".parse::<Delivery>().is_err());
         assert_eq!(
-            "one-thread,cancel@2:error".parse::<Delivery>().map(|d| d.end),
+            "one-thread,cancel@2:error"
+                .parse::<Delivery>()
+                .map(|d| d.end),
             Ok(End::Cancel(2, Late::Error))
         );
     }

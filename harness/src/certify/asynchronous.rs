@@ -25,9 +25,9 @@ use super::{CaseSpec, Ended, Observations, Options, Path};
 use crate::asynchronous::handler::{self, Run};
 use crate::asynchronous::model::{self, Ending, Event};
 use crate::asynchronous::schedule::{CancelHow, Delivery, Extract, First, Rng, Schedule};
+use crate::asynchronous::schedule::{End, Late};
 use crate::inspect::probe;
 use crate::plugin::Plugin;
-use crate::asynchronous::schedule::{End, Late};
 use crate::scenario::Scenario;
 
 /// Generated schedules per generated scenario (built-in and gold scenarios
@@ -554,7 +554,11 @@ fn settle() {
 /// ([`crate::export::asynchronous::ConsumerRun::end`]), so growth is the
 /// consumer's: what its handler held and its release did not free, or
 /// anything else it keeps per stream.
-fn handler_frees(consumer: &Plugin, plan: &crate::export::asynchronous::AsyncPlan, obs: &mut Observations) {
+fn handler_frees(
+    consumer: &Plugin,
+    plan: &crate::export::asynchronous::AsyncPlan,
+    obs: &mut Observations,
+) {
     use crate::export::{asynchronous as producer, Ledger};
     let rule = "consumer.async.release-frees";
     if !crate::plugin::tracker::present() {

@@ -45,8 +45,7 @@ pub fn verdict_word(c: &Case) -> String {
         Verdict::Error => "ERROR".into(),
         Verdict::Crash => "CRASHED".into(),
         Verdict::Timeout
-            if c
-                .message
+            if c.message
                 .as_deref()
                 .is_some_and(|m| m.starts_with(crate::report::HANGING)) =>
         {

@@ -151,7 +151,10 @@ impl Target {
             // A case not run because its path hangs shows nothing.
             Target::Crash => {
                 matches!(c.verdict, Verdict::Crash | Verdict::Timeout)
-                    && !c.message.as_deref().is_some_and(|m| m.starts_with(run::HANGING))
+                    && !c
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with(run::HANGING))
             }
         }
     }

@@ -687,17 +687,26 @@ fn deliver_task(s: &Arc<Session>, session_ptr: *const Session, k: usize) -> bool
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
 /// The message of the error sent after a consumer's cancel.
-pub const CANCEL_ERROR_MESSAGE: &str = "arrowcert async producer: injected failure while handling cancel";
+pub const CANCEL_ERROR_MESSAGE: &str =
+    "arrowcert async producer: injected failure while handling cancel";
 
 /// `End::Cancel` once `delivered` tasks are out: asks the consumer to
 /// cancel, waits for its cancel, then sends what `late` says. False when
 /// the handler was already released (a refused late task).
-fn after_cancel(s: &Arc<Session>, session_ptr: *const Session, delivered: usize, late: Late) -> bool {
+fn after_cancel(
+    s: &Arc<Session>,
+    session_ptr: *const Session,
+    delivered: usize,
+    late: Late,
+) -> bool {
     let problem = |s: &Session, why: String| {
         s.lock().report.cancel_problem = Some(why);
     };
     let Some(canceller) = s.canceller else {
-        problem(s, "the consumer does not export arrowcert_consume_async_cancel".into());
+        problem(
+            s,
+            "the consumer does not export arrowcert_consume_async_cancel".into(),
+        );
         return true;
     };
     // From the producer thread, between callbacks: the consumer's cancel

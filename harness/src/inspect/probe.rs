@@ -654,10 +654,10 @@ pub mod walk {
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use super::c_string_at;
     use super::walk::{watch_array, Released};
     use crate::abi::ops::Owned;
     use crate::abi::{ArrowArray, Plain};
-    use super::c_string_at;
 
     /// A child's release: counts into the AtomicU32 its private_data
     /// points to, and marks it released.

@@ -216,7 +216,9 @@ pub fn judge(run: &Run) -> Judgement {
         .iter()
         .filter(|c| {
             c.verdict == Verdict::Timeout
-                && c.message.as_deref().is_some_and(|m| m.starts_with(crate::report::HANGING))
+                && c.message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with(crate::report::HANGING))
         })
         .count();
     if hung > not_run {
@@ -228,7 +230,9 @@ pub fn judge(run: &Run) -> Judgement {
             .iter()
             .filter(|c| {
                 c.verdict == Verdict::Timeout
-                    && c.message.as_deref().is_some_and(|m| m.starts_with(crate::report::HANGING))
+                    && c.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with(crate::report::HANGING))
             })
             .map(crate::report::path_key)
             .collect();

@@ -286,7 +286,10 @@ pub static TIMING_DEPENDENT: &[(&str, &str)] = &[
 
 /// Why the verdict of rule `id` may depend on thread timing, if it may.
 pub fn timing_dependent(id: &str) -> Option<&'static str> {
-    TIMING_DEPENDENT.iter().find(|(r, _)| *r == id).map(|(_, why)| *why)
+    TIMING_DEPENDENT
+        .iter()
+        .find(|(r, _)| *r == id)
+        .map(|(_, why)| *why)
 }
 
 pub fn find(id: &str) -> Option<&'static Rule> {

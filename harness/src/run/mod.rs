@@ -554,7 +554,8 @@ impl Hangs {
         let mut scenarios: Vec<&str> = streak.cases.iter().map(|(_, s)| s.as_str()).collect();
         scenarios.sort_unstable();
         scenarios.dedup();
-        streak.hangs = streak.cases.len() >= HANG_LIMIT as usize && scenarios.len() >= HANG_SCENARIOS;
+        streak.hangs =
+            streak.cases.len() >= HANG_LIMIT as usize && scenarios.len() >= HANG_SCENARIOS;
     }
 
     /// The case `job` would be, not run, when its path hangs.
@@ -765,7 +766,8 @@ pub fn run(
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(case) => {
                     let mut case = bound_case(case, cfg.output_limit);
-                    case.output = within_run_budget(case.output, &mut output_spent, RUN_OUTPUT_BYTES);
+                    case.output =
+                        within_run_budget(case.output, &mut output_spent, RUN_OUTPUT_BYTES);
                     on_case(&case);
                     results.push(case);
                 }
@@ -813,7 +815,10 @@ mod budget_tests {
         assert_eq!(within_run_budget(None, &mut spent, 10 << 20), None);
         let kb = "x".repeat(1024);
         for _ in 0..4 {
-            assert_eq!(within_run_budget(Some(kb.clone()), &mut spent, 4096).as_deref(), Some(kb.as_str()));
+            assert_eq!(
+                within_run_budget(Some(kb.clone()), &mut spent, 4096).as_deref(),
+                Some(kb.as_str())
+            );
         }
         assert_eq!(spent, 4096);
         let note = within_run_budget(Some(kb.clone()), &mut spent, 4096).unwrap();

@@ -539,9 +539,13 @@ impl ProcessState {
                 // SAFETY: dup2 of our private duplicate onto the standard
                 // descriptor; no memory is involved.
                 if unsafe { libc::dup2(copy, fd) } == fd {
-                    out.undone.push(format!("descriptor {fd} was closed or redirected; restored"));
+                    out.undone.push(format!(
+                        "descriptor {fd} was closed or redirected; restored"
+                    ));
                 } else {
-                    out.stuck = Some(format!("descriptor {fd} was closed or redirected and cannot be restored"));
+                    out.stuck = Some(format!(
+                        "descriptor {fd} was closed or redirected and cannot be restored"
+                    ));
                 }
             }
         }
@@ -556,24 +560,36 @@ impl ProcessState {
                 // SAFETY: reinstalls the disposition read in take (a
                 // handler of this process or SIG_DFL/SIG_IGN).
                 unsafe { libc::sigaction(*sig, saved, std::ptr::null_mut()) };
-                out.undone.push(format!("the disposition of {} was changed; restored", signal_name(*sig)));
+                out.undone.push(format!(
+                    "the disposition of {} was changed; restored",
+                    signal_name(*sig)
+                ));
             }
         }
         for &(resource, name, saved) in &self.limits {
-            let Some(now) = limit_of(resource) else { continue };
+            let Some(now) = limit_of(resource) else {
+                continue;
+            };
             let soft_differs = resource != libc::RLIMIT_CPU && now.rlim_cur != saved.rlim_cur;
             if now.rlim_max == saved.rlim_max && !soft_differs {
                 continue;
             }
             let want = libc::rlimit {
-                rlim_cur: if resource == libc::RLIMIT_CPU { now.rlim_cur.min(saved.rlim_max) } else { saved.rlim_cur },
+                rlim_cur: if resource == libc::RLIMIT_CPU {
+                    now.rlim_cur.min(saved.rlim_max)
+                } else {
+                    saved.rlim_cur
+                },
                 rlim_max: saved.rlim_max,
             };
             // SAFETY: setrlimit reads the struct for the duration of the call.
             if unsafe { libc::setrlimit(resource, &want) } == 0 {
                 out.undone.push(format!("{name} was changed; restored"));
             } else {
-                out.stuck = Some(format!("{name} was lowered to {} (hard) and cannot be raised again", now.rlim_max));
+                out.stuck = Some(format!(
+                    "{name} was lowered to {} (hard) and cannot be raised again",
+                    now.rlim_max
+                ));
             }
         }
         out

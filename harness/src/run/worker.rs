@@ -351,13 +351,23 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
         flush_c_stdio();
         let restored = state.restore();
-        let retire = restored.stuck.clone().or_else(crate::abi::breadcrumb::take_taint);
+        let retire = restored
+            .stuck
+            .clone()
+            .or_else(crate::abi::breadcrumb::take_taint);
         if !restored.undone.is_empty() || retire.is_some() {
             // Into the capture file (descriptor 2 is restored by now): the
             // case's output carries it.
             let mut said = restored.undone;
-            said.extend(retire.iter().map(|r| format!("{r}: the worker ends after this case")));
-            eprintln!("[arrowcert: after this case's plugin calls: {}]", said.join("; "));
+            said.extend(
+                retire
+                    .iter()
+                    .map(|r| format!("{r}: the worker ends after this case")),
+            );
+            eprintln!(
+                "[arrowcert: after this case's plugin calls: {}]",
+                said.join("; ")
+            );
         }
         let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
         if send(

@@ -183,7 +183,10 @@ fn last_error(at: usize, what: &str, obs: &mut Observations) -> String {
     }
     let text = String::from_utf8(first.clone());
     obs.check("stream.error.message", text.is_ok(), what, || {
-        format!("get_last_error returned {} bytes that are not UTF-8", first.len())
+        format!(
+            "get_last_error returned {} bytes that are not UTF-8",
+            first.len()
+        )
     });
     String::from_utf8_lossy(&first).into_owned()
 }

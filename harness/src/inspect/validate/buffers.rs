@@ -59,7 +59,14 @@ impl<'a> Buffers<'a> {
     /// array.layout.lengths ("The producer MUST ensure that each contiguous
     /// buffer is large enough to represent length + offset values") instead
     /// of crashing the process that reads it, in process as in a worker.
-    fn sized(&self, i: usize, p: *const c_void, what: &str, required: usize, sink: &mut Sink) -> bool {
+    fn sized(
+        &self,
+        i: usize,
+        p: *const c_void,
+        what: &str,
+        required: usize,
+        sink: &mut Sink,
+    ) -> bool {
         let Some(done) = self.probed.get(i) else {
             return false;
         };

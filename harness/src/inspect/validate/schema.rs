@@ -482,7 +482,11 @@ pub unsafe fn metadata_problems(p: *const c_char) -> MetadataProblems {
                     return out;
                 }
             };
-            if let Some(e) = past_end(next, len as usize, &format!("pair {pair}: the {what} ({len} bytes)")) {
+            if let Some(e) = past_end(
+                next,
+                len as usize,
+                &format!("pair {pair}: the {what} ({len} bytes)"),
+            ) {
                 out.framing = Some(e);
                 return out;
             }

@@ -993,7 +993,11 @@ fn schema_metadata_encoding() {
     let v = past(enc(1, &[(1, b"k"), (3000, b"v")]));
     assert_rule(&v, SCHEMA_METADATA_ENCODING, &[]);
     assert!(v[0].message.contains("not readable"), "{v:?}");
-    assert_rule(&past(enc(2, &[(1, b"k"), (1, b"v")])), SCHEMA_METADATA_ENCODING, &[]);
+    assert_rule(
+        &past(enc(2, &[(1, b"k"), (1, b"v")])),
+        SCHEMA_METADATA_ENCODING,
+        &[],
+    );
     assert_rule(&past(vec![1, 0]), SCHEMA_METADATA_ENCODING, &[]);
     assert!(past(enc(1, &[(1, b"k"), (1, b"v")])).is_empty());
     // Keys and values that are not UTF-8: well framed, so not the
@@ -1283,23 +1287,56 @@ fn at_page_end(bytes: &[u8]) -> *const c_void {
 fn array_buffers_large_enough_where_the_mapping_ends() {
     // Exactly large enough, up to the last readable byte: clean (no false
     // positive at the boundary).
-    let values: Vec<u8> = [1i32, 2, 3, 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let values: Vec<u8> = [1i32, 2, 3, 4]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
     let s = sch("i", 0, vec![]);
-    let a = arr(4, 0, 0, vec![std::ptr::null(), at_page_end(&values)], vec![]);
-    assert_clean(&check_array_raw(s, a), "int32 buffer that ends at a page end");
+    let a = arr(
+        4,
+        0,
+        0,
+        vec![std::ptr::null(), at_page_end(&values)],
+        vec![],
+    );
+    assert_clean(
+        &check_array_raw(s, a),
+        "int32 buffer that ends at a page end",
+    );
     // Five values claimed, four there: reported, nothing read past the end.
     let s = sch("i", 0, vec![]);
-    let a = arr(5, 0, 0, vec![std::ptr::null(), at_page_end(&values)], vec![]);
+    let a = arr(
+        5,
+        0,
+        0,
+        vec![std::ptr::null(), at_page_end(&values)],
+        vec![],
+    );
     let v = check_array_raw(s, a);
     assert_rule(&v, ARRAY_LENGTHS, &[]);
-    assert!(v[0].message.contains("buffers[1] (values)") && v[0].message.contains("must hold 20 bytes"), "{v:?}");
+    assert!(
+        v[0].message.contains("buffers[1] (values)") && v[0].message.contains("must hold 20 bytes"),
+        "{v:?}"
+    );
     // An offset moves the end too.
     let s = sch("i", 0, vec![]);
-    let a = arr(4, 0, 1, vec![std::ptr::null(), at_page_end(&values)], vec![]);
+    let a = arr(
+        4,
+        0,
+        1,
+        vec![std::ptr::null(), at_page_end(&values)],
+        vec![],
+    );
     assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
     // A validity bitmap of 1 byte for 9 slots.
     let s = sch("c", 2, vec![]);
-    let a = arr(9, 1, 0, vec![at_page_end(&[0xFE]), leak_buf(vec![0i8; 9])], vec![]);
+    let a = arr(
+        9,
+        1,
+        0,
+        vec![at_page_end(&[0xFE]), leak_buf(vec![0i8; 9])],
+        vec![],
+    );
     let v = check_array_raw(s, a);
     assert_rule(&v, ARRAY_LENGTHS, &[]);
     assert!(v[0].message.contains("(validity)"), "{v:?}");
@@ -1307,17 +1344,46 @@ fn array_buffers_large_enough_where_the_mapping_ends() {
     // shorter than the last offset says.
     let offsets: Vec<u8> = [0i32, 1, 2].iter().flat_map(|v| v.to_ne_bytes()).collect();
     let s = sch("u", 0, vec![]);
-    let a = arr(3, 0, 0, vec![std::ptr::null(), at_page_end(&offsets), leak_bytes(b"abc").cast()], vec![]);
+    let a = arr(
+        3,
+        0,
+        0,
+        vec![
+            std::ptr::null(),
+            at_page_end(&offsets),
+            leak_bytes(b"abc").cast(),
+        ],
+        vec![],
+    );
     assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
-    let offsets: Vec<u8> = [0i32, 1, 2, 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let offsets: Vec<u8> = [0i32, 1, 2, 4]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
     let s = sch("u", 0, vec![]);
-    let a = arr(3, 0, 0, vec![std::ptr::null(), leak_bytes(&offsets).cast(), at_page_end(b"abc")], vec![]);
+    let a = arr(
+        3,
+        0,
+        0,
+        vec![
+            std::ptr::null(),
+            leak_bytes(&offsets).cast(),
+            at_page_end(b"abc"),
+        ],
+        vec![],
+    );
     let v = check_array_raw(s, a);
     assert_rule(&v, ARRAY_LENGTHS, &[]);
     assert!(v[0].message.contains("(data)"), "{v:?}");
     // Booleans: 9 bits need 2 bytes.
     let s = sch("b", 0, vec![]);
-    let a = arr(9, 0, 0, vec![std::ptr::null(), at_page_end(&[0xFF])], vec![]);
+    let a = arr(
+        9,
+        0,
+        0,
+        vec![std::ptr::null(), at_page_end(&[0xFF])],
+        vec![],
+    );
     assert_rule(&check_array_raw(s, a), ARRAY_LENGTHS, &[]);
 }
 
