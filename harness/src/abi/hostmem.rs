@@ -124,10 +124,8 @@ pub(crate) fn page_before_a_hole() -> (usize, usize) {
     assert_ne!(base, libc::MAP_FAILED);
     let b = base as usize;
     // SAFETY: the second page of the mapping just made.
-    assert_eq!(
-        unsafe { libc::mprotect((b + page) as *mut libc::c_void, page, libc::PROT_NONE) },
-        0
-    );
+    let rc = unsafe { libc::mprotect((b + page) as *mut libc::c_void, page, libc::PROT_NONE) };
+    assert_eq!(rc, 0);
     (b, page)
 }
 

@@ -705,7 +705,7 @@ pub fn run_consumer(
     }
     // Tasks delivered after the consumer's cancel are judged below, under
     // consumer.async.after-cancel.
-    let late = report.late_from.map_or(0..0, |f| f..f + report.late_tasks);
+    let late = report.late();
     for (i, &n) in report.extracts.iter().enumerate() {
         if n == 0 && !report.out_of_scope.contains(&i) && !late.contains(&i) {
             obs.check("consumer.async.extract-once", false, &format!("task {i}"), || {
@@ -842,8 +842,7 @@ fn judge_after_cancel(
         Late::Error => "on_error after its cancel".to_string(),
     };
     let not_extracted: Vec<usize> = report
-        .late_from
-        .map_or(0..0, |f| f..f + report.late_tasks)
+        .late()
         .filter(|&i| report.extracts.get(i) == Some(&0) && !report.out_of_scope.contains(&i))
         .collect();
     obs.check(RULE, not_extracted.is_empty(), "after cancel", || {

@@ -44,13 +44,7 @@ pub fn verdict_word(c: &Case) -> String {
         Verdict::Fail => "FAILED".into(),
         Verdict::Error => "ERROR".into(),
         Verdict::Crash => "CRASHED".into(),
-        Verdict::Timeout
-            if c.message
-                .as_deref()
-                .is_some_and(|m| m.starts_with(crate::report::HANGING)) =>
-        {
-            "NOT RUN (its path hangs)".into()
-        }
+        Verdict::Timeout if c.path_hangs() => "NOT RUN (its path hangs)".into(),
         Verdict::Timeout => "TIMED OUT".into(),
         // The message says whose fault it is and asks for a report.
         Verdict::HarnessError => format!(

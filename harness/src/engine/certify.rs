@@ -150,11 +150,7 @@ impl Target {
             Target::Rule(r) => c.violations.iter().any(|v| &v.rule == r),
             // A case not run because its path hangs shows nothing.
             Target::Crash => {
-                matches!(c.verdict, Verdict::Crash | Verdict::Timeout)
-                    && !c
-                        .message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with(run::HANGING))
+                matches!(c.verdict, Verdict::Crash | Verdict::Timeout) && !c.path_hangs()
             }
         }
     }

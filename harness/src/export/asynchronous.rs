@@ -102,6 +102,13 @@ pub struct AsyncReport {
     pub late_error: bool,
 }
 
+impl AsyncReport {
+    /// The indices of the tasks delivered after the consumer's cancel.
+    pub fn late(&self) -> std::ops::Range<usize> {
+        self.late_from.map_or(0..0, |f| f..f + self.late_tasks)
+    }
+}
+
 /// Where a consumer run ended.
 pub struct ConsumerRun {
     /// What finish returned; `None`: it did not return in time.
@@ -231,6 +238,20 @@ struct TaskRec {
 impl Session {
     fn lock(&self) -> MutexGuard<'_, St> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state once `done` holds for it, or at `until`, whichever comes
+    /// first (the caller looks at the state again to tell which).
+    fn wait_for(&self, until: Instant, done: impl Fn(&St) -> bool) -> MutexGuard<'_, St> {
+        let mut st = self.lock();
+        while !done(&st) && Instant::now() < until {
+            st = self
+                .changed
+                .wait_timeout(st, Duration::from_millis(10))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        st
     }
 
     /// Checks the context of a producer call made by the consumer: a call
@@ -716,15 +737,7 @@ fn after_cancel(
         problem(s, format!("arrowcert_consume_async_cancel returned {rc}"));
         return true;
     }
-    let until = Instant::now() + CANCEL_WAIT;
-    let mut st = s.lock();
-    while !st.report.cancelled && Instant::now() < until {
-        st = s
-            .changed
-            .wait_timeout(st, Duration::from_millis(10))
-            .map(|(g, _)| g)
-            .unwrap_or_else(|e| e.into_inner().0);
-    }
+    let mut st = s.wait_for(Instant::now() + CANCEL_WAIT, |st| st.report.cancelled);
     if !st.report.cancelled {
         drop(st);
         problem(
@@ -845,18 +858,12 @@ pub fn run_consumer(
     let wait = finish_timeout + stall + Duration::from_secs(2);
     let result = consumer.consume_async_finish(token, finish_timeout.as_millis() as i64, wait);
     // The driver ends once the handler is released (or a callback hangs).
-    let until = Instant::now() + Duration::from_secs(2);
-    let report = {
-        let mut st = session.lock();
-        while !st.report.finished && Instant::now() < until {
-            st = session
-                .changed
-                .wait_timeout(st, Duration::from_millis(10))
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
-        }
-        st.report.clone()
-    };
+    let report = session
+        .wait_for(Instant::now() + Duration::from_secs(2), |st| {
+            st.report.finished
+        })
+        .report
+        .clone();
     Ok(ConsumerRun {
         result,
         report,

@@ -256,6 +256,15 @@ pub struct Case {
 }
 
 impl Case {
+    /// Not run because its path hangs (its verdict is a timeout).
+    pub fn path_hangs(&self) -> bool {
+        self.verdict == Verdict::Timeout
+            && self
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with(HANGING))
+    }
+
     /// Passed, with every value equal but types, nullability, names or
     /// metadata changed on the way (roundtrip's `changed`).
     pub fn passed_with_changes(&self) -> bool {

@@ -211,31 +211,17 @@ pub fn judge(run: &Run) -> Judgement {
     if crashed > 0 {
         reasons.push(format!("{crashed} case(s) crashed"));
     }
-    let not_run = run
+    let mut paths: Vec<String> = run
         .cases
         .iter()
-        .filter(|c| {
-            c.verdict == Verdict::Timeout
-                && c.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with(crate::report::HANGING))
-        })
-        .count();
+        .filter(|c| c.path_hangs())
+        .map(crate::report::path_key)
+        .collect();
+    let not_run = paths.len();
     if hung > not_run {
         reasons.push(format!("{} case(s) timed out", hung - not_run));
     }
     if not_run > 0 {
-        let mut paths: Vec<String> = run
-            .cases
-            .iter()
-            .filter(|c| {
-                c.verdict == Verdict::Timeout
-                    && c.message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with(crate::report::HANGING))
-            })
-            .map(crate::report::path_key)
-            .collect();
         paths.sort();
         paths.dedup();
         reasons.push(format!(
