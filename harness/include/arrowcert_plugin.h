@@ -305,6 +305,46 @@ ARROWCERT_EXPORT int arrowcert_consume_async_finish(void* token, int64_t timeout
    0 when cancel was called. */
 ARROWCERT_EXPORT int arrowcert_consume_async_cancel(void* token);
 
+/* ---- data as a stream (optional variants) ------------------------------
+   For a library with no IPC reader or writer. A producer variant takes the
+   scenario as an ArrowArrayStream the harness exports, instead of IPC bytes:
+   every record batch (schema, stream), or the one batch to export, already
+   sliced (array, device array). The plugin owns `data` from the call on: it
+   moves it (bitwise copy, source marked released) or releases it; whatever
+   is still live when the call returns, the harness releases. A consumer
+   variant hands back what it read as an ArrowArrayStream (exported by its
+   library) in `read`, instead of IPC bytes; the harness validates it before
+   reading it. The harness calls a variant only when the plugin does not
+   export the entry point it stands for. */
+ARROWCERT_EXPORT int arrowcert_produce_schema_from_stream(struct ArrowArrayStream* data,
+                                                          struct ArrowSchema* out);
+ARROWCERT_EXPORT int arrowcert_produce_array_from_stream(struct ArrowArrayStream* data,
+                                                         struct ArrowArray* out);
+ARROWCERT_EXPORT int arrowcert_produce_device_array_from_stream(
+    struct ArrowArrayStream* data, int32_t device_type, int64_t device_id,
+    struct ArrowDeviceArray* out);
+ARROWCERT_EXPORT int arrowcert_produce_stream_from_stream(struct ArrowArrayStream* data,
+                                                          struct ArrowArrayStream* out);
+ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(
+    struct ArrowArrayStream* data, int32_t device_type, int64_t device_id,
+    struct ArrowDeviceArrayStream* out);
+ARROWCERT_EXPORT int arrowcert_consume_array_to_stream(struct ArrowSchema* schema,
+                                                       struct ArrowArray* array,
+                                                       struct ArrowArrayStream* read);
+ARROWCERT_EXPORT int arrowcert_consume_device_array_to_stream(struct ArrowSchema* schema,
+                                                              struct ArrowDeviceArray* array,
+                                                              struct ArrowArrayStream* read);
+ARROWCERT_EXPORT int arrowcert_consume_stream_to_stream(struct ArrowArrayStream* stream,
+                                                        struct ArrowArrayStream* read);
+ARROWCERT_EXPORT int arrowcert_consume_device_stream_to_stream(
+    struct ArrowDeviceArrayStream* stream, struct ArrowArrayStream* read);
+
+/* Optional: 1 when the plugin serves `entry_point` (a name of the contract,
+   e.g. "arrowcert_produce_array"), 0 when it exports the symbol but does not
+   serve it in this configuration (a bridge configured at run time).
+   Absent: every exported entry point is served. */
+ARROWCERT_EXPORT int32_t arrowcert_plugin_offers(const char* entry_point);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1057,6 +1057,59 @@ fn an_async_callback_thread_that_spins_forever_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn a_thread_writing_into_an_earlier_calls_structure_is_charged_to_that_call() {
+    // LATE_WRITE's thread writes over the structure call k filled during
+    // call k+1 (after call k+1 filled its own). The structure call k filled
+    // was a slot of the harness's arena, moved out when the call returned:
+    // the write lands there, is found at the end of case k+1, and amends
+    // case k's result; the worker ends (the thread still runs) and the
+    // next cases run in a new one, where the same happens again.
+    let lib = faulty("producer", "LATE_WRITE");
+    let (_, consumer) = bundled();
+    let report = scratch("fault-reports").join("late-write.json");
+    let _ = std::fs::remove_file(&report);
+    let ids = [
+        WHOLE,
+        SLICE,
+        "array/nested/batch:0",
+        "array/dictionary/batch:0",
+    ];
+    let out = Command::new(arrowcert_exe())
+        .args(["roundtrip", "--producer"])
+        .arg(&lib)
+        .arg("--consumer")
+        .arg(consumer)
+        .args(["--jobs", "1", "--case-timeout-ms", DEADLINE_MS, "--report"])
+        .arg(&report)
+        .arg("--exact")
+        .args(ids)
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    support::schema::assert_valid_report(&report);
+    let r = arrowcert::report::read(&report).expect("report");
+    assert!(r.complete);
+    assert_eq!(r.cases.len(), 4, "one result per case, amended in place");
+    let late = |id: &str| {
+        case(&r, id)
+            .differences
+            .iter()
+            .any(|d| d.starts_with("array.out.untouched:") && d.contains("arrowcert_produce_array"))
+    };
+    // Every case ends as a verdict of its own (no crash, no timeout).
+    for id in ids {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Fail, "{id}: {c:?}");
+    }
+    assert!(late(ids[0]) && late(ids[2]), "{:#?}", r.cases);
+    assert!(!late(ids[1]) && !late(ids[3]), "{:#?}", r.cases);
+    // The case during which the write was found says the worker ends.
+    let out1 = case(&r, ids[1]).output.as_deref().unwrap_or("");
+    assert!(out1.contains("the worker ends after this case"), "{out1:?}");
+}
+
+#[test]
 fn every_fault_in_the_sources_is_in_the_catalogue_and_has_a_test() {
     let doc = std::fs::read_to_string(workspace_dir().join("docs/FAULTS.md")).unwrap();
     let tests = std::fs::read_to_string(workspace_dir().join("harness/tests/faults.rs")).unwrap();

@@ -477,6 +477,12 @@ const MUTANTS: &[Mutant] = &[
         "a failing get_next whose get_last_error is not UTF-8",
     ),
     m(
+        "late-writer",
+        "array.out.untouched",
+        &["producer/array/primitive"],
+        "an export finished by a thread that writes into the structure the call filled after the call returned (when the consumer releases the array)",
+    ),
+    m(
         "last-error-dangling",
         "stream.error.lifetime",
         &["producer/stream/primitive"],

@@ -39,6 +39,12 @@
  *   SETRLIMIT_HARD lower the hard RLIMIT_NOFILE to 64, then fail
  *   ASYNC_SPIN     arrowcert_produce_async: a thread of its own calls
  *                  on_schema, then loops forever (never releases)
+ *   LATE_WRITE     export a valid (empty) struct array and keep the address
+ *                  of the structure the call filled; a thread of its own
+ *                  writes 0xff over the previous call's structure during
+ *                  the next call (after that call filled its own), as a
+ *                  leftover thread of a real library writes into memory
+ *                  the consumer owns by then
  *   CANCEL_DEADLOCK  arrowcert_produce_async: send the schema; cancel() then
  *                  deadlocks (takes a lock it already holds). Pair it with
  *                  the faulty consumer built with -DFAULT_CANCELS.
@@ -94,6 +100,39 @@ static void release_spin(struct ArrowArray* a) {
   (void)a;
   for (volatile unsigned long i = 0;; i++) {
   }
+}
+#endif
+
+#ifdef FAULT_LATE_WRITE
+static void release_empty(struct ArrowArray* a) { a->release = NULL; }
+static pthread_mutex_t late_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t late_cv = PTHREAD_COND_INITIALIZER;
+static struct ArrowArray* late_target; /* what the thread writes over next */
+static int late_started;
+static void* late_writer(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&late_mu);
+  for (;;) {
+    while (!late_target) pthread_cond_wait(&late_cv, &late_mu);
+    memset(late_target, 0xff, sizeof *late_target);
+    late_target = NULL;
+    pthread_cond_broadcast(&late_cv);
+  }
+  return NULL;
+}
+/* Has the thread write over `previous` and waits until it did. */
+static void late_write(struct ArrowArray* previous) {
+  pthread_mutex_lock(&late_mu);
+  if (!late_started) {
+    pthread_t t;
+    late_started = pthread_create(&t, NULL, late_writer, NULL) == 0;
+  }
+  if (late_started && previous) {
+    late_target = previous;
+    pthread_cond_broadcast(&late_cv);
+    while (late_target) pthread_cond_wait(&late_cv, &late_mu);
+  }
+  pthread_mutex_unlock(&late_mu);
 }
 #endif
 
@@ -191,6 +230,16 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
 #elif defined(FAULT_SPIN_PRODUCE)
   for (volatile unsigned long i = 0;; i++) {
   }
+#elif defined(FAULT_LATE_WRITE)
+  static const void* buffers[1] = {NULL};
+  static struct ArrowArray* previous;
+  memset(out, 0, sizeof(*out));
+  out->n_buffers = 1;
+  out->buffers = buffers;
+  out->release = release_empty;
+  late_write(previous);
+  previous = out;
+  return 0;
 #elif defined(FAULT_SPIN_RELEASE)
   static const void* buffers[1] = {NULL};
   memset(out, 0, sizeof(*out));

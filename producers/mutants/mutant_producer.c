@@ -63,6 +63,9 @@
   /* stream.error.lifetime: a failing get_next whose get_last_error formats the */      \
   /* message into a temporary it frees before returning (a std::string's c_str()) */   \
   X(LAST_ERROR_DANGLING, "last-error-dangling")                                        \
+  /* array.out.untouched: a thread that finishes the export after the call */         \
+  /* returned, writing into the structure the call filled */                           \
+  X(LATE_WRITER, "late-writer")                                                        \
   /* stream.error.errno: get_next fails with -1 */                                     \
   X(NEGATIVE_ERROR_CODE, "negative-error-code")                                        \
   /* device.stream.type: a CPU device stream that says it is CUDA_HOST */              \
@@ -1133,6 +1136,57 @@ static int wants_schema(void) {
          M == UNION_NULL_COUNT;
 }
 
+/* ---- a thread that writes into the structure after the call returned ---- */
+
+/* The export is "finished" by a thread: it sets the structure's null_count
+ * in the place the call filled, late. To be seen in the same case every
+ * time, the thread writes when the consumer releases the array (the release
+ * waits for it), long after produce_array returned. */
+struct late_writer {
+  struct ArrowArray* filled; /* where the call wrote the structure */
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int go;
+};
+static void* late_writer_thread(void* p) {
+  struct late_writer* l = p;
+  pthread_mutex_lock(&l->mu);
+  while (!l->go) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
+  l->filled->null_count = 0;
+  return NULL;
+}
+static void late_writer_release(struct ArrowArray* a) {
+  struct late_writer* l = a->private_data;
+  pthread_mutex_lock(&l->mu);
+  l->go = 1;
+  pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  pthread_join(l->thread, NULL);
+  a->release = l->release;
+  a->private_data = l->private_data;
+  free(l);
+  a->release(a);
+}
+static void start_late_writer(struct ArrowArray* out) {
+  struct late_writer* l = calloc(1, sizeof *l);
+  if (!l) return;
+  l->filled = out;
+  l->release = out->release;
+  l->private_data = out->private_data;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->cv, NULL);
+  if (pthread_create(&l->thread, NULL, late_writer_thread, l) != 0) {
+    free(l);
+    return;
+  }
+  out->release = late_writer_release;
+  out->private_data = l;
+}
+
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
                             int64_t length, struct ArrowArray* out) {
   int rc = BASE(arrowcert_produce_array)(ipc, len, batch, offset, length, out);
@@ -1142,6 +1196,7 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
     schema.release = NULL;
   mutate_array(out, schema.release ? &schema : NULL, length);
   if (schema.release) schema.release(&schema);
+  if (M == LATE_WRITER) start_late_writer(out);
   return 0;
 }
 

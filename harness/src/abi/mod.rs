@@ -19,6 +19,7 @@ pub mod breadcrumb;
 pub mod hostmem;
 pub mod layout;
 pub mod ops;
+pub mod outslot;
 pub mod realign;
 
 use std::ffi::{c_char, c_int, c_void};

@@ -77,7 +77,13 @@ pub fn producer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
                 .filter(|sched| invalid_too || !matches!(sched.first, First::Invalid(_)))
                 .collect()
         };
+        let mut seen: Vec<Schedule> = Vec::new();
         for sched in schedules {
+            // Two draws of the same schedule are the same case (one ID).
+            if seen.contains(&sched) {
+                continue;
+            }
+            seen.push(sched);
             out.push(CaseSpec {
                 path: Path::Async(sched),
                 scenario: si,
@@ -103,7 +109,14 @@ pub fn consumer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
         } else {
             Delivery::fixed()
         };
+        let mut seen: Vec<Delivery> = Vec::new();
         for d in deliveries {
+            // Two draws of the same delivery are the same case (one ID):
+            // it runs once.
+            if seen.contains(&d) {
+                continue;
+            }
+            seen.push(d);
             out.push(CaseSpec {
                 path: Path::AsyncConsumer(d),
                 scenario: si,
@@ -918,6 +931,24 @@ mod tests {
         // Every other fixed schedule still runs on every built-in scenario.
         let fixed = Schedule::fixed().len();
         assert_eq!(plan.len(), builtin.len() * (fixed - 2) + invalid.len());
+    }
+
+    #[test]
+    fn drawn_async_cases_have_unique_ids() {
+        // Two draws of the same schedule (or delivery) for one scenario used
+        // to plan the same case twice under one ID.
+        let scenarios = crate::generate::scenarios(11, 150).expect("generated");
+        for seed in [5u64, 11] {
+            let mut ids: Vec<String> = producer_plan(&scenarios, seed)
+                .into_iter()
+                .chain(consumer_plan(&scenarios, seed))
+                .map(|c| c.id)
+                .collect();
+            let n = ids.len();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), n, "seed {seed}");
+        }
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         last: Instant::now(),
         error: None,
         disabled: false,
+        added: Default::default(),
     });
     if todo.len() < selected.len() {
         println!(

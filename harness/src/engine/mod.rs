@@ -40,11 +40,26 @@ fn in_process(
     mut case: impl FnMut(usize) -> Case,
     on_case: &mut dyn FnMut(&Case),
 ) -> Option<i32> {
+    // The last cases' results: a late write into a structure one of their
+    // calls filled, found at the end of a later case, amends them
+    // (abi::outslot).
+    let mut recent: std::collections::VecDeque<Case> = std::collections::VecDeque::new();
     for &i in selected {
         if run::proc::interrupted().is_some() {
             break;
         }
-        on_case(&case(i));
+        let c = case(i);
+        on_case(&c);
+        for d in crate::abi::outslot::take_earlier() {
+            if let Some(earlier) = recent.iter_mut().find(|e| e.id == d.case) {
+                crate::run::late::charge(earlier, std::slice::from_ref(&d));
+                on_case(earlier);
+            }
+        }
+        recent.push_back(c);
+        if recent.len() > crate::abi::outslot::WINDOW {
+            recent.pop_front();
+        }
     }
     run::proc::interrupted()
 }

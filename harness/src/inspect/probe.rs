@@ -312,18 +312,27 @@ macro_rules! stream_calls {
             fn get_schema(&mut self, out: &mut ArrowSchema) -> Call {
                 crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_schema"));
                 match callable(self.get_schema) {
-                    // SAFETY: the producer installed this callback on this
-                    // live stream; `out` is a valid out-structure. A broken
-                    // producer crashes the worker, which is a verdict.
-                    Some(f) => Call::Returned(unsafe { f(self, out) }),
+                    Some(f) => Call::Returned(crate::abi::outslot::call(
+                        concat!(stringify!($stream), ".get_schema"),
+                        out,
+                        // SAFETY: the producer installed this callback on
+                        // this live stream; `out` is a valid out-structure
+                        // (a slot of the out-structure arena). A broken
+                        // producer crashes the worker, which is a verdict.
+                        |out| unsafe { f(self, out) },
+                    )),
                     None => Call::NotSet,
                 }
             }
             fn get_next(&mut self, out: &mut $chunk) -> Call {
                 crate::abi::breadcrumb::step(concat!(stringify!($stream), ".get_next"));
                 match callable(self.get_next) {
-                    // SAFETY: as above.
-                    Some(f) => Call::Returned(unsafe { f(self, out) }),
+                    Some(f) => Call::Returned(crate::abi::outslot::call(
+                        concat!(stringify!($stream), ".get_next"),
+                        out,
+                        // SAFETY: as above.
+                        |out| unsafe { f(self, out) },
+                    )),
                     None => Call::NotSet,
                 }
             }
@@ -353,10 +362,12 @@ unsafe impl<T> Send for SendPtr<T> {}
 pub fn get_next_on_thread<S: StreamCalls>(stream: &mut S, out: &mut S::Chunk) -> Call {
     let s = SendPtr(stream as *mut S);
     let o = SendPtr(out as *mut S::Chunk);
+    let case = crate::abi::outslot::running();
     std::thread::scope(|scope| {
         scope
             .spawn(move || {
                 let (s, o) = (s, o);
+                crate::abi::outslot::adopt(case);
                 // SAFETY: both pointers come from exclusive borrows held by
                 // this function until the thread is joined below.
                 unsafe { (*s.0).get_next(&mut *o.0) }

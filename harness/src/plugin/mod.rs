@@ -8,6 +8,7 @@
 
 pub mod elf;
 pub mod integration;
+pub mod streamed;
 pub mod tracker;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -250,6 +251,61 @@ type AttachEmulatedFn =
     unsafe extern "C" fn(*const crate::device::emulated_ffi::ArrowcertEmulatedDevice) -> c_int;
 type ConsumeAsyncFinishFn = unsafe extern "C" fn(*mut c_void, i64, *mut *mut u8, *mut i64) -> c_int;
 type ConsumeAsyncCancelFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type OffersFn = unsafe extern "C" fn(*const c_char) -> i32;
+type ProduceSchemaS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int;
+type ProduceArrayS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> c_int;
+type ProduceDeviceArrayS =
+    unsafe extern "C" fn(*mut ArrowArrayStream, i32, i64, *mut ArrowDeviceArray) -> c_int;
+type ProduceStreamS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArrayStream) -> c_int;
+type ProduceDeviceStreamS =
+    unsafe extern "C" fn(*mut ArrowArrayStream, i32, i64, *mut ArrowDeviceArrayStream) -> c_int;
+type ConsumeArrayS =
+    unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowArray, *mut ArrowArrayStream) -> c_int;
+type ConsumeDeviceArrayS =
+    unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowDeviceArray, *mut ArrowArrayStream) -> c_int;
+type ConsumeStreamS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArrayStream) -> c_int;
+type ConsumeDeviceStreamS =
+    unsafe extern "C" fn(*mut ArrowDeviceArrayStream, *mut ArrowArrayStream) -> c_int;
+
+/// Each stream variant, and the entry point of the contract it serves.
+pub const STREAM_VARIANTS: &[(&str, &str)] = &[
+    (
+        "arrowcert_produce_schema_from_stream",
+        "arrowcert_produce_schema",
+    ),
+    (
+        "arrowcert_produce_device_array_from_stream",
+        "arrowcert_produce_device_array",
+    ),
+    (
+        "arrowcert_produce_device_stream_from_stream",
+        "arrowcert_produce_device_stream",
+    ),
+    (
+        "arrowcert_produce_array_from_stream",
+        "arrowcert_produce_array",
+    ),
+    (
+        "arrowcert_produce_stream_from_stream",
+        "arrowcert_produce_stream",
+    ),
+    (
+        "arrowcert_consume_device_array_to_stream",
+        "arrowcert_consume_device_array",
+    ),
+    (
+        "arrowcert_consume_device_stream_to_stream",
+        "arrowcert_consume_device_stream",
+    ),
+    (
+        "arrowcert_consume_array_to_stream",
+        "arrowcert_consume_array",
+    ),
+    (
+        "arrowcert_consume_stream_to_stream",
+        "arrowcert_consume_stream",
+    ),
+];
 
 /// Every symbol of the contract, in the order `inspect` lists them, with the
 /// role it belongs to.
@@ -303,9 +359,61 @@ struct Entries {
     consume_async_start: Option<ConsumeAsyncStartFn>,
     consume_async_finish: Option<ConsumeAsyncFinishFn>,
     consume_async_cancel: Option<ConsumeAsyncCancelFn>,
+    /// The stream variants ([`streamed`]): data in as a stream, what was
+    /// read back as a stream.
+    produce_schema_s: Option<ProduceSchemaS>,
+    produce_array_s: Option<ProduceArrayS>,
+    produce_device_array_s: Option<ProduceDeviceArrayS>,
+    produce_stream_s: Option<ProduceStreamS>,
+    produce_device_stream_s: Option<ProduceDeviceStreamS>,
+    consume_array_s: Option<ConsumeArrayS>,
+    consume_device_array_s: Option<ConsumeDeviceArrayS>,
+    consume_stream_s: Option<ConsumeStreamS>,
+    consume_device_stream_s: Option<ConsumeDeviceStreamS>,
 }
 
 impl Entries {
+    /// Drops the entry points (and their stream variants) not in
+    /// `offered`: those the plugin said it does not serve.
+    fn mask(&mut self, offered: &[&str]) {
+        let on = |name: &str| offered.contains(&name);
+        macro_rules! keep {
+            ($name:literal, $($field:ident),+) => {
+                if !on($name) {
+                    $(self.$field = None;)+
+                }
+            };
+        }
+        keep!("arrowcert_produce_schema", produce_schema, produce_schema_s);
+        keep!("arrowcert_produce_array", produce_array, produce_array_s);
+        keep!(
+            "arrowcert_produce_device_array",
+            produce_device_array,
+            produce_device_array_s
+        );
+        keep!("arrowcert_produce_stream", produce_stream, produce_stream_s);
+        keep!(
+            "arrowcert_produce_device_stream",
+            produce_device_stream,
+            produce_device_stream_s
+        );
+        keep!("arrowcert_produce_async", produce_async);
+        keep!("arrowcert_consume_array", consume_array, consume_array_s);
+        keep!(
+            "arrowcert_consume_device_array",
+            consume_device_array,
+            consume_device_array_s
+        );
+        keep!("arrowcert_consume_stream", consume_stream, consume_stream_s);
+        keep!(
+            "arrowcert_consume_device_stream",
+            consume_device_stream,
+            consume_device_stream_s
+        );
+        keep!("arrowcert_consume_async_start", consume_async_start);
+        keep!("arrowcert_consume_async_finish", consume_async_finish);
+    }
+
     fn last_error(&self) -> Option<String> {
         let f = self.last_error?;
         // SAFETY: declared type, no arguments; the result is NULL or a
@@ -415,10 +523,32 @@ impl Plugin {
         .map_err(|e| LoadError::Dlopen(path.to_path_buf(), dl_message(&e)))?;
         let lib: libloading::Library = lib.into();
 
-        let mut symbols = Vec::new();
-        for (name, _) in SYMBOLS {
+        // A plugin configured at run time (the Python adapter bridge) says
+        // which of its entry points it serves; absent, every one it exports.
+        // SAFETY: the declared type of the optional symbol.
+        let offers_fn: Option<OffersFn> = unsafe { lookup(&lib, "arrowcert_plugin_offers") };
+        let offered = |name: &str| -> bool {
+            let Some(f) = offers_fn else { return true };
+            let Ok(c) = std::ffi::CString::new(name) else {
+                return false;
+            };
+            // SAFETY: a NUL-terminated string valid for the call.
+            unsafe { f(c.as_ptr()) != 0 }
+        };
+        let exported = |name: &str| -> bool {
             // SAFETY: only existence is checked; the pointer is not called.
-            if unsafe { lookup::<*const c_void>(&lib, name) }.is_some() {
+            unsafe { lookup::<*const c_void>(&lib, name) }.is_some()
+        };
+        let mut symbols = Vec::new();
+        for (name, role) in SYMBOLS {
+            // An entry point served through its stream variant counts as
+            // offered: the harness calls the variant on its behalf.
+            let variant = STREAM_VARIANTS
+                .iter()
+                .find(|(_, of)| of == name)
+                .is_some_and(|(v, _)| exported(v));
+            let serves = matches!(role, Role::Producer | Role::Consumer);
+            if (exported(name) || variant) && (!serves || offered(name)) {
                 symbols.push(*name);
             }
         }
@@ -482,8 +612,22 @@ impl Plugin {
                 consume_async_start: lookup(&lib, "arrowcert_consume_async_start"),
                 consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
                 consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
+                produce_schema_s: lookup(&lib, "arrowcert_produce_schema_from_stream"),
+                produce_array_s: lookup(&lib, "arrowcert_produce_array_from_stream"),
+                produce_device_array_s: lookup(&lib, "arrowcert_produce_device_array_from_stream"),
+                produce_stream_s: lookup(&lib, "arrowcert_produce_stream_from_stream"),
+                produce_device_stream_s: lookup(
+                    &lib,
+                    "arrowcert_produce_device_stream_from_stream",
+                ),
+                consume_array_s: lookup(&lib, "arrowcert_consume_array_to_stream"),
+                consume_device_array_s: lookup(&lib, "arrowcert_consume_device_array_to_stream"),
+                consume_stream_s: lookup(&lib, "arrowcert_consume_stream_to_stream"),
+                consume_device_stream_s: lookup(&lib, "arrowcert_consume_device_stream_to_stream"),
             }
         };
+        let mut entries = entries;
+        entries.mask(&symbols);
         // The emulated device (harness/include/arrowcert_emulated_device.h):
         // a plugin that exports the entry point gets the process's device.
         // SAFETY: the symbol's declared type.
@@ -615,10 +759,23 @@ impl Plugin {
             return l.produce_schema(ipc, out);
         }
         const E: &str = "arrowcert_produce_schema";
+        if let (None, Some(f)) = (self.entries.produce_schema, self.entries.produce_schema_s) {
+            const V: &str = "arrowcert_produce_schema_from_stream";
+            let mut data = streamed::scenario(V, ipc, None)?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: `data` (which the plugin takes) and `out` (a slot of
+            // the out-structure arena) are valid for the whole call.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe { f(&mut data, out) });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
         let f = self.entries.produce_schema.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` and `out` are valid for the whole call.
-        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(ipc.as_ptr(), ipc.len() as i64, out)
+        });
         self.check(E, rc)
     }
 
@@ -634,13 +791,29 @@ impl Plugin {
         out: &mut ArrowDeviceArray,
     ) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_device_array";
+        if let (None, Some(f)) = (
+            self.entries.produce_device_array,
+            self.entries.produce_device_array_s,
+        ) {
+            const V: &str = "arrowcert_produce_device_array_from_stream";
+            let mut data =
+                streamed::scenario(V, ipc, Some((batch_index, slice_offset, slice_length)))?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe {
+                f(&mut data, device_type, device_id, out)
+            });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
         let f = self
             .entries
             .produce_device_array
             .ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` and `out` are valid for the whole call.
-        let rc = unsafe {
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
             f(
                 ipc.as_ptr(),
                 ipc.len() as i64,
@@ -651,7 +824,7 @@ impl Plugin {
                 device_id,
                 out,
             )
-        };
+        });
         self.check(E, rc)
     }
 
@@ -663,13 +836,30 @@ impl Plugin {
         out: &mut ArrowDeviceArrayStream,
     ) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_device_stream";
+        if let (None, Some(f)) = (
+            self.entries.produce_device_stream,
+            self.entries.produce_device_stream_s,
+        ) {
+            const V: &str = "arrowcert_produce_device_stream_from_stream";
+            let mut data = streamed::scenario(V, ipc, None)?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe {
+                f(&mut data, device_type, device_id, out)
+            });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
         let f = self
             .entries
             .produce_device_stream
             .ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` and `out` are valid for the whole call.
-        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, out) };
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(ipc.as_ptr(), ipc.len() as i64, device_type, device_id, out)
+        });
         self.check(E, rc)
     }
 
@@ -685,10 +875,21 @@ impl Plugin {
             return l.produce_array(ipc, batch_index, slice_offset, slice_length, out);
         }
         const E: &str = "arrowcert_produce_array";
+        if let (None, Some(f)) = (self.entries.produce_array, self.entries.produce_array_s) {
+            const V: &str = "arrowcert_produce_array_from_stream";
+            let mut data =
+                streamed::scenario(V, ipc, Some((batch_index, slice_offset, slice_length)))?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe { f(&mut data, out) });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
         let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` and `out` are valid for the whole call.
-        let rc = unsafe {
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
             f(
                 ipc.as_ptr(),
                 ipc.len() as i64,
@@ -697,16 +898,28 @@ impl Plugin {
                 slice_length,
                 out,
             )
-        };
+        });
         self.check(E, rc)
     }
 
     pub fn produce_stream(&self, ipc: &[u8], out: &mut ArrowArrayStream) -> Result<(), CallError> {
         const E: &str = "arrowcert_produce_stream";
+        if let (None, Some(f)) = (self.entries.produce_stream, self.entries.produce_stream_s) {
+            const V: &str = "arrowcert_produce_stream_from_stream";
+            let mut data = streamed::scenario(V, ipc, None)?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe { f(&mut data, out) });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
         let f = self.entries.produce_stream.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` and `out` are valid for the whole call.
-        let rc = unsafe { f(ipc.as_ptr(), ipc.len() as i64, out) };
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(ipc.as_ptr(), ipc.len() as i64, out)
+        });
         self.check(E, rc)
     }
 
@@ -716,6 +929,24 @@ impl Plugin {
         array: &mut ArrowDeviceArray,
     ) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_device_array";
+        if let (None, Some(f)) = (
+            self.entries.consume_device_array,
+            self.entries.consume_device_array_s,
+        ) {
+            const V: &str = "arrowcert_consume_device_array_to_stream";
+            crate::abi::breadcrumb::step(V);
+            let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
+            // SAFETY: all three pointers are valid for the whole call; the
+            // structures were filled by a producer and are live.
+            let rc = unsafe { f(schema, array, &mut read) };
+            return match self.check(V, rc) {
+                Ok(()) => streamed::read_back(V, &mut read),
+                Err(e) => {
+                    release_if_live(&mut read);
+                    Err(e)
+                }
+            };
+        }
         let f = self
             .entries
             .consume_device_array
@@ -734,6 +965,23 @@ impl Plugin {
         stream: &mut ArrowDeviceArrayStream,
     ) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_device_stream";
+        if let (None, Some(f)) = (
+            self.entries.consume_device_stream,
+            self.entries.consume_device_stream_s,
+        ) {
+            const V: &str = "arrowcert_consume_device_stream_to_stream";
+            crate::abi::breadcrumb::step(V);
+            let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
+            // SAFETY: both pointers are valid for the whole call.
+            let rc = unsafe { f(stream, &mut read) };
+            return match self.check(V, rc) {
+                Ok(()) => streamed::read_back(V, &mut read),
+                Err(e) => {
+                    release_if_live(&mut read);
+                    Err(e)
+                }
+            };
+        }
         let f = self
             .entries
             .consume_device_stream
@@ -760,6 +1008,20 @@ impl Plugin {
             return l.consume_array(schema, array, sent);
         }
         const E: &str = "arrowcert_consume_array";
+        if let (None, Some(f)) = (self.entries.consume_array, self.entries.consume_array_s) {
+            const V: &str = "arrowcert_consume_array_to_stream";
+            crate::abi::breadcrumb::step(V);
+            let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
+            // SAFETY: all three pointers are valid for the whole call.
+            let rc = unsafe { f(schema, array, &mut read) };
+            return match self.check(V, rc) {
+                Ok(()) => streamed::read_back(V, &mut read),
+                Err(e) => {
+                    release_if_live(&mut read);
+                    Err(e)
+                }
+            };
+        }
         let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
@@ -771,6 +1033,20 @@ impl Plugin {
 
     pub fn consume_stream(&self, stream: &mut ArrowArrayStream) -> Result<Vec<u8>, CallError> {
         const E: &str = "arrowcert_consume_stream";
+        if let (None, Some(f)) = (self.entries.consume_stream, self.entries.consume_stream_s) {
+            const V: &str = "arrowcert_consume_stream_to_stream";
+            crate::abi::breadcrumb::step(V);
+            let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
+            // SAFETY: both pointers are valid for the whole call.
+            let rc = unsafe { f(stream, &mut read) };
+            return match self.check(V, rc) {
+                Ok(()) => streamed::read_back(V, &mut read),
+                Err(e) => {
+                    release_if_live(&mut read);
+                    Err(e)
+                }
+            };
+        }
         let f = self.entries.consume_stream.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
         let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
@@ -986,6 +1262,15 @@ impl Plugin {
                 )),
             })
         })
+    }
+}
+
+/// Releases a structure the harness handed over or was handed that is
+/// still live after the call (the plugin did not take it, or the call
+/// failed before it did).
+fn release_if_live<T: crate::abi::ops::Owned>(x: &mut T) {
+    if !x.is_released() {
+        x.release();
     }
 }
 

@@ -419,6 +419,22 @@ pub static RULES: &[Rule] = &[
         observation: "The harness checks that no pointer member (buffers, children, dictionary, private_data) points inside the structure, bitwise-copies the exported array to a fresh address, poisons and marks released the original, then reads and releases the copy: a crash, a leak, or a write into the old address fails.",
         inferred: None,
     },
+    // Added (issue 24): a producer thread that writes into an out-structure
+    // after the call returned. The spec gives the structure to the consumer
+    // ("free to move") without saying the producer must leave it alone:
+    // SHOULD, inferred.
+    Rule {
+        id: "array.out.untouched",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "array",
+        summary: "nothing of the producer writes into a structure it filled (schema, array, stream, device array, chunk) once the call that filled it has returned",
+        spec_file: CDATA,
+        section: "Release callback semantics -- for producers",
+        quote: "The consumer is free to move the structure around (see \"Moving an array\").",
+        observation: "Every out-structure of a producer call (the produce entry points, get_schema and get_next) is a slot of the harness's own: the caller's structure is copied in, moved out as soon as the call returns, and the slot is poisoned and never handed out again while the worker lives. At the end of every case the slots of the last 8 cases on that thread are checked: changed poison is a write that came after the call returned, charged to the case whose call it was (amended in the report when it is found during a later case). A write that comes more than 8 cases late lands in poisoned memory no one uses and is not seen.",
+        inferred: Some("the spec gives the filled structure to the consumer, who may move it, and never says in MUST or SHOULD words that the producer leaves the old place alone; a producer thread that writes there later corrupts whatever the consumer keeps there next"),
+    },
     Rule {
         id: "array.release.walks-children",
         level: Level::Must,

@@ -24,11 +24,25 @@ pub struct Checkpoint {
     pub error: Option<String>,
     /// No report file is written (`arrowcert replay` without --report).
     pub disabled: bool,
+    /// The IDs of the cases in `report` (filled on first use).
+    pub added: std::collections::HashSet<String>,
 }
 
 impl Checkpoint {
+    /// Adds a finished case; a second result for the same ID (an earlier
+    /// case amended after a late write was found) replaces the first.
     pub fn add(&mut self, case: &Case) {
-        self.report.cases.push(case.clone());
+        if self.added.len() < self.report.cases.len() {
+            // Cases kept from the run being resumed.
+            self.added = self.report.cases.iter().map(|c| c.id.clone()).collect();
+        }
+        if !self.added.insert(case.id.clone()) {
+            if let Some(old) = self.report.cases.iter_mut().find(|c| c.id == case.id) {
+                *old = case.clone();
+            }
+        } else {
+            self.report.cases.push(case.clone());
+        }
         if self.last.elapsed() >= CHECKPOINT_EVERY {
             self.save(false);
         }

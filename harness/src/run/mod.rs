@@ -11,6 +11,7 @@
 //! verdict, and a fresh worker takes the remaining cases.
 
 pub mod checkpoint;
+pub mod late;
 pub mod panic;
 pub mod proc;
 pub mod protocol;
@@ -343,7 +344,7 @@ impl Worker {
         deadline: Instant,
         output_from: u64,
         cfg: &Config,
-    ) -> Result<(Case, u64, Option<String>), Box<Case>> {
+    ) -> Result<Answer, Box<Case>> {
         // Breadcrumbs come first: the last one names the step a crash or
         // a hang happened in.
         let mut step: Option<String> = None;
@@ -391,6 +392,7 @@ impl Worker {
                 case,
                 output_end,
                 retire,
+                amended,
             })) => {
                 let mut case = *case;
                 let end = output_end.unwrap_or_else(|| capture_len(&self.capture_file));
@@ -398,7 +400,12 @@ impl Worker {
                     output_between(&self.capture_file, output_from, end, limit),
                     &self.capture_file,
                 );
-                Ok((case, end.max(output_from), retire))
+                Ok(Answer {
+                    case,
+                    output_end: end.max(output_from),
+                    retire,
+                    amended,
+                })
             }
             Err(e)
                 if matches!(
@@ -493,6 +500,17 @@ impl Drop for Worker {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.capture);
     }
+}
+
+/// A worker's answer for a case.
+struct Answer {
+    case: Case,
+    /// Where the case's output ends in the capture file.
+    output_end: u64,
+    /// The worker ends after this case, and why.
+    retire: Option<String>,
+    /// Earlier cases' results, amended.
+    amended: Vec<Case>,
 }
 
 /// The result of a run in workers.
@@ -648,12 +666,22 @@ fn slot_loop(
         let started = head_started.max(head.sent);
         let deadline = started + cfg.case_timeout;
         match w.answer(&head.job, started, deadline, output_from, cfg) {
-            Ok((case, end, retire)) => {
+            Ok(Answer {
+                case,
+                output_end,
+                retire,
+                amended,
+            }) => {
                 inflight.pop_front();
                 head_started = Instant::now();
-                output_from = end;
+                output_from = output_end;
                 hangs.record(path_key(&case), &case);
                 let _ = tx.send(case);
+                // Earlier cases a late write was found for: their results
+                // again, amended (the receiver replaces them by ID).
+                for a in amended {
+                    let _ = tx.send(a);
+                }
                 if retire.is_some() {
                     // The worker ends itself (a change a plugin made to its
                     // process cannot be undone): what it was sent after this
@@ -750,7 +778,8 @@ pub fn run(
     let hangs = Hangs::default();
     let (tx, rx) = mpsc::channel::<Case>();
     let slots = cfg.jobs.max(1);
-    let mut results = Vec::new();
+    let mut results: Vec<Case> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut output_spent = 0usize;
     std::thread::scope(|scope| {
         let mut first = Some(first);
@@ -769,7 +798,12 @@ pub fn run(
                     case.output =
                         within_run_budget(case.output, &mut output_spent, RUN_OUTPUT_BYTES);
                     on_case(&case);
-                    results.push(case);
+                    // A second result for a case is its amendment.
+                    if seen.insert(case.id.clone()) {
+                        results.push(case);
+                    } else if let Some(old) = results.iter_mut().find(|c| c.id == case.id) {
+                        *old = case;
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,

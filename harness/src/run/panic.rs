@@ -111,12 +111,24 @@ pub fn test_hook(case_id: &str) {
 pub fn guarded(case_id: &str, record: impl FnOnce() -> Case, run: impl FnOnce() -> Case) -> Case {
     install_hook();
     let _ = LAST.try_with(|l| l.borrow_mut().take());
+    crate::abi::outslot::begin_case(case_id);
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         test_hook(case_id);
         run()
     }));
+    // Late writes into the structures this case's calls filled
+    // (abi::outslot): what is found now is this case's; damage to an
+    // earlier case's is kept for whoever holds that case's result.
+    let exercised = crate::abi::outslot::used();
+    let damage = crate::abi::outslot::end_case();
     match result {
-        Ok(case) => case,
+        Ok(mut case) => {
+            if exercised && !case.checked.is_empty() {
+                crate::run::late::mark_checked(&mut case);
+            }
+            crate::run::late::charge(&mut case, &damage);
+            case
+        }
         Err(payload) => {
             let text = LAST
                 .try_with(|l| l.borrow_mut().take())

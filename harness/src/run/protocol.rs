@@ -34,6 +34,11 @@ pub enum FromWorker {
         /// worker.
         #[serde(default)]
         retire: Option<String>,
+        /// Earlier cases of this worker, amended: a thread a plugin left
+        /// running wrote into a structure one of their calls had filled,
+        /// and it was found at the end of this case (`array.out.untouched`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        amended: Vec<Case>,
     },
     /// The running case is entering this step (sent before the step's
     /// plugin calls, so a crash is attributed to it).

@@ -13,6 +13,10 @@ use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
 use crate::roundtrip::{self, Options};
 
+/// Why a worker ends whose out-structure arena is spent
+/// ([`crate::abi::outslot::WORKER_BUDGET`]).
+pub const OUTSLOTS_SPENT: &str = "the worker's out-structure arena is spent";
+
 /// The suites a worker can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -317,6 +321,9 @@ pub fn run(args: WorkerArgs) -> i32 {
     // not inherit: taken once the plugins are loaded (their own start-up
     // changes are theirs to keep).
     let state = proc::ProcessState::take();
+    // The results of the last cases, as sent: a late write found later
+    // amends them.
+    let mut recent: std::collections::VecDeque<Case> = std::collections::VecDeque::new();
     for line in reader.lines() {
         let Ok(line) = line else { break };
         let msg: ToWorker = match serde_json::from_str(&line) {
@@ -351,10 +358,34 @@ pub fn run(args: WorkerArgs) -> i32 {
         }
         flush_c_stdio();
         let restored = state.restore();
+        // Late writes into structures earlier cases' calls had filled:
+        // those cases' results are amended (the plugin's threads still
+        // run, so the worker ends after this case).
+        let mut amended: Vec<Case> = Vec::new();
+        let late = crate::abi::outslot::take_earlier();
+        for d in &late {
+            let Some(earlier) = recent.iter().find(|c| c.id == d.case) else {
+                continue;
+            };
+            let at = match amended.iter().position(|c| c.id == d.case) {
+                Some(i) => i,
+                None => {
+                    amended.push(earlier.clone());
+                    amended.len() - 1
+                }
+            };
+            crate::run::late::charge(&mut amended[at], std::slice::from_ref(d));
+        }
         let retire = restored
             .stuck
             .clone()
-            .or_else(crate::abi::breadcrumb::take_taint);
+            .or_else(crate::abi::breadcrumb::take_taint)
+            .or_else(|| {
+                (!late.is_empty()).then(|| {
+                    "a thread of the plugin wrote into a structure an earlier case's call had filled"
+                        .to_string()
+                })
+            });
         if !restored.undone.is_empty() || retire.is_some() {
             // Into the capture file (descriptor 2 is restored by now): the
             // case's output carries it.
@@ -370,12 +401,26 @@ pub fn run(args: WorkerArgs) -> i32 {
             );
         }
         let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
+        for a in &amended {
+            if let Some(r) = recent.iter_mut().find(|c| c.id == a.id) {
+                *r = a.clone();
+            }
+        }
+        recent.push_back(case.clone());
+        while recent.len() > crate::abi::outslot::WINDOW {
+            recent.pop_front();
+        }
+        // A worker whose out-structure arena is spent ends quietly: the
+        // next one starts with an empty arena (slots are never reused).
+        let spent = retire.is_none() && crate::abi::outslot::spent();
+        let retire = retire.or_else(|| spent.then(|| OUTSLOTS_SPENT.to_string()));
         if send(
             &mut stream,
             &FromWorker::Done {
                 case: Box::new(case),
                 output_end,
                 retire: retire.clone(),
+                amended,
             },
         )
         .is_err()

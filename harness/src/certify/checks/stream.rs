@@ -307,9 +307,7 @@ where
     // located at the same memory location": nothing may point into it.
     let start = (&*stream as *const S).addr();
     let private = stream.private_data().addr();
-    let inside = private
-        .checked_sub(start)
-        .filter(|&d| d < std::mem::size_of::<S>());
+    let inside = crate::abi::outslot::inside(start, std::mem::size_of::<S>(), private);
     if !not_self_referencing(
         inside
             .map(|d| format!("private_data points {d} bytes into the stream structure itself, which may be moved"))

@@ -248,7 +248,7 @@ unsafe fn schema_format(s: &ArrowSchema) -> Result<Format, (&'static str, String
 
 /// Where `p` lies inside the `size` bytes at `start`, as an offset.
 fn inside(start: usize, size: usize, p: usize) -> Option<usize> {
-    p.checked_sub(start).filter(|&d| d < size)
+    crate::abi::outslot::inside(start, size, p)
 }
 
 /// Of `pointers` (what, address), those that point inside the structure
