@@ -345,6 +345,11 @@ ARROWCERT_EXPORT int arrowcert_consume_device_stream_to_stream(
    Absent: every exported entry point is served. */
 ARROWCERT_EXPORT int32_t arrowcert_plugin_offers(const char* entry_point);
 
+/* Optional: NULL, or why the plugin could not set itself up (its adapter
+   does not load, say): the harness reports it as bad input and calls
+   nothing else. Asked right after the identity functions. */
+ARROWCERT_EXPORT const char* arrowcert_plugin_load_error(void);
+
 #ifdef __cplusplus
 }
 #endif

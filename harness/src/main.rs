@@ -16,6 +16,11 @@ use clap::{Parser, Subcommand};
     after_help = "Exit codes (certify, replay, roundtrip, matrix, merge):\n  0  pass: every MUST rule exercised held and every exported path ran data to a verdict\n  1  fail: a MUST rule failed, a case crashed or hung, or a call errored (not a declared limitation)\n  2  bad input: not a plugin, missing symbols, a wrong ABI version, a usage error\n  3  not certified: too little exercised (no case selected, every call errored or was declined, the device asked for is missing, an incomplete run or matrix)\n  4  harness error: arrowcert's own code failed; please report it\n  128+N  interrupted by signal N (the report is marked incomplete; resume with --resume)"
 )]
 struct Cli {
+    /// The Python interpreter `py:` adapters run in (its environment's
+    /// packages are the ones certified); default: the project-local one
+    /// `just real` installs (target/real/venv/bin/python).
+    #[arg(long, global = true, value_name = "PATH")]
+    python: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -100,6 +105,9 @@ fn main() -> ExitCode {
 
 /// Dispatches to the command's module.
 fn run(cli: Cli) -> Result<i32, BadInput> {
+    if let Some(p) = cli.python {
+        arrowcert::plugin::python::set_interpreter(p);
+    }
     match cli.command {
         Command::Inspect(f) => cli::inspect::inspect_command(f),
         Command::Roundtrip(f) => cli::roundtrip::roundtrip_command(f),

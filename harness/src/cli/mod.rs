@@ -300,6 +300,10 @@ impl Bundled {
 /// Resolves a plugin argument: a path, or the short name of a bundled
 /// plugin (`reference`, `arrow-cpp`, ...) found where it is built.
 pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
+    // A Python adapter (docs/PYTHON_ADAPTERS.md): the bridge's copy for it.
+    if let Some(spec) = arg.strip_prefix("py:") {
+        return crate::plugin::python::prepare(spec).map_err(BadInput);
+    }
     let looks_like_path = arg.contains('/') || arg.ends_with(".so") || Path::new(arg).exists();
     if looks_like_path {
         return Ok(PathBuf::from(arg));

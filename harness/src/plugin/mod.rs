@@ -8,6 +8,7 @@
 
 pub mod elf;
 pub mod integration;
+pub mod python;
 pub mod streamed;
 pub mod tracker;
 
@@ -37,6 +38,9 @@ pub enum LoadError {
     NameNotUtf8(PathBuf),
     /// An Arrow C data integration library with half a direction.
     IntegrationIncomplete(PathBuf, integration::Incomplete),
+    /// The plugin could not set itself up (`arrowcert_plugin_load_error`):
+    /// a Python adapter that does not import, say.
+    Setup(PathBuf, String),
 }
 
 impl fmt::Display for LoadError {
@@ -66,6 +70,12 @@ impl fmt::Display for LoadError {
                 p.display()
             ),
             LoadError::IntegrationIncomplete(p, why) => write!(f, "{}: {why}", p.display()),
+            LoadError::Setup(p, why) => write!(
+                f,
+                "{}: the plugin could not set itself up: {}",
+                p.display(),
+                crate::report::bounded(why, 2000)
+            ),
         }
     }
 }
@@ -330,6 +340,8 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_consume_async_start", Role::Consumer),
     ("arrowcert_consume_async_finish", Role::Consumer),
     ("arrowcert_consume_async_cancel", Role::Optional),
+    ("arrowcert_plugin_offers", Role::Optional),
+    ("arrowcert_plugin_load_error", Role::Optional),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -523,6 +535,21 @@ impl Plugin {
         .map_err(|e| LoadError::Dlopen(path.to_path_buf(), dl_message(&e)))?;
         let lib: libloading::Library = lib.into();
 
+        // A plugin that could not set itself up says why: bad input.
+        // SAFETY: the declared type of the optional symbol.
+        let setup: Option<NameFn> = unsafe { lookup(&lib, "arrowcert_plugin_load_error") };
+        if let Some(setup) = setup {
+            // SAFETY: no arguments; NULL or a NUL-terminated string.
+            let p = unsafe { setup() };
+            if !p.is_null() {
+                let bytes =
+                    crate::inspect::probe::c_string_at(p as usize, 4096).unwrap_or_default();
+                return Err(LoadError::Setup(
+                    path.to_path_buf(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
         // A plugin configured at run time (the Python adapter bridge) says
         // which of its entry points it serves; absent, every one it exports.
         // SAFETY: the declared type of the optional symbol.

@@ -1,0 +1,21 @@
+"""pyarrow through the Arrow PyCapsule interface (docs/PYTHON_ADAPTERS.md).
+
+    arrowcert certify --producer py:adapters/pyarrow.py
+"""
+import pyarrow as pa
+
+NAME = f"pyarrow {pa.__version__} (PyCapsule)"
+
+
+def load(data):
+    # One batch: a RecordBatch (array and device-array paths); a whole
+    # scenario: a Table (schema and stream paths).
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.record_batch(data)
+    return pa.table(data)
+
+
+def read(data):
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data).read_all()
+    return pa.record_batch(data)

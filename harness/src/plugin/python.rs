@@ -1,0 +1,185 @@
+//! `py:` plugins: a Python adapter file (or module) run by arrowcert's
+//! adapter bridge (`plugins/python/bridge.c`, docs/PYTHON_ADAPTERS.md).
+//!
+//! The bridge is built once per interpreter (`scripts/python/build-bridge.sh`)
+//! into the cache (`target/python-bridge/`). Each adapter gets a copy of it
+//! of its own, next to a `<copy>.adapter` file naming the adapter: two
+//! adapters in one process are two libraries with their own state, sharing
+//! the one interpreter. Builds and copies are written under temporary names
+//! and renamed, so runs at once do not collide.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+static INTERPRETER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// `--python PATH`: the interpreter `py:` plugins run in, for this process.
+pub fn set_interpreter(path: PathBuf) {
+    let _ = INTERPRETER.set(path);
+}
+
+/// The interpreter `py:` plugins run in: `--python`, else
+/// `ARROWCERT_PYTHON`, else the project-local one `just real` installs
+/// (`target/real/venv/bin/python`).
+pub fn interpreter() -> Result<PathBuf, String> {
+    let given = INTERPRETER.get().cloned().or_else(|| {
+        std::env::var_os("ARROWCERT_PYTHON")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    });
+    if let Some(p) = given {
+        return if p.exists() || !p.to_string_lossy().contains('/') {
+            Ok(p)
+        } else {
+            Err(format!("--python {}: no such file", p.display()))
+        };
+    }
+    let local = target_dir().join("real/venv/bin/python");
+    if local.exists() {
+        return Ok(local);
+    }
+    Err(format!(
+        "no Python for py: adapters: the project-local one ({}) is not installed (`just real`), and no --python was given",
+        local.display()
+    ))
+}
+
+/// `target/` of the checkout this arrowcert was built in (its executable
+/// is in `target/<profile>/`).
+fn target_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("target"))
+}
+
+/// The checkout's root (for the bridge's sources and build script).
+fn source_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("ARROWCERT_BRIDGE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("python-bridge"))
+}
+
+fn key(parts: &[&[u8]]) -> String {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in parts {
+        p.hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}
+
+/// The bridge built for `python` (built now when missing or older than its
+/// sources).
+pub fn bridge(python: &Path) -> Result<PathBuf, String> {
+    let src = source_dir();
+    let sources = [
+        src.join("plugins/python/bridge.c"),
+        src.join("plugins/python/bridge.py"),
+        src.join("scripts/python/build-bridge.sh"),
+        src.join("harness/include/arrowcert_plugin.h"),
+    ];
+    let mut contents = Vec::new();
+    for s in &sources {
+        contents.push(std::fs::read(s).map_err(|e| {
+            format!(
+                "the Python adapter bridge's source {} cannot be read ({e}): py: adapters need the arrowcert checkout it was built from",
+                s.display()
+            )
+        })?);
+    }
+    // Which interpreter: as given, and where it leads.
+    let real = std::fs::canonicalize(python).unwrap_or_else(|_| python.to_path_buf());
+    let mut parts: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+    let given = python.to_string_lossy().into_owned();
+    let resolved = real.to_string_lossy().into_owned();
+    parts.push(given.as_bytes());
+    parts.push(resolved.as_bytes());
+    let dir = cache_dir().join(format!("bridge-{}", key(&parts)));
+    let so = dir.join("libarrowcert_python_bridge.so");
+    if so.exists() && so.with_extension("so.site").exists() {
+        return Ok(so);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = std::process::Command::new("bash")
+        .arg(src.join("scripts/python/build-bridge.sh"))
+        .arg(python)
+        .arg(&so)
+        .output()
+        .map_err(|e| format!("cannot run the bridge's build script: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!(
+            "building the Python adapter bridge for {} failed: {last}",
+            python.display()
+        ));
+    }
+    Ok(so)
+}
+
+/// Prepares the plugin for `spec` (what follows `py:`: a `.py` file or a
+/// module name): a copy of the bridge whose `.adapter` file names it.
+pub fn prepare(spec: &str) -> Result<PathBuf, String> {
+    if spec.is_empty() {
+        return Err("py: needs an adapter file or module (py:adapters/pyarrow.py)".into());
+    }
+    let file_like = spec.ends_with(".py") || spec.contains('/');
+    let target = if file_like {
+        let p = Path::new(spec);
+        if !p.is_file() {
+            return Err(format!("py:{spec}: no such adapter file"));
+        }
+        format!(
+            "adapter={}",
+            std::fs::canonicalize(p)
+                .map_err(|e| format!("py:{spec}: {e}"))?
+                .display()
+        )
+    } else {
+        format!("module={spec}")
+    };
+    let python = interpreter()?;
+    let bridge = bridge(&python)?;
+    let sites = std::fs::read_to_string(bridge.with_extension("so.site")).unwrap_or_default();
+    let mut config = format!("# written by arrowcert for py:{spec}\n{target}\n");
+    for s in sites.lines().filter(|l| !l.trim().is_empty()) {
+        config.push_str(&format!("site={s}\n"));
+    }
+    let stem: String = Path::new(spec)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let bridge_bytes = std::fs::read(&bridge).map_err(|e| format!("{}: {e}", bridge.display()))?;
+    let dir = bridge.parent().unwrap_or(Path::new(".")).join(format!(
+        "adapter-{}",
+        key(&[config.as_bytes(), &bridge_bytes])
+    ));
+    let copy = dir.join(format!("libarrowcert_py_{stem}.so"));
+    let sidecar = PathBuf::from(format!("{}.adapter", copy.display()));
+    if copy.exists() && sidecar.exists() {
+        return Ok(copy);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let tmp = |p: &Path| PathBuf::from(format!("{}.tmp.{}", p.display(), std::process::id()));
+    std::fs::write(tmp(&sidecar), &config)
+        .and_then(|_| std::fs::rename(tmp(&sidecar), &sidecar))
+        .map_err(|e| format!("{}: {e}", sidecar.display()))?;
+    std::fs::copy(&bridge, tmp(&copy))
+        .and_then(|_| std::fs::rename(tmp(&copy), &copy))
+        .map_err(|e| format!("{}: {e}", copy.display()))?;
+    Ok(copy)
+}

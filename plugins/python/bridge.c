@@ -1,0 +1,855 @@
+/*
+ * arrowcert's Python adapter bridge: an arrowcert plugin that embeds CPython
+ * and certifies a Python library through the Arrow PyCapsule interface
+ * (PyCapsuleInterface.rst), driven by a small adapter file the user writes
+ * (docs/PYTHON_ADAPTERS.md):
+ *
+ *   def load(data): ...   # producer: the harness's data -> the library's object
+ *   def read(data): ...   # consumer: the library imports what the harness hands
+ *
+ * The harness never loads this library as it is built: for each adapter it
+ * copies it next to a file `<copy>.adapter` that names the adapter (and the
+ * interpreter's site-packages), and loads the copy (`--producer py:FILE.py`).
+ * Each copy has its own state; copies share the process's one interpreter.
+ *
+ * It speaks the contract's stream variants only (docs/PLUGIN_ABI.md, "Data
+ * as a stream"): the harness's data comes in as an ArrowArrayStream, which
+ * the glue (bridge.py, embedded) offers to `load` as an object with
+ * __arrow_c_stream__ / __arrow_c_schema__ (/ __arrow_c_array__ for one
+ * batch); the object `load` returns is exported through its own dunder
+ * methods, and the structure is MOVED out of the capsule into the harness's
+ * `out`. A consumer's `read` gets the harness's structures wrapped, where
+ * they lie, in capsules with the protocol's names; what it returns is
+ * exported through its own __arrow_c_stream__ (or __arrow_c_array__) and
+ * handed back to the harness, which validates it. No IPC on either side.
+ *
+ * Which entry points it serves (arrowcert_plugin_offers) is what the adapter
+ * can do, found when it is loaded: `load` on a small probe and the dunders
+ * of what it returns; `read` on the probe in each form.
+ *
+ * Built by scripts/python/build-bridge.sh against one interpreter.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arrowcert_plugin.h"
+
+static const char GLUE[] =
+#include BRIDGE_GLUE_HEADER
+    ;
+
+/* ---- errors ------------------------------------------------------------ */
+
+static _Thread_local char* last_error = NULL;
+
+static void clear_error(void) {
+  free(last_error);
+  last_error = NULL;
+}
+
+static int set_error(int code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static int set_error(int code, const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(last_error);
+  last_error = strdup(buf);
+  return code;
+}
+
+ARROWCERT_EXPORT const char* arrowcert_last_error(void) { return last_error; }
+
+static PyObject* glue_dict = NULL;
+
+/* With the GIL held and a Python exception set: clears it, sets the last
+   error from the glue's describe() and returns its errno. */
+static int error_from_python(const char* where) {
+  PyObject *type = NULL, *value = NULL, *tb = NULL;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == NULL) return set_error(EIO, "%s: failed without a Python exception", where);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+  int code = EIO;
+  char* msg = NULL;
+  PyObject* describe = glue_dict ? PyDict_GetItemString(glue_dict, "describe") : NULL;
+  PyObject* res = describe ? PyObject_CallOneArg(describe, value ? value : Py_None) : NULL;
+  if (res != NULL && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2) {
+    code = (int)PyLong_AsLong(PyTuple_GET_ITEM(res, 0));
+    const char* m = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1));
+    if (m != NULL) msg = strdup(m);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_XDECREF(res);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  if (code <= 0) code = EIO;
+  int rc = set_error(code, "%s: %s", where, msg ? msg : "unknown Python error");
+  free(msg);
+  return rc;
+}
+
+/* ---- capsules ------------------------------------------------------------ */
+
+/* Over a structure the harness owns, where it lies: the destructor releases
+   it unless the library moved it out. */
+static void release_schema_in_place(PyObject* cap) {
+  struct ArrowSchema* s = PyCapsule_GetPointer(cap, "arrow_schema");
+  if (s != NULL && s->release != NULL) s->release(s);
+  if (s == NULL) PyErr_Clear();
+}
+static void release_array_in_place(PyObject* cap) {
+  struct ArrowArray* a = PyCapsule_GetPointer(cap, "arrow_array");
+  if (a != NULL && a->release != NULL) a->release(a);
+  if (a == NULL) PyErr_Clear();
+}
+static void release_device_array_in_place(PyObject* cap) {
+  struct ArrowDeviceArray* a = PyCapsule_GetPointer(cap, "arrow_device_array");
+  if (a != NULL && a->array.release != NULL) a->array.release(&a->array);
+  if (a == NULL) PyErr_Clear();
+}
+static void release_stream_in_place(PyObject* cap) {
+  struct ArrowArrayStream* s = PyCapsule_GetPointer(cap, "arrow_array_stream");
+  if (s != NULL && s->release != NULL) s->release(s);
+  if (s == NULL) PyErr_Clear();
+}
+static void release_device_stream_in_place(PyObject* cap) {
+  struct ArrowDeviceArrayStream* s = PyCapsule_GetPointer(cap, "arrow_device_array_stream");
+  if (s != NULL && s->release != NULL) s->release(s);
+  if (s == NULL) PyErr_Clear();
+}
+
+/* Over a malloc'd structure of the bridge's own (moved out of the
+   harness's): released if still live, then freed. */
+static void free_schema(PyObject* cap) {
+  struct ArrowSchema* s = PyCapsule_GetPointer(cap, "arrow_schema");
+  if (s == NULL) { PyErr_Clear(); return; }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+static void free_array(PyObject* cap) {
+  struct ArrowArray* a = PyCapsule_GetPointer(cap, "arrow_array");
+  if (a == NULL) { PyErr_Clear(); return; }
+  if (a->release != NULL) a->release(a);
+  free(a);
+}
+static void free_stream(PyObject* cap) {
+  struct ArrowArrayStream* s = PyCapsule_GetPointer(cap, "arrow_array_stream");
+  if (s == NULL) { PyErr_Clear(); return; }
+  if (s->release != NULL) s->release(s);
+  free(s);
+}
+
+static void* parse_address(PyObject* args) {
+  unsigned long long addr;
+  if (!PyArg_ParseTuple(args, "K", &addr)) return NULL;
+  if (addr == 0) PyErr_SetString(PyExc_ValueError, "NULL structure");
+  return (void*)(uintptr_t)addr;
+}
+
+/* Capsules made over the harness's structures in the running consume
+   call (this thread): none means read() never got them. */
+static _Thread_local int capsules_made = 0;
+
+/* C.capsule(address, name): a capsule over a structure the harness owns. */
+static PyObject* helper_capsule(PyObject* self, PyObject* args) {
+  (void)self;
+  capsules_made++;
+  unsigned long long addr;
+  const char* kind;
+  if (!PyArg_ParseTuple(args, "Ks", &addr, &kind)) return NULL;
+  void* p = (void*)(uintptr_t)addr;
+  if (p == NULL) {
+    PyErr_SetString(PyExc_ValueError, "NULL structure");
+    return NULL;
+  }
+  if (strcmp(kind, "arrow_schema") == 0) return PyCapsule_New(p, "arrow_schema", release_schema_in_place);
+  if (strcmp(kind, "arrow_array") == 0) return PyCapsule_New(p, "arrow_array", release_array_in_place);
+  if (strcmp(kind, "arrow_device_array") == 0)
+    return PyCapsule_New(p, "arrow_device_array", release_device_array_in_place);
+  if (strcmp(kind, "arrow_array_stream") == 0)
+    return PyCapsule_New(p, "arrow_array_stream", release_stream_in_place);
+  if (strcmp(kind, "arrow_device_array_stream") == 0)
+    return PyCapsule_New(p, "arrow_device_array_stream", release_device_stream_in_place);
+  PyErr_Format(PyExc_ValueError, "unknown capsule kind %s", kind);
+  return NULL;
+}
+
+static PyObject* stream_failed(struct ArrowArrayStream* st, const char* call, int rc) {
+  const char* m = st->get_last_error ? st->get_last_error(st) : NULL;
+  PyErr_Format(PyExc_OSError, "the harness's stream: %s failed with %d: %s", call, rc,
+               m ? m : "(no message)");
+  return NULL;
+}
+
+/* C.stream_schema(address): get_schema of a harness stream, in a capsule
+   that owns the result. The stream stays where it is. */
+static PyObject* helper_stream_schema(PyObject* self, PyObject* args) {
+  (void)self;
+  struct ArrowArrayStream* st = parse_address(args);
+  if (st == NULL) return NULL;
+  if (st->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the harness's stream was already taken");
+    return NULL;
+  }
+  struct ArrowSchema* s = calloc(1, sizeof *s);
+  if (s == NULL) return PyErr_NoMemory();
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    free(s);
+    return stream_failed(st, "get_schema", rc);
+  }
+  PyObject* cap = PyCapsule_New(s, "arrow_schema", free_schema);
+  if (cap == NULL) {
+    if (s->release != NULL) s->release(s);
+    free(s);
+  }
+  return cap;
+}
+
+/* C.take_stream(address): the harness's stream moved into a capsule of the
+   bridge's own (so the library may keep it past the call). */
+static PyObject* helper_take_stream(PyObject* self, PyObject* args) {
+  (void)self;
+  struct ArrowArrayStream* st = parse_address(args);
+  if (st == NULL) return NULL;
+  if (st->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the harness's stream was already taken");
+    return NULL;
+  }
+  struct ArrowArrayStream* moved = malloc(sizeof *moved);
+  if (moved == NULL) return PyErr_NoMemory();
+  *moved = *st;
+  st->release = NULL;
+  PyObject* cap = PyCapsule_New(moved, "arrow_array_stream", free_stream);
+  if (cap == NULL) {
+    moved->release(moved);
+    free(moved);
+  }
+  return cap;
+}
+
+/* C.take_batch(address): (schema, array) capsules of the stream's first
+   (only) batch; the stream is released. */
+static PyObject* helper_take_batch(PyObject* self, PyObject* args) {
+  (void)self;
+  struct ArrowArrayStream* st = parse_address(args);
+  if (st == NULL) return NULL;
+  if (st->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the harness's stream was already taken");
+    return NULL;
+  }
+  struct ArrowSchema* s = calloc(1, sizeof *s);
+  struct ArrowArray* a = calloc(1, sizeof *a);
+  if (s == NULL || a == NULL) {
+    free(s);
+    free(a);
+    return PyErr_NoMemory();
+  }
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
+  if (rc == 0) rc = -st->get_next(st, a);
+  Py_END_ALLOW_THREADS
+  if (rc != 0 || a->release == NULL) {
+    PyObject* r = rc != 0 ? stream_failed(st, rc > 0 ? "get_schema" : "get_next", rc > 0 ? rc : -rc)
+                          : (PyErr_SetString(PyExc_ValueError, "the harness's stream has no batch"), NULL);
+    if (s->release) s->release(s);
+    if (a->release) a->release(a);
+    free(s);
+    free(a);
+    st->release(st);
+    return r;
+  }
+  st->release(st);
+  PyObject* sc = PyCapsule_New(s, "arrow_schema", free_schema);
+  PyObject* ac = PyCapsule_New(a, "arrow_array", free_array);
+  if (sc == NULL || ac == NULL) {
+    Py_XDECREF(sc);
+    Py_XDECREF(ac);
+    return NULL;
+  }
+  return Py_BuildValue("(NN)", sc, ac);
+}
+
+/* C.schema_of_stream(capsule): get_schema of a stream the library
+   exported (an "arrow_array_stream" capsule), in a capsule that owns the
+   result; the stream stays in its capsule. */
+static PyObject* helper_schema_of_stream(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+  struct ArrowArrayStream* st = PyCapsule_GetPointer(cap, "arrow_array_stream");
+  if (st == NULL) return NULL;
+  if (st->release == NULL) {
+    PyErr_SetString(PyExc_ValueError, "the library's stream capsule holds a released stream");
+    return NULL;
+  }
+  struct ArrowSchema* s = calloc(1, sizeof *s);
+  if (s == NULL) return PyErr_NoMemory();
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    free(s);
+    const char* m = st->get_last_error ? st->get_last_error(st) : NULL;
+    PyErr_Format(PyExc_OSError, "the library's stream: get_schema failed with %d: %s", rc,
+                 m ? m : "(no message)");
+    return NULL;
+  }
+  PyObject* out = PyCapsule_New(s, "arrow_schema", free_schema);
+  if (out == NULL) {
+    if (s->release != NULL) s->release(s);
+    free(s);
+  }
+  return out;
+}
+
+/* ---- a stream of one batch (what `read` returned, as (schema, array)) --- */
+
+struct one_batch {
+  struct ArrowSchema schema;
+  struct ArrowArray array;
+};
+
+static int one_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {
+  struct one_batch* o = st->private_data;
+  /* A deep copy is not needed by the harness, which asks once; a second
+     call gets EINVAL rather than a shared schema. */
+  if (o->schema.release == NULL) return EINVAL;
+  *out = o->schema;
+  o->schema.release = NULL;
+  return 0;
+}
+static int one_get_next(struct ArrowArrayStream* st, struct ArrowArray* out) {
+  struct one_batch* o = st->private_data;
+  *out = o->array; /* after the one batch: a released array, the end */
+  o->array.release = NULL;
+  return 0;
+}
+static const char* one_last_error(struct ArrowArrayStream* st) {
+  (void)st;
+  return "the schema of this one-batch stream was already taken";
+}
+static void one_release(struct ArrowArrayStream* st) {
+  struct one_batch* o = st->private_data;
+  if (o->schema.release) o->schema.release(&o->schema);
+  if (o->array.release) o->array.release(&o->array);
+  free(o);
+  st->release = NULL;
+}
+
+/* ---- moving structures out of the library's capsules -------------------- */
+
+/* Bitwise copy into `out`, then the capsule's copy marked released, so its
+   destructor leaves it alone. */
+static int move_out(PyObject* capsule, const char* name, void* out, size_t size,
+                    size_t release_offset) {
+  if (!PyCapsule_IsValid(capsule, name)) {
+    const char* got = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
+    if (PyErr_Occurred()) PyErr_Clear();
+    return set_error(EIO, "the library returned %s, not a PyCapsule named \"%s\"",
+                     PyCapsule_CheckExact(capsule) ? (got ? got : "a capsule without a name")
+                                                   : Py_TYPE(capsule)->tp_name,
+                     name);
+  }
+  void* p = PyCapsule_GetPointer(capsule, name);
+  if (p == NULL) return error_from_python("PyCapsule_GetPointer");
+  void* release;
+  memcpy(&release, (char*)p + release_offset, sizeof release);
+  if (release == NULL)
+    return set_error(EIO, "the library's \"%s\" capsule holds a released structure", name);
+  memcpy(out, p, size);
+  memset((char*)p + release_offset, 0, sizeof(void*));
+  return 0;
+}
+
+static PyObject* pair_item(PyObject* pair, Py_ssize_t i) {
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) return NULL;
+  return PyTuple_GET_ITEM(pair, i);
+}
+
+/* What `read` returned, as glue.export_read() gave it: a stream capsule, or
+   a (schema, array) pair; into `out` as a stream. */
+static int hand_back(PyObject* what, struct ArrowArrayStream* out) {
+  if (PyTuple_Check(what)) {
+    PyObject *sc = pair_item(what, 0), *ac = pair_item(what, 1);
+    if (sc == NULL || ac == NULL)
+      return set_error(EIO, "__arrow_c_array__ did not return a (schema, array) pair");
+    struct one_batch* o = calloc(1, sizeof *o);
+    if (o == NULL) return set_error(ENOMEM, "out of memory");
+    int rc = move_out(sc, "arrow_schema", &o->schema, sizeof o->schema,
+                      offsetof(struct ArrowSchema, release));
+    if (rc == 0)
+      rc = move_out(ac, "arrow_array", &o->array, sizeof o->array, offsetof(struct ArrowArray, release));
+    if (rc != 0) {
+      if (o->schema.release) o->schema.release(&o->schema);
+      free(o);
+      return rc;
+    }
+    out->get_schema = one_get_schema;
+    out->get_next = one_get_next;
+    out->get_last_error = one_last_error;
+    out->release = one_release;
+    out->private_data = o;
+    return 0;
+  }
+  return move_out(what, "arrow_array_stream", out, sizeof *out,
+                  offsetof(struct ArrowArrayStream, release));
+}
+
+/* ---- the probe: a small stream the bridge builds itself ----------------- */
+
+/* Every schema and batch it hands out owns its memory (released on its
+   own, as the stream interface asks: "Their lifetimes are not tied to that
+   of the ArrowArrayStream"). */
+struct probe_schema {
+  struct ArrowSchema child;
+  struct ArrowSchema* children[1];
+};
+struct probe_batch {
+  int64_t values[3];
+  const void* buffers[2];
+  const void* struct_buffers[1];
+  struct ArrowArray child;
+  struct ArrowArray* children[1];
+};
+struct probe {
+  int taken_batch;
+};
+
+static void probe_release_child_schema(struct ArrowSchema* s) { s->release = NULL; }
+static void probe_release_schema(struct ArrowSchema* s) {
+  struct probe_schema* p = s->private_data;
+  if (p->child.release) p->child.release(&p->child);
+  free(p);
+  s->release = NULL;
+}
+static void probe_release_child_array(struct ArrowArray* a) { a->release = NULL; }
+static void probe_release_array(struct ArrowArray* a) {
+  struct probe_batch* b = a->private_data;
+  if (b->child.release) b->child.release(&b->child);
+  free(b);
+  a->release = NULL;
+}
+
+static int probe_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {
+  (void)st;
+  struct probe_schema* p = calloc(1, sizeof *p);
+  if (p == NULL) return ENOMEM;
+  p->child.format = "l";
+  p->child.name = "x";
+  p->child.flags = ARROW_FLAG_NULLABLE;
+  p->child.release = probe_release_child_schema;
+  p->children[0] = &p->child;
+  memset(out, 0, sizeof *out);
+  out->format = "+s";
+  out->name = "";
+  out->n_children = 1;
+  out->children = p->children;
+  out->release = probe_release_schema;
+  out->private_data = p;
+  return 0;
+}
+static int probe_get_next(struct ArrowArrayStream* st, struct ArrowArray* out) {
+  struct probe* p = st->private_data;
+  memset(out, 0, sizeof *out);
+  if (p->taken_batch++) return 0; /* the end */
+  struct probe_batch* b = calloc(1, sizeof *b);
+  if (b == NULL) return ENOMEM;
+  b->values[0] = 1;
+  b->values[1] = 2;
+  b->values[2] = 3;
+  b->buffers[0] = NULL;
+  b->buffers[1] = b->values;
+  b->child.length = 3;
+  b->child.n_buffers = 2;
+  b->child.buffers = b->buffers;
+  b->child.release = probe_release_child_array;
+  b->children[0] = &b->child;
+  b->struct_buffers[0] = NULL;
+  out->length = 3;
+  out->n_buffers = 1;
+  out->buffers = b->struct_buffers;
+  out->n_children = 1;
+  out->children = b->children;
+  out->release = probe_release_array;
+  out->private_data = b;
+  return 0;
+}
+static const char* probe_last_error(struct ArrowArrayStream* st) {
+  (void)st;
+  return NULL;
+}
+static void probe_release(struct ArrowArrayStream* st) {
+  free(st->private_data);
+  st->release = NULL;
+}
+
+/* C.probe(): the address of a fresh probe stream (one int64 column
+   x = 1, 2, 3) the glue frees with C.free_probe. */
+static PyObject* helper_probe(PyObject* self, PyObject* args) {
+  (void)self;
+  (void)args;
+  struct ArrowArrayStream* st = calloc(1, sizeof *st);
+  struct probe* p = calloc(1, sizeof *p);
+  if (st == NULL || p == NULL) {
+    free(st);
+    free(p);
+    return PyErr_NoMemory();
+  }
+  st->get_schema = probe_get_schema;
+  st->get_next = probe_get_next;
+  st->get_last_error = probe_last_error;
+  st->release = probe_release;
+  st->private_data = p;
+  return PyLong_FromUnsignedLongLong((uintptr_t)st);
+}
+
+/* C.free_probe(address): releases (if live) and frees a probe stream. */
+static PyObject* helper_free_probe(PyObject* self, PyObject* args) {
+  (void)self;
+  struct ArrowArrayStream* st = parse_address(args);
+  if (st == NULL) return NULL;
+  if (st->release) st->release(st);
+  free(st);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef helper_methods[] = {
+    {"capsule", helper_capsule, METH_VARARGS, "capsule(address, name)"},
+    {"stream_schema", helper_stream_schema, METH_VARARGS, "stream_schema(address)"},
+    {"take_stream", helper_take_stream, METH_VARARGS, "take_stream(address)"},
+    {"take_batch", helper_take_batch, METH_VARARGS, "take_batch(address)"},
+    {"schema_of_stream", helper_schema_of_stream, METH_VARARGS, "schema_of_stream(capsule)"},
+    {"probe", helper_probe, METH_VARARGS, "probe()"},
+    {"free_probe", helper_free_probe, METH_VARARGS, "free_probe(address)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef helper_module = {PyModuleDef_HEAD_INIT, "_arrowcert_bridge_c", NULL, -1,
+                                           helper_methods, NULL, NULL, NULL, NULL};
+
+/* ---- initialisation ------------------------------------------------------ */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_code = 0;
+static char init_message[4096];
+static char plugin_name[512] = "arrowcert Python adapter (not loaded)";
+static char self_path[4096];
+/* What the adapter can do, from the probe (glue.OFFERS). */
+static char offers[1024];
+
+static int setup_python(void) {
+  PyObject* helper = PyModule_Create(&helper_module);
+  if (helper == NULL) return -1;
+  PyObject* mod = PyModule_New("_arrowcert_bridge_glue");
+  if (mod == NULL) {
+    Py_DECREF(helper);
+    return -1;
+  }
+  PyObject* d = PyModule_GetDict(mod); /* borrowed */
+  PyObject* self_str = PyUnicode_FromString(self_path);
+  int ok = self_str && PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+           PyDict_SetItemString(d, "C", helper) == 0 && PyDict_SetItemString(d, "SELF", self_str) == 0;
+  Py_XDECREF(self_str);
+  Py_DECREF(helper);
+  if (ok) {
+    PyObject* code = Py_CompileString(GLUE, "<arrowcert bridge glue>", Py_file_input);
+    PyObject* r = code ? PyEval_EvalCode(code, d, d) : NULL;
+    ok = r != NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(code);
+  }
+  if (ok) {
+    PyObject* fn = PyDict_GetItemString(d, "start"); /* borrowed */
+    PyObject* r = fn ? PyObject_CallNoArgs(fn) : NULL;
+    ok = r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2;
+    if (ok) {
+      const char* n = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 0));
+      const char* o = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 1));
+      ok = n != NULL && o != NULL;
+      if (ok) {
+        snprintf(plugin_name, sizeof plugin_name, "%s", n);
+        snprintf(offers, sizeof offers, " %s ", o);
+      }
+    }
+    Py_XDECREF(r);
+  }
+  if (!ok) {
+    Py_DECREF(mod);
+    return -1;
+  }
+  Py_INCREF(d);
+  glue_dict = d;
+  Py_DECREF(mod);
+  return 0;
+}
+
+static void do_init(void) {
+  Dl_info info;
+  if (!dladdr((void*)&do_init, &info) || info.dli_fname == NULL) {
+    snprintf(init_message, sizeof init_message, "the bridge cannot find its own path");
+    init_code = EIO;
+    return;
+  }
+  snprintf(self_path, sizeof self_path, "%s", info.dli_fname);
+  /* The harness dlopens plugins RTLD_LOCAL, which would hide libpython's
+     symbols from the extension modules Python loads later: make them
+     global. */
+  if (dladdr((void*)&Py_IsInitialized, &info) && info.dli_fname) {
+    if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) {
+      snprintf(init_message, sizeof init_message, "cannot make %s global: %s", info.dli_fname,
+               dlerror());
+      init_code = EIO;
+      return;
+    }
+  }
+  int we_initialised = 0;
+  if (!Py_IsInitialized()) {
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.install_signal_handlers = 0;
+    config.parse_argv = 0;
+    config.user_site_directory = 0;
+    PyStatus st = PyStatus_Ok();
+    if (BRIDGE_PYTHONHOME[0]) st = PyConfig_SetBytesString(&config, &config.home, BRIDGE_PYTHONHOME);
+    if (!PyStatus_Exception(st)) st = PyConfig_SetBytesString(&config, &config.program_name, "python3");
+    if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+      snprintf(init_message, sizeof init_message, "Python initialisation failed (home %s): %s%s%s",
+               BRIDGE_PYTHONHOME, st.func ? st.func : "", st.func ? ": " : "",
+               st.err_msg ? st.err_msg : "");
+      init_code = EIO;
+      return;
+    }
+    we_initialised = 1;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (setup_python() != 0) {
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject* s = value ? PyObject_Str(value) : NULL;
+    const char* m = s ? PyUnicode_AsUTF8(s) : NULL;
+    snprintf(init_message, sizeof init_message, "%s%s%s", type ? ((PyTypeObject*)type)->tp_name : "",
+             m ? ": " : "", m ? m : "the adapter could not be loaded");
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_XDECREF(s);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    init_code = EIO;
+  }
+  PyGILState_Release(g);
+  if (we_initialised) (void)PyEval_SaveThread();
+}
+
+static int ensure_python(void) {
+  pthread_once(&init_once, do_init);
+  if (init_code != 0) return set_error(init_code, "%s", init_message);
+  return 0;
+}
+
+/* With the GIL held: glue[name](*args) (steals args). */
+static int call_glue(const char* name, PyObject* args, PyObject** result) {
+  *result = NULL;
+  if (args == NULL) return error_from_python(name);
+  PyObject* fn = PyDict_GetItemString(glue_dict, name); /* borrowed */
+  if (fn == NULL) {
+    Py_DECREF(args);
+    return set_error(ENOSYS, "%s: not in the glue", name);
+  }
+  PyObject* r = PyObject_CallObject(fn, args);
+  Py_DECREF(args);
+  if (r == NULL) return error_from_python(name);
+  *result = r;
+  return 0;
+}
+
+static void collect_garbage(void) {
+  PyObject* gc = PyImport_ImportModule("gc");
+  PyObject* r = gc ? PyObject_CallMethod(gc, "collect", NULL) : NULL;
+  Py_XDECREF(r);
+  Py_XDECREF(gc);
+  if (PyErr_Occurred()) PyErr_Clear();
+}
+
+static PyObject* address(const void* p) { return PyLong_FromUnsignedLongLong((uintptr_t)p); }
+
+/* ---- identity -------------------------------------------------------------- */
+
+ARROWCERT_EXPORT int32_t arrowcert_plugin_abi_version(void) { return ARROWCERT_PLUGIN_ABI_VERSION; }
+
+/* The adapter's NAME (or its file's), once it is loaded; loading it is
+   what the harness's first call (this one) starts. */
+ARROWCERT_EXPORT const char* arrowcert_plugin_name(void) {
+  pthread_once(&init_once, do_init);
+  if (init_code != 0)
+    snprintf(plugin_name, sizeof plugin_name, "arrowcert Python adapter (failed: %.400s)",
+             init_message);
+  return plugin_name;
+}
+
+ARROWCERT_EXPORT const char* arrowcert_plugin_load_error(void) {
+  pthread_once(&init_once, do_init);
+  return init_code != 0 ? init_message : NULL;
+}
+
+ARROWCERT_EXPORT int32_t arrowcert_plugin_offers(const char* entry_point) {
+  pthread_once(&init_once, do_init);
+  if (init_code != 0 || entry_point == NULL) return 0;
+  char key[256];
+  snprintf(key, sizeof key, " %s ", entry_point);
+  return strstr(offers, key) != NULL;
+}
+
+ARROWCERT_EXPORT int32_t arrowcert_plugin_supports_device(int32_t device_type) {
+  return device_type == ARROW_DEVICE_CPU;
+}
+
+ARROWCERT_EXPORT void arrowcert_free(void* ptr) { free(ptr); }
+
+/* ---- producers ------------------------------------------------------------- */
+
+/* glue.produce(kind, data address) returns what the loaded object's dunder
+   returned; moved into `out`. `pair`: a (schema, array) tuple whose second
+   element is moved. */
+static int produce(const char* kind, struct ArrowArrayStream* data, const char* capsule_name,
+                   void* out, size_t size, size_t release_offset, int pair) {
+  clear_error();
+  int rc = ensure_python();
+  if (rc == 0 && (out == NULL || data == NULL)) rc = set_error(EINVAL, "data or out is NULL");
+  if (rc != 0) {
+    if (data != NULL && data->release != NULL) data->release(data);
+    return rc;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  rc = call_glue("produce", Py_BuildValue("(sN)", kind, address(data)), &res);
+  if (rc == 0) {
+    PyObject* cap = pair ? pair_item(res, 1) : res;
+    rc = cap ? move_out(cap, capsule_name, out, size, release_offset)
+             : set_error(EIO, "%s: the dunder did not return a (schema, array) pair", kind);
+  }
+  Py_XDECREF(res);
+  collect_garbage();
+  PyGILState_Release(g);
+  if (data->release != NULL) data->release(data);
+  return rc;
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_schema_from_stream(struct ArrowArrayStream* data,
+                                                          struct ArrowSchema* out) {
+  return produce("schema", data, "arrow_schema", out, sizeof *out,
+                 offsetof(struct ArrowSchema, release), 0);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_array_from_stream(struct ArrowArrayStream* data,
+                                                         struct ArrowArray* out) {
+  return produce("array", data, "arrow_array", out, sizeof *out, offsetof(struct ArrowArray, release),
+                 1);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_device_array_from_stream(struct ArrowArrayStream* data,
+                                                                int32_t device_type, int64_t device_id,
+                                                                struct ArrowDeviceArray* out) {
+  if (device_type != ARROW_DEVICE_CPU) {
+    clear_error();
+    if (data != NULL && data->release != NULL) data->release(data);
+    return set_error(ENOSYS, "the Python adapter bridge exports host memory only (asked for device type %d, id %lld)",
+                     (int)device_type, (long long)device_id);
+  }
+  return produce("device_array", data, "arrow_device_array", out, sizeof *out,
+                 offsetof(struct ArrowDeviceArray, array) + offsetof(struct ArrowArray, release), 1);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_stream_from_stream(struct ArrowArrayStream* data,
+                                                          struct ArrowArrayStream* out) {
+  return produce("stream", data, "arrow_array_stream", out, sizeof *out,
+                 offsetof(struct ArrowArrayStream, release), 0);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(struct ArrowArrayStream* data,
+                                                                 int32_t device_type, int64_t device_id,
+                                                                 struct ArrowDeviceArrayStream* out) {
+  if (device_type != ARROW_DEVICE_CPU) {
+    clear_error();
+    if (data != NULL && data->release != NULL) data->release(data);
+    return set_error(ENOSYS, "the Python adapter bridge exports host memory only (asked for device type %d, id %lld)",
+                     (int)device_type, (long long)device_id);
+  }
+  return produce("device_stream", data, "arrow_device_array_stream", out, sizeof *out,
+                 offsetof(struct ArrowDeviceArrayStream, release), 0);
+}
+
+/* ---- consumers ------------------------------------------------------------- */
+
+/* glue.consume(kind, address, address) returns what read() returned,
+   exported; handed back in `read`. Whatever of the harness's structures is
+   still live afterwards (the library never took it) is released, as a
+   consumer must. */
+static int consume(const char* kind, void* first, void* second, struct ArrowSchema* schema,
+                   struct ArrowArray* base, struct ArrowArrayStream* stream,
+                   struct ArrowDeviceArrayStream* device_stream, struct ArrowArrayStream* read) {
+  clear_error();
+  int handed = 0;
+  int rc = ensure_python();
+  if (rc == 0 && (read == NULL || first == NULL)) rc = set_error(EINVAL, "an argument is NULL");
+  if (rc == 0) {
+    handed = 1;
+    capsules_made = 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject* res = NULL;
+    rc = call_glue("consume", Py_BuildValue("(sNN)", kind, address(first), address(second)), &res);
+    if (rc == 0) rc = hand_back(res, read);
+    Py_XDECREF(res);
+    collect_garbage();
+    PyGILState_Release(g);
+  }
+  /* The harness's structures went to read() in capsules over them, where
+     they lie: the library moved them out, or holds the capsules (what it
+     read may still use their buffers, zero-copy, until the harness releases
+     the stream handed back), or dropped them (whose destructors released
+     them). Only when read() never got them are they still ours to release. */
+  if (!handed || capsules_made == 0) {
+    if (schema != NULL && schema->release != NULL) schema->release(schema);
+    if (base != NULL && base->release != NULL) base->release(base);
+    if (stream != NULL && stream->release != NULL) stream->release(stream);
+    if (device_stream != NULL && device_stream->release != NULL) device_stream->release(device_stream);
+  }
+  return rc;
+}
+
+ARROWCERT_EXPORT int arrowcert_consume_array_to_stream(struct ArrowSchema* schema, struct ArrowArray* array,
+                                                       struct ArrowArrayStream* read) {
+  return consume("array", schema, array, schema, array, NULL, NULL, read);
+}
+
+ARROWCERT_EXPORT int arrowcert_consume_device_array_to_stream(struct ArrowSchema* schema,
+                                                              struct ArrowDeviceArray* array,
+                                                              struct ArrowArrayStream* read) {
+  return consume("device_array", schema, array, schema, array ? &array->array : NULL, NULL, NULL, read);
+}
+
+ARROWCERT_EXPORT int arrowcert_consume_stream_to_stream(struct ArrowArrayStream* stream,
+                                                        struct ArrowArrayStream* read) {
+  return consume("stream", stream, stream, NULL, NULL, stream, NULL, read);
+}
+
+ARROWCERT_EXPORT int arrowcert_consume_device_stream_to_stream(struct ArrowDeviceArrayStream* stream,
+                                                               struct ArrowArrayStream* read) {
+  return consume("device_stream", stream, stream, NULL, NULL, NULL, stream, read);
+}

@@ -1,0 +1,343 @@
+"""Python glue of arrowcert's adapter bridge (bridge.c, which embeds it).
+
+Executed once per bridge copy in a fresh namespace holding
+
+  SELF  the path of the bridge copy; SELF + ".adapter" says which adapter
+        it runs (lines KEY=VALUE: adapter=PATH.py or module=NAME, and
+        site=DIR for each directory to add to sys.path)
+  C     the bridge's helper module (capsules over C structures)
+
+start() loads the adapter and returns (plugin name, entry points served);
+produce(kind, data) and consume(kind, a, b) serve the entry points;
+describe(exception) turns an exception into (errno, message).
+
+An adapter is a Python file (or module) with
+
+  load(data)  -> the library's own object holding `data` (producers); `data`
+                 speaks the PyCapsule protocol (__arrow_c_stream__,
+                 __arrow_c_schema__, and __arrow_c_array__ when it is one
+                 batch); the object must not refer to `data` once load()
+                 returned (copy or import it: `data` is released then)
+  read(data)  -> the library's own object holding what it imported from
+                 `data` (consumers); `data` has the one dunder of the
+                 interface under test (__arrow_c_array__, ...)
+  NAME        optional: the name reports give the library
+
+Every dunder the object load() returns has is a producer path; each form
+read() accepts is a consumer path. What read() returns is read back through
+its own __arrow_c_stream__ (or __arrow_c_array__).
+"""
+import errno as _errno
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+ADAPTER = None
+
+
+def _config():
+    conf = {"site": []}
+    with open(SELF + ".adapter", encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            k, v = line.split("=", 1)
+            if k == "site":
+                conf["site"].append(v)
+            else:
+                conf[k] = v
+    return conf
+
+
+def _load_adapter(conf):
+    import site
+    for d in conf["site"]:
+        if d and d not in sys.path:
+            site.addsitedir(d)
+    if sys.stdout is not sys.stderr:
+        sys.stdout = sys.stderr  # the harness treats output on stdout as a fault
+    if "adapter" in conf:
+        path = conf["adapter"]
+        # Its directory is not put on sys.path: an adapter named after its
+        # library (pyarrow.py) must not shadow the library.
+        name = "arrowcert_adapter_" + str(abs(hash(path)))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path}: not a Python file")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod, os.path.splitext(os.path.basename(path))[0]
+    mod = importlib.import_module(conf["module"])
+    return mod, conf["module"]
+
+
+# ---- what the harness hands over ---------------------------------------------
+
+class HarnessData:
+    """The scenario the harness exports (producers): a stream, read once.
+    One batch (`one`): also __arrow_c_array__."""
+
+    def __init__(self, addr, one):
+        self._addr = addr
+        self._taken = False
+        if one:
+            self.__arrow_c_array__ = self._array
+
+    def _take(self):
+        if self._taken:
+            raise ValueError("the harness's data can be taken once (it is a stream)")
+        self._taken = True
+
+    def __arrow_c_schema__(self):
+        return C.stream_schema(self._addr)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        # "the producer may ignore requested_schema" (PyCapsuleInterface.rst)
+        self._take()
+        return C.take_stream(self._addr)
+
+    def _array(self, requested_schema=None):
+        self._take()
+        return C.take_batch(self._addr)
+
+
+class HarnessArray:
+    def __init__(self, s, a):
+        self._s, self._a = s, a
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return (C.capsule(self._s, "arrow_schema"), C.capsule(self._a, "arrow_array"))
+
+
+class HarnessDeviceArray:
+    def __init__(self, s, a):
+        self._s, self._a = s, a
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        return (C.capsule(self._s, "arrow_schema"),
+                C.capsule(self._a, "arrow_device_array"))
+
+
+class HarnessStream:
+    """A stream of the harness's; its schema too (from get_schema), for
+    importers that ask for it before they take the stream."""
+
+    def __init__(self, p, _=None):
+        self._p = p
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return C.capsule(self._p, "arrow_array_stream")
+
+    def __arrow_c_schema__(self):
+        return C.stream_schema(self._p)
+
+
+class HarnessDeviceStream:
+    def __init__(self, p, _=None):
+        self._p = p
+
+    def __arrow_c_device_stream__(self, requested_schema=None, **kwargs):
+        return C.capsule(self._p, "arrow_device_array_stream")
+
+
+DUNDERS = {
+    "schema": "__arrow_c_schema__",
+    "array": "__arrow_c_array__",
+    "device_array": "__arrow_c_device_array__",
+    "stream": "__arrow_c_stream__",
+    "device_stream": "__arrow_c_device_stream__",
+}
+
+HANDED = {
+    "array": HarnessArray,
+    "device_array": HarnessDeviceArray,
+    "stream": HarnessStream,
+    "device_stream": HarnessDeviceStream,
+}
+
+
+# ---- the entry points ----------------------------------------------------------
+
+def _schema_dunder(obj):
+    """The schema export of `obj`: its __arrow_c_schema__, or else the
+    schema of its own exported stream (get_schema), which is the library's
+    export of the schema too (a Table, a DataFrame)."""
+    if hasattr(obj, "__arrow_c_schema__"):
+        return obj.__arrow_c_schema__
+    if hasattr(obj, "__arrow_c_stream__"):
+        return lambda: C.schema_of_stream(obj.__arrow_c_stream__())
+    return None
+
+
+def _dunder(obj, kind):
+    if kind == "schema":
+        return _schema_dunder(obj)
+    return getattr(obj, DUNDERS[kind], None)
+
+
+class CannotLoad(NotImplementedError):
+    pass
+
+
+def produce(kind, data_addr):
+    # A library that cannot hold this data (its import refuses it, or
+    # panics) cannot export it: a declared limitation (ENOSYS) of the
+    # producer, with its message, never a failure of its export.
+    try:
+        obj = ADAPTER.load(HarnessData(data_addr, kind in ("array", "device_array")))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # pyo3's PanicException is a BaseException
+        raise CannotLoad(f"load() cannot hold this data: "
+                         f"{type(e).__module__}.{type(e).__name__}: {e}") from e
+    dunder = _dunder(obj, kind)
+    if dunder is None:
+        raise NotImplementedError(
+            f"{type(obj).__module__}.{type(obj).__name__} has no {DUNDERS[kind]}")
+    return dunder()
+
+
+def export_read(obj):
+    """What read() returned, as a stream capsule or a (schema, array) pair."""
+    if hasattr(obj, "__arrow_c_stream__"):
+        return obj.__arrow_c_stream__()
+    if hasattr(obj, "__arrow_c_array__"):
+        return obj.__arrow_c_array__()
+    raise TypeError(f"read() returned {type(obj).__module__}.{type(obj).__name__}, "
+                    "which has neither __arrow_c_stream__ nor __arrow_c_array__")
+
+
+def consume(kind, a, b):
+    obj = ADAPTER.read(HANDED[kind](a, b))
+    try:
+        return export_read(obj)
+    finally:
+        del obj
+
+
+# ---- what the adapter can do: a probe ------------------------------------------
+
+def _probe_produce():
+    served = []
+    if not hasattr(ADAPTER, "load"):
+        return served
+    for one in (False, True):
+        addr = C.probe()
+        try:
+            obj = ADAPTER.load(HarnessData(addr, one))
+            for kind in DUNDERS:
+                if _dunder(obj, kind) is not None and kind not in served:
+                    if one == (kind in ("array", "device_array")):
+                        served.append(kind)
+            del obj
+        except Exception:
+            pass
+        finally:
+            import gc
+            gc.collect()
+            C.free_probe(addr)
+    return served
+
+
+def _probe_consume():
+    served = []
+    if not hasattr(ADAPTER, "read"):
+        return served
+    # The probe as a stream: read() accepts streams if this works.
+    addr = C.probe()
+    try:
+        export_read(ADAPTER.read(HarnessStream(addr)))
+        served.append("stream")
+    except Exception:
+        pass
+    finally:
+        import gc
+        gc.collect()
+        C.free_probe(addr)
+    # Arrays: read() is handed the probe's one batch as (schema, array).
+    for kind, cls in (("array", HarnessArray),):
+        addr = C.probe()
+        try:
+            schema, array = C.take_batch(addr)
+            obj = ADAPTER.read(_Pair(schema, array))
+            export_read(obj)
+            del obj
+            served.append(kind)
+        except Exception:
+            pass
+        finally:
+            import gc
+            gc.collect()
+            C.free_probe(addr)
+    # Device forms: offered when the adapter says so (READS_DEVICE = True),
+    # as no probe of them needs no device.
+    if getattr(ADAPTER, "READS_DEVICE", False):
+        served += ["device_array", "device_stream"]
+    return served
+
+
+class _Pair:
+    def __init__(self, schema, array):
+        self._pair = (schema, array)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        pair, self._pair = self._pair, None
+        if pair is None:
+            raise ValueError("taken once")
+        return pair
+
+
+def start():
+    global ADAPTER
+    conf = _config()
+    ADAPTER, stem = _load_adapter(conf)
+    name = getattr(ADAPTER, "NAME", None) or f"{stem} (Python adapter)"
+    offers = [f"arrowcert_produce_{k}" for k in _probe_produce()]
+    offers += [f"arrowcert_consume_{k}" for k in _probe_consume()]
+    return str(name), " ".join(offers)
+
+
+# ---- errors -----------------------------------------------------------------
+
+# A library that says so in its message declares a limitation (ENOSYS).
+NOT_SUPPORTED = ("not supported", "not yet supported", "not yet implemented",
+                 "not implemented", "unsupported", "does not support")
+
+# Arrow C++'s record batch import refuses a struct array at a non-zero
+# top-level offset; the spec allows it ("Consumers MAY decide not to support
+# non-0-offset arrays"): a declared limitation.
+DECLARED_LIMITATIONS = ("arrowarray struct has non-zero offset",)
+
+# A library that failed inside itself (a Rust panic a binding caught, an
+# internal error) did not decline the data: ENOTRECOVERABLE.
+INTERNAL_FAILURES = ("panicexception", "internalexception", "internal error",
+                     "basic_string: construction from null")
+
+
+def describe(e):
+    """(errno, message) for an exception the glue, the adapter or the
+    library raised."""
+    text = str(e).lower()
+    name = (type(e).__module__ + "." + type(e).__name__).lower()
+    if isinstance(e, CannotLoad):
+        code = _errno.ENOSYS
+    elif any(w in name or w in text for w in INTERNAL_FAILURES):
+        code = _errno.ENOTRECOVERABLE
+    elif (isinstance(e, NotImplementedError) or any(w in text for w in NOT_SUPPORTED)
+            or any(w in text for w in DECLARED_LIMITATIONS)):
+        code = _errno.ENOSYS
+    elif isinstance(e, MemoryError):
+        code = _errno.ENOMEM
+    elif isinstance(e, (ValueError, TypeError, IndexError, KeyError)):
+        code = _errno.EINVAL
+    else:
+        code = _errno.EIO
+    t = type(e)
+    msg = "".join(traceback.format_exception_only(t, e)).strip()
+    if t.__module__ not in ("builtins", "__main__") and not msg.startswith(t.__module__):
+        msg = f"{t.__module__}.{msg}"
+    return code, msg
