@@ -54,11 +54,19 @@ real:
     bash scripts/real/build.sh
 
 # The compatibility matrix over every bundled library (reference, arrow-rs,
-# Arrow C++, nanoarrow, pyarrow, polars, duckdb): each certified on its own,
+# Arrow C++, nanoarrow; pyarrow, polars, duckdb, nanoarrow-python, arro3,
+# pandas through py: adapters; SQLite, DuckDB and PostgreSQL through their
+# ADBC drivers): each certified on its own,
 # then every producer -> consumer pair, over the gold files plus CASES
 # generated scenarios; writes reports/matrix.{json,md,html} and a
 # screenshot of the page (reports/matrix.png) when chromium is installed.
 matrix CASES="100" SEED="20261122" *ARGS: build real
+    #!/usr/bin/env bash
+    set -euo pipefail
+    # PostgreSQL's ADBC driver needs a server: a throwaway one in a scratch
+    # directory (scripts/postgres/server.sh), stopped and removed at the end.
+    eval "$(bash scripts/postgres/server.sh start)"
+    trap 'bash scripts/postgres/server.sh stop "$ARROWCERT_PG_DIR"' EXIT
     # Each library's known results (expectations/): a unit whose results
     # are not as its file says fails the matrix.
     target/debug/arrowcert matrix --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --out reports --expectations expectations {{ARGS}}
@@ -149,4 +157,4 @@ lint:
 # Draft expectations files from the last `just matrix` run's reports
 # (expectations/README.md): review every reason before committing.
 expectations-draft:
-    for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb; do python3 scripts/expectations-from-reports.py $lib reports/runs/certify~producer~$lib.json reports/runs/certify~consumer~$lib.json > expectations/$lib.json; done
+    for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb nanoarrow-python arro3 pandas sqlite-adbc duckdb-adbc postgresql-adbc; do python3 scripts/expectations-from-reports.py $lib reports/runs/certify~producer~$lib.json reports/runs/certify~consumer~$lib.json > expectations/$lib.json; done

@@ -21,6 +21,10 @@ struct Cli {
     /// `just real` installs (target/real/venv/bin/python).
     #[arg(long, global = true, value_name = "PATH")]
     python: Option<std::path::PathBuf>,
+    /// An option set on every ADBC database an `adbc:` plugin opens
+    /// (`uri=postgresql://...`, repeatable).
+    #[arg(long = "adbc-option", global = true, value_name = "KEY=VALUE", value_parser = arrowcert::plugin::adbc::parse_option)]
+    adbc_options: Vec<(String, String)>,
     #[command(subcommand)]
     command: Command,
 }
@@ -108,6 +112,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
     if let Some(p) = cli.python {
         arrowcert::plugin::python::set_interpreter(p);
     }
+    arrowcert::plugin::adbc::set_options(cli.adbc_options);
     match cli.command {
         Command::Inspect(f) => cli::inspect::inspect_command(f),
         Command::Roundtrip(f) => cli::roundtrip::roundtrip_command(f),

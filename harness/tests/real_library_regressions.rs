@@ -136,12 +136,14 @@ fn arrow_rs_empty_sliced_strings_are_read_not_a_harness_crash() {
 /// pyarrow and duckdb (whose arrow_scan imports through pyarrow) raise
 /// Arrow C++'s refusal of a record batch at a non-zero offset as an
 /// ordinary error; the Arrow C++ adapter reports the same refusal as the
-/// limitation it is (ENOSYS). The PyCapsule glue now classifies it alike,
+/// limitation it is (ENOSYS). The Python adapter bridge classifies it alike,
 /// so one library's behaviour gets one verdict whichever binding reaches
-/// it. Runs the glue's `describe` in plain python3 (no library needed).
+/// it. Runs the bridge glue's `describe` in plain python3 (no library
+/// needed). A failure of `load` (the library cannot hold the data) is a
+/// declared limitation of the producer case, even a panic.
 #[test]
-fn the_pycapsule_glue_declares_arrow_cpps_offset_limitation_as_enosys() {
-    let glue = workspace_dir().join("plugins/pycapsule/glue.py");
+fn the_python_bridge_declares_arrow_cpps_offset_limitation_as_enosys() {
+    let glue = workspace_dir().join("plugins/python/bridge.py");
     let script = format!(
         r#"
 import errno
@@ -158,6 +160,7 @@ cases = [
     (RuntimeError("boom"), errno.EIO),
     (type("PanicException", (Exception,), {{}})("called `Result::unwrap()` on an `Err` value: not yet implemented"), errno.ENOTRECOVERABLE),
     (RuntimeError("INTERNAL Error: Attempted to access index 3 within vector of size 3"), errno.ENOTRECOVERABLE),
+    (ns["CannotLoad"]("load() cannot hold this data: pyo3_runtime.PanicException: boom"), errno.ENOSYS),
 ]
 for e, want in cases:
     got = d(e)[0]

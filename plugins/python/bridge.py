@@ -273,11 +273,35 @@ def _probe_consume():
             import gc
             gc.collect()
             C.free_probe(addr)
-    # Device forms: offered when the adapter says so (READS_DEVICE = True),
-    # as no probe of them needs no device.
+    # A device array on the CPU (device_type CPU, device_id -1).
+    addr = C.probe()
+    try:
+        schema, array = C.take_batch(addr)
+        obj = ADAPTER.read(_DevicePair(schema, C.as_device_batch(array)))
+        export_read(obj)
+        del obj
+        served.append("device_array")
+    except Exception:
+        pass
+    finally:
+        import gc
+        gc.collect()
+        C.free_probe(addr)
+    # Device streams: offered when the adapter says so (READS_DEVICE = True).
     if getattr(ADAPTER, "READS_DEVICE", False):
-        served += ["device_array", "device_stream"]
+        served += [k for k in ("device_array", "device_stream") if k not in served]
     return served
+
+
+class _DevicePair:
+    def __init__(self, schema, array):
+        self._pair = (schema, array)
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        pair, self._pair = self._pair, None
+        if pair is None:
+            raise ValueError("taken once")
+        return pair
 
 
 class _Pair:

@@ -2,7 +2,8 @@
 # Installs the real libraries the matrix certifies into a project-local
 # environment under target/real/ (never committed, never outside the
 # checkout): a Python virtual environment with pinned pyarrow (whose wheel
-# also carries Arrow C++'s headers and libarrow), polars and duckdb, and
+# also carries Arrow C++'s headers and libarrow), polars, duckdb, and the
+# Python libraries adapters/*.py certify (nanoarrow, arro3-core, pandas), and
 # nanoarrow's source distribution. Idempotent: a second run only checks.
 #
 # Needs python3 with pip and network access to PyPI. Versions live in
@@ -19,7 +20,7 @@ if [ ! -x "$REAL/venv/bin/python" ]; then
     "$PY" -m venv "$REAL/venv"
 fi
 VPY="$REAL/venv/bin/python"
-want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION"
 have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
 missing=0
 for pkg in $want; do
@@ -43,6 +44,6 @@ if [ ! -d "$REAL/nanoarrow-src" ]; then
     rm -rf "$tmp"
 fi
 "$VPY" - <<'PYEOF'
-import pyarrow, polars, duckdb
-print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}")
+import pyarrow, polars, duckdb, nanoarrow, arro3.core, pandas
+print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}, nanoarrow {nanoarrow.__version__}, arro3-core {arro3.core.__version__}, pandas {pandas.__version__}")
 PYEOF

@@ -71,7 +71,17 @@ pub fn default_libraries(role: &str) -> (Vec<String>, Vec<String>) {
         if b.name.starts_with("cuda-") {
             continue;
         }
-        if b.location().exists() {
+        // An adapter file needs the project-local environment too.
+        let installed = match b.place {
+            Place::Adapter => crate::plugin::python::interpreter().is_ok_and(|p| p.exists()),
+            // PostgreSQL's driver needs a server: `just matrix` starts one
+            // (scripts/postgres/server.sh) and says where.
+            Place::Adbc if b.name == "postgresql-adbc" => {
+                std::env::var_os(crate::plugin::adbc::PG_URI_ENV).is_some()
+            }
+            _ => true,
+        };
+        if b.location().exists() && installed {
             present.push(b.name.to_string());
         } else {
             absent.push(format!(
@@ -79,7 +89,7 @@ pub fn default_libraries(role: &str) -> (Vec<String>, Vec<String>) {
                 b.name,
                 match b.place {
                     Place::Workspace => "cargo build --workspace",
-                    Place::Real => "just real",
+                    Place::Real | Place::Adapter | Place::Adbc => "just real",
                 }
             ));
         }

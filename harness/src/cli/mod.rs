@@ -93,6 +93,13 @@ pub enum Place {
     /// By `just real` (`scripts/real/build.sh`) into `target/real/lib/`:
     /// the adapters over real libraries installed by `scripts/real/setup.sh`.
     Real,
+    /// A Python adapter file of the checkout (`adapters/*.py`), run as
+    /// `py:FILE` in the project-local environment `just real` installs.
+    Adapter,
+    /// An ADBC driver library in that environment's site-packages (`file`:
+    /// its path there, `*` matching any run of characters, then
+    /// `:ENTRYPOINT`), run as `adbc:DRIVER:ENTRYPOINT`.
+    Adbc,
 }
 
 /// A bundled plugin: a short name usable wherever a plugin path is.
@@ -127,21 +134,23 @@ const ARROW_RS_ADAPTER: &str = "arrow-rs has no device structures: the adapter w
     ArrowDeviceArray around arrow-rs's ArrowArray (device_type, device_id, sync_event, reserved) \
     and the ArrowDeviceArrayStream around arrow-rs's ArrowArrayStream (its callbacks and \
     private_data); every ArrowSchema, ArrowArray and ArrowArrayStream byte is arrow-rs's";
-const PYCAPSULE_ADAPTER: &str = "embedded Python: the adapter turns the IPC bytes into the \
-    library's own object and moves the structures out of the library's PyCapsules unchanged \
-    (consumer: wraps the harness's structures in PyCapsules for the library's importer, and \
-    writes what the library read back as IPC with pyarrow)";
-
-const DUCKDB_PRODUCER_ADAPTER: &str = "embedded Python: the adapter loads the IPC bytes into a \
-    DuckDB table (from a pyarrow Table, scanned by DuckDB's own arrow scan: the glue closes the \
-    pyarrow.dataset route) and moves the structures out of DuckDB's own relation.__arrow_c_stream__ \
-    unchanged: every exported byte is DuckDB's";
-const DUCKDB_CONSUMER_ADAPTER: &str =
-    "embedded Python: the harness's stream goes, as a PyCapsule, \
-    to DuckDB's own C data interface importer (con.from_arrow): the glue closes the \
-    pyarrow.dataset route through which duckdb's Python package otherwise reads capsule streams \
-    with pyarrow (Arrow C++); what DuckDB read (its to_arrow_table export) is written back as IPC \
-    with pyarrow";
+const PY_ADAPTER: &str = "a py: adapter (adapters/*.py, docs/PYTHON_ADAPTERS.md): the \
+    harness's data goes to the library's own importer as a PyCapsule object (load), and the \
+    structures are moved out of the library's own __arrow_c_*__ results unchanged; consumer: the \
+    harness's structures go to the library's importer in capsules (read), and what it read comes \
+    back through its own __arrow_c_stream__ (or __arrow_c_array__), validated; no IPC either side";
+const DUCKDB_ADAPTER: &str = "a py: adapter (adapters/duckdb.py): what DuckDB is handed is \
+    copied into a table of its own by its own C data interface importer (the adapter closes the \
+    pyarrow.dataset route through which duckdb's Python package otherwise reads capsules with \
+    pyarrow), and what it exports is its own export of that table; no IPC either side";
+const ADBC_ADAPTER: &str = "the ADBC adapter (plugins/adbc, docs/ADBC.md): the scenario goes \
+    into a new table through the driver's own bulk ingestion, and the ArrowArrayStream the driver \
+    returns for SELECT * from it is certified unchanged; consumer: the harness's data goes to that \
+    ingestion (the driver's import) and is read back with a query; a type the database cannot \
+    hold is a limitation with the driver's message";
+const PANDAS_ADAPTER: &str = "a py: adapter (adapters/pandas.py): pandas converts to and from \
+    Arrow with pyarrow, so its verdicts are pandas' conversion plus pyarrow's (Arrow C++'s) export \
+    and import";
 const ARROW_CPP_ADAPTER: &str = "every exported and imported byte is Arrow C++'s \
     (ExportDeviceRecordBatch, ExportAsyncRecordBatchReader, CreateAsyncDeviceStreamHandler, ...); \
     the consumer adapter interposes on the async handler's release member (it calls Arrow C++'s \
@@ -230,44 +239,128 @@ pub const BUNDLED: &[Bundled] = &[
     bundled(
         "pyarrow",
         "producer",
-        "libarrowcert_pycapsule_pyarrow.so",
-        Place::Real,
-        PYCAPSULE_ADAPTER,
+        "adapters/pyarrow.py",
+        Place::Adapter,
+        PY_ADAPTER,
     ),
     bundled(
         "pyarrow",
         "consumer",
-        "libarrowcert_pycapsule_pyarrow.so",
-        Place::Real,
-        PYCAPSULE_ADAPTER,
+        "adapters/pyarrow.py",
+        Place::Adapter,
+        PY_ADAPTER,
     ),
     bundled(
         "polars",
         "producer",
-        "libarrowcert_pycapsule_polars.so",
-        Place::Real,
-        PYCAPSULE_ADAPTER,
+        "adapters/polars.py",
+        Place::Adapter,
+        PY_ADAPTER,
     ),
     bundled(
         "polars",
         "consumer",
-        "libarrowcert_pycapsule_polars.so",
-        Place::Real,
-        PYCAPSULE_ADAPTER,
+        "adapters/polars.py",
+        Place::Adapter,
+        PY_ADAPTER,
     ),
     bundled(
         "duckdb",
         "producer",
-        "libarrowcert_pycapsule_duckdb.so",
-        Place::Real,
-        DUCKDB_PRODUCER_ADAPTER,
+        "adapters/duckdb.py",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
     ),
     bundled(
         "duckdb",
         "consumer",
-        "libarrowcert_pycapsule_duckdb.so",
-        Place::Real,
-        DUCKDB_CONSUMER_ADAPTER,
+        "adapters/duckdb.py",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow-python",
+        "producer",
+        "adapters/nanoarrow_python.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "nanoarrow-python",
+        "consumer",
+        "adapters/nanoarrow_python.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "arro3",
+        "producer",
+        "adapters/arro3.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "arro3",
+        "consumer",
+        "adapters/arro3.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "pandas",
+        "producer",
+        "adapters/pandas.py",
+        Place::Adapter,
+        PANDAS_ADAPTER,
+    ),
+    bundled(
+        "pandas",
+        "consumer",
+        "adapters/pandas.py",
+        Place::Adapter,
+        PANDAS_ADAPTER,
+    ),
+    bundled(
+        "sqlite-adbc",
+        "producer",
+        "adbc_driver_sqlite/libadbc_driver_sqlite.so:AdbcDriverInit",
+        Place::Adbc,
+        ADBC_ADAPTER,
+    ),
+    bundled(
+        "sqlite-adbc",
+        "consumer",
+        "adbc_driver_sqlite/libadbc_driver_sqlite.so:AdbcDriverInit",
+        Place::Adbc,
+        ADBC_ADAPTER,
+    ),
+    bundled(
+        "duckdb-adbc",
+        "producer",
+        "_duckdb.cpython-*.so:duckdb_adbc_init",
+        Place::Adbc,
+        ADBC_ADAPTER,
+    ),
+    bundled(
+        "duckdb-adbc",
+        "consumer",
+        "_duckdb.cpython-*.so:duckdb_adbc_init",
+        Place::Adbc,
+        ADBC_ADAPTER,
+    ),
+    bundled(
+        "postgresql-adbc",
+        "producer",
+        "adbc_driver_postgresql/libadbc_driver_postgresql.so:AdbcDriverInit",
+        Place::Adbc,
+        ADBC_ADAPTER,
+    ),
+    bundled(
+        "postgresql-adbc",
+        "consumer",
+        "adbc_driver_postgresql/libadbc_driver_postgresql.so:AdbcDriverInit",
+        Place::Adbc,
+        ADBC_ADAPTER,
     ),
 ];
 
@@ -287,6 +380,15 @@ impl Bundled {
             .unwrap_or_default();
         match self.place {
             Place::Workspace => dir.join(self.file),
+            Place::Adapter => Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(self.file),
+            Place::Adbc => {
+                let pattern = self.file.rsplit_once(':').map_or(self.file, |(f, _)| f);
+                crate::plugin::adbc::in_site_packages(pattern)
+                    .unwrap_or_else(|| PathBuf::from(pattern))
+            }
             Place::Real => {
                 let real = std::env::var_os("ARROWCERT_REAL_LIB")
                     .map(PathBuf::from)
@@ -303,6 +405,10 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
     // A Python adapter (docs/PYTHON_ADAPTERS.md): the bridge's copy for it.
     if let Some(spec) = arg.strip_prefix("py:") {
         return crate::plugin::python::prepare(spec).map_err(BadInput);
+    }
+    // An ADBC driver (docs/ADBC.md): the ADBC adapter's copy for it.
+    if let Some(spec) = arg.strip_prefix("adbc:") {
+        return crate::plugin::adbc::prepare(spec).map_err(BadInput);
     }
     let looks_like_path = arg.contains('/') || arg.ends_with(".so") || Path::new(arg).exists();
     if looks_like_path {
@@ -325,7 +431,7 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
             Place::Workspace => {
                 "build it with `cargo build --workspace` (same profile as arrowcert)"
             }
-            Place::Real => {
+            Place::Real | Place::Adapter | Place::Adbc => {
                 "build the real-library adapters with `just real` (scripts/real/build.sh)"
             }
         };
@@ -333,6 +439,17 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
             "bundled {role} `{arg}` not found at {}: {how}",
             path.display()
         )));
+    }
+    if entry.place == Place::Adapter {
+        return crate::plugin::python::prepare(&path.to_string_lossy()).map_err(BadInput);
+    }
+    if entry.place == Place::Adbc {
+        let entrypoint = entry
+            .file
+            .rsplit_once(':')
+            .map_or("AdbcDriverInit", |(_, e)| e);
+        return crate::plugin::adbc::prepare(&format!("{}:{entrypoint}", path.display()))
+            .map_err(BadInput);
     }
     Ok(path)
 }

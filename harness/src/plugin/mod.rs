@@ -6,6 +6,7 @@
 //! exactly what arrowcert tests, and a plugin that crashes takes down only
 //! the process running it (see ARCHITECTURE.md).
 
+pub mod adbc;
 pub mod elf;
 pub mod integration;
 pub mod python;

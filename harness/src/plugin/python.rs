@@ -46,7 +46,7 @@ pub fn interpreter() -> Result<PathBuf, String> {
 
 /// `target/` of the checkout this arrowcert was built in (its executable
 /// is in `target/<profile>/`).
-fn target_dir() -> PathBuf {
+pub(super) fn target_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().and_then(Path::parent).map(Path::to_path_buf))
@@ -54,7 +54,7 @@ fn target_dir() -> PathBuf {
 }
 
 /// The checkout's root (for the bridge's sources and build script).
-fn source_dir() -> PathBuf {
+pub(super) fn source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(Path::to_path_buf)
@@ -67,7 +67,7 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| target_dir().join("python-bridge"))
 }
 
-fn key(parts: &[&[u8]]) -> String {
+pub(super) fn key(parts: &[&[u8]]) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for p in parts {
         p.hash(&mut h);
@@ -169,17 +169,32 @@ pub fn prepare(spec: &str) -> Result<PathBuf, String> {
         key(&[config.as_bytes(), &bridge_bytes])
     ));
     let copy = dir.join(format!("libarrowcert_py_{stem}.so"));
-    let sidecar = PathBuf::from(format!("{}.adapter", copy.display()));
+    copy_with_sidecar(&bridge, &copy, "adapter", &config)?;
+    Ok(copy)
+}
+
+/// Copies `lib` to `copy` with `config` in `<copy>.<ext>` beside it, each
+/// written under a temporary name and renamed (runs at once do not
+/// collide); nothing is written when both are there already.
+pub(super) fn copy_with_sidecar(
+    lib: &Path,
+    copy: &Path,
+    ext: &str,
+    config: &str,
+) -> Result<(), String> {
+    let sidecar = PathBuf::from(format!("{}.{ext}", copy.display()));
     if copy.exists() && sidecar.exists() {
-        return Ok(copy);
+        return Ok(());
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(dir) = copy.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     let tmp = |p: &Path| PathBuf::from(format!("{}.tmp.{}", p.display(), std::process::id()));
-    std::fs::write(tmp(&sidecar), &config)
+    std::fs::write(tmp(&sidecar), config)
         .and_then(|_| std::fs::rename(tmp(&sidecar), &sidecar))
         .map_err(|e| format!("{}: {e}", sidecar.display()))?;
-    std::fs::copy(&bridge, tmp(&copy))
-        .and_then(|_| std::fs::rename(tmp(&copy), &copy))
+    std::fs::copy(lib, tmp(copy))
+        .and_then(|_| std::fs::rename(tmp(copy), copy))
         .map_err(|e| format!("{}: {e}", copy.display()))?;
-    Ok(copy)
+    Ok(())
 }

@@ -602,7 +602,7 @@ fn slot_loop(
     queue: &Mutex<VecDeque<Job>>,
     live: &Mutex<Vec<u32>>,
     hangs: &Hangs,
-    tx: mpsc::Sender<Case>,
+    tx: mpsc::Sender<(Case, bool)>,
 ) {
     struct InFlight {
         job: Job,
@@ -629,7 +629,7 @@ fn slot_loop(
                 break;
             };
             if let Some(c) = hangs.not_run(&job) {
-                let _ = tx.send(c);
+                let _ = tx.send((c, false));
                 continue;
             }
             if worker.is_none() {
@@ -644,7 +644,7 @@ fn slot_loop(
                         let mut c = job.record.clone();
                         c.verdict = Verdict::Crash;
                         c.message = Some(format!("no worker could run this case: {why}"));
-                        let _ = tx.send(c);
+                        let _ = tx.send((c, false));
                         continue;
                     }
                 }
@@ -676,11 +676,11 @@ fn slot_loop(
                 head_started = Instant::now();
                 output_from = output_end;
                 hangs.record(path_key(&case), &case);
-                let _ = tx.send(case);
+                let _ = tx.send((case, false));
                 // Earlier cases a late write was found for: their results
                 // again, amended (the receiver replaces them by ID).
                 for a in amended {
-                    let _ = tx.send(a);
+                    let _ = tx.send((a, true));
                 }
                 if retire.is_some() {
                     // The worker ends itself (a change a plugin made to its
@@ -705,7 +705,7 @@ fn slot_loop(
                     break;
                 }
                 hangs.record(path_key(&case), &case);
-                let _ = tx.send(*case);
+                let _ = tx.send((*case, false));
                 let mut q = queue.lock().expect("queue lock");
                 for f in inflight.drain(..).rev() {
                     q.push_front(f.job);
@@ -776,10 +776,9 @@ pub fn run(
     let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>());
     let live = Mutex::new(vec![first.child.id()]);
     let hangs = Hangs::default();
-    let (tx, rx) = mpsc::channel::<Case>();
+    let (tx, rx) = mpsc::channel::<(Case, bool)>();
     let slots = cfg.jobs.max(1);
     let mut results: Vec<Case> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
     let mut output_spent = 0usize;
     std::thread::scope(|scope| {
         let mut first = Some(first);
@@ -793,16 +792,21 @@ pub fn run(
         let mut killed = false;
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(case) => {
+                Ok((case, amended)) => {
                     let mut case = bound_case(case, cfg.output_limit);
                     case.output =
                         within_run_budget(case.output, &mut output_spent, RUN_OUTPUT_BYTES);
                     on_case(&case);
-                    // A second result for a case is its amendment.
-                    if seen.insert(case.id.clone()) {
-                        results.push(case);
-                    } else if let Some(old) = results.iter_mut().find(|c| c.id == case.id) {
-                        *old = case;
+                    // An amendment replaces the latest result of its case
+                    // (a plan may run one ID more than once: benchmarks).
+                    let earlier = if amended {
+                        results.iter_mut().rev().find(|c| c.id == case.id)
+                    } else {
+                        None
+                    };
+                    match earlier {
+                        Some(old) => *old = case,
+                        None => results.push(case),
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
