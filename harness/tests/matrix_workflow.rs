@@ -53,9 +53,23 @@ fn the_workflows_shard_and_merge_commands_give_the_unsharded_matrix() {
     // The workflow's MATRIX_ARGS is the full matrix; here a small one.
     assert!(workflow.contains("MATRIX_ARGS: --gold"));
     support::bundled();
+    // Two producers (the reference and a fixture whose every call fails)
+    // into the reference consumer: 5 units over 3 shards. Both are built
+    // by the tests themselves (the arrow-rs plugins are not, under
+    // `cargo test` alone).
+    let markup = support::scratch("matrix-workflow-fixtures").join("libmarkup_producer.so");
+    support::cc(
+        &["-shared", "-fPIC"],
+        &support::harness_dir().join("tests/fixtures/markup_producer.c"),
+        &markup,
+    );
     let exe = support::arrowcert_exe();
     let exe = exe.to_str().unwrap();
-    let args = "--producers reference,arrow-rs --consumers reference,arrow-rs --cases 2 --seed 11 --jobs 1";
+    let args = format!(
+        "--producers reference,{} --consumers reference --cases 2 --seed 11 --jobs 1",
+        markup.display()
+    );
+    let args = args.as_str();
     let dir = support::scratch("matrix-workflow");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
