@@ -321,6 +321,20 @@ pub const BUNDLED: &[Bundled] = &[
         PANDAS_ADAPTER,
     ),
     bundled(
+        "datafusion",
+        "producer",
+        "adapters/datafusion.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "datafusion",
+        "consumer",
+        "adapters/datafusion.py",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
         "sqlite-adbc",
         "producer",
         "adbc_driver_sqlite/libadbc_driver_sqlite.so:AdbcDriverInit",
