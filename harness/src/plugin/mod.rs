@@ -776,6 +776,24 @@ impl Plugin {
         }
     }
 
+    /// After a consumer's stream variant returned `rc`: what it handed back
+    /// in `read`, read (validated) as IPC bytes; on failure whatever it left
+    /// there is released.
+    fn read_back(
+        &self,
+        entry: &'static str,
+        rc: c_int,
+        read: &mut ArrowArrayStream,
+    ) -> Result<Vec<u8>, CallError> {
+        match self.check(entry, rc) {
+            Ok(()) => streamed::read_back(entry, read),
+            Err(e) => {
+                release_if_live(read);
+                Err(e)
+            }
+        }
+    }
+
     /// Copies the bytes a consumer handed out and frees them with
     /// `arrowcert_free` (left allocated if the plugin does not export it).
     fn take_output(&self, ptr: *mut u8, len: i64) -> Vec<u8> {
@@ -967,13 +985,7 @@ impl Plugin {
             // SAFETY: all three pointers are valid for the whole call; the
             // structures were filled by a producer and are live.
             let rc = unsafe { f(schema, array, &mut read) };
-            return match self.check(V, rc) {
-                Ok(()) => streamed::read_back(V, &mut read),
-                Err(e) => {
-                    release_if_live(&mut read);
-                    Err(e)
-                }
-            };
+            return self.read_back(V, rc, &mut read);
         }
         let f = self
             .entries
@@ -1002,13 +1014,7 @@ impl Plugin {
             let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
             // SAFETY: both pointers are valid for the whole call.
             let rc = unsafe { f(stream, &mut read) };
-            return match self.check(V, rc) {
-                Ok(()) => streamed::read_back(V, &mut read),
-                Err(e) => {
-                    release_if_live(&mut read);
-                    Err(e)
-                }
-            };
+            return self.read_back(V, rc, &mut read);
         }
         let f = self
             .entries
@@ -1042,13 +1048,7 @@ impl Plugin {
             let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
             // SAFETY: all three pointers are valid for the whole call.
             let rc = unsafe { f(schema, array, &mut read) };
-            return match self.check(V, rc) {
-                Ok(()) => streamed::read_back(V, &mut read),
-                Err(e) => {
-                    release_if_live(&mut read);
-                    Err(e)
-                }
-            };
+            return self.read_back(V, rc, &mut read);
         }
         let f = self.entries.consume_array.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
@@ -1067,13 +1067,7 @@ impl Plugin {
             let mut read = <ArrowArrayStream as crate::abi::Plain>::zeroed();
             // SAFETY: both pointers are valid for the whole call.
             let rc = unsafe { f(stream, &mut read) };
-            return match self.check(V, rc) {
-                Ok(()) => streamed::read_back(V, &mut read),
-                Err(e) => {
-                    release_if_live(&mut read);
-                    Err(e)
-                }
-            };
+            return self.read_back(V, rc, &mut read);
         }
         let f = self.entries.consume_stream.ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
