@@ -187,11 +187,35 @@ static PyObject* helper_capsule(PyObject* self, PyObject* args) {
   return NULL;
 }
 
-static PyObject* stream_failed(struct ArrowArrayStream* st, const char* call, int rc) {
+static PyObject* stream_failed_of(struct ArrowArrayStream* st, const char* whose, const char* call,
+                                  int rc) {
   const char* m = st->get_last_error ? st->get_last_error(st) : NULL;
-  PyErr_Format(PyExc_OSError, "the harness's stream: %s failed with %d: %s", call, rc,
-               m ? m : "(no message)");
+  PyErr_Format(PyExc_OSError, "%s: %s failed with %d: %s", whose, call, rc, m ? m : "(no message)");
   return NULL;
+}
+
+static PyObject* stream_failed(struct ArrowArrayStream* st, const char* call, int rc) {
+  return stream_failed_of(st, "the harness's stream", call, rc);
+}
+
+/* get_schema of the live stream `st` (`whose`, for messages), in a capsule
+   that owns the result; the stream stays where it is. */
+static PyObject* schema_capsule(struct ArrowArrayStream* st, const char* whose) {
+  struct ArrowSchema* s = calloc(1, sizeof *s);
+  if (s == NULL) return PyErr_NoMemory();
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) {
+    free(s);
+    return stream_failed_of(st, whose, "get_schema", rc);
+  }
+  PyObject* cap = PyCapsule_New(s, "arrow_schema", free_schema);
+  if (cap == NULL) {
+    if (s->release != NULL) s->release(s);
+    free(s);
+  }
+  return cap;
 }
 
 /* C.stream_schema(address): get_schema of a harness stream, in a capsule
@@ -204,21 +228,7 @@ static PyObject* helper_stream_schema(PyObject* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the harness's stream was already taken");
     return NULL;
   }
-  struct ArrowSchema* s = calloc(1, sizeof *s);
-  if (s == NULL) return PyErr_NoMemory();
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
-  Py_END_ALLOW_THREADS
-  if (rc != 0) {
-    free(s);
-    return stream_failed(st, "get_schema", rc);
-  }
-  PyObject* cap = PyCapsule_New(s, "arrow_schema", free_schema);
-  if (cap == NULL) {
-    if (s->release != NULL) s->release(s);
-    free(s);
-  }
-  return cap;
+  return schema_capsule(st, "the harness's stream");
 }
 
 /* C.take_stream(address): the harness's stream moved into a capsule of the
@@ -298,24 +308,7 @@ static PyObject* helper_schema_of_stream(PyObject* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "the library's stream capsule holds a released stream");
     return NULL;
   }
-  struct ArrowSchema* s = calloc(1, sizeof *s);
-  if (s == NULL) return PyErr_NoMemory();
-  int rc;
-  Py_BEGIN_ALLOW_THREADS rc = st->get_schema(st, s);
-  Py_END_ALLOW_THREADS
-  if (rc != 0) {
-    free(s);
-    const char* m = st->get_last_error ? st->get_last_error(st) : NULL;
-    PyErr_Format(PyExc_OSError, "the library's stream: get_schema failed with %d: %s", rc,
-                 m ? m : "(no message)");
-    return NULL;
-  }
-  PyObject* out = PyCapsule_New(s, "arrow_schema", free_schema);
-  if (out == NULL) {
-    if (s->release != NULL) s->release(s);
-    free(s);
-  }
-  return out;
+  return schema_capsule(st, "the library's stream");
 }
 
 static void free_device_array(PyObject* cap) {
