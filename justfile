@@ -55,7 +55,7 @@ real:
 
 # The compatibility matrix over every bundled library (reference, arrow-rs,
 # Arrow C++, nanoarrow; pyarrow, polars, duckdb, nanoarrow-python, arro3,
-# pandas, datafusion through py: adapters; SQLite, DuckDB and PostgreSQL through their
+# pandas, datafusion, pyogrio (GDAL) through py: adapters; SQLite, DuckDB and PostgreSQL through their
 # ADBC drivers): each certified on its own,
 # then every producer -> consumer pair, over the gold files plus CASES
 # generated scenarios; writes reports/matrix.{json,md,html} and a
@@ -157,4 +157,4 @@ lint:
 # Draft expectations files from the last `just matrix` run's reports
 # (expectations/README.md): review every reason before committing.
 expectations-draft:
-    for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb nanoarrow-python arro3 pandas datafusion sqlite-adbc duckdb-adbc postgresql-adbc; do python3 scripts/expectations-from-reports.py $lib reports/runs/certify~producer~$lib.json reports/runs/certify~consumer~$lib.json > expectations/$lib.json; done
+    for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb nanoarrow-python arro3 pandas datafusion pyogrio sqlite-adbc duckdb-adbc postgresql-adbc; do python3 scripts/expectations-from-reports.py $lib reports/runs/certify~producer~$lib.json reports/runs/certify~consumer~$lib.json > expectations/$lib.json; done

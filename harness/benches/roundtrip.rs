@@ -150,19 +150,21 @@ fn workers_vs_in_process(
     println!("isolation cost over {n} gold cases (every path), cases/s:");
     println!("{:<28} {:>10.0}", "in process", in_process);
     for jobs in [1usize, 2] {
+        let args = run::worker::WorkerArgs {
+            socket: PathBuf::new(),
+            mode: run::worker::Mode::Roundtrip,
+            producer: Some(producer_path.to_path_buf()),
+            consumer: Some(consumer_path.to_path_buf()),
+            sources: arrowcert::sources::Sources::builtin_or_gold(Some(support::gold_dir())),
+            options: opts.clone(),
+            limits: run::proc::Limits::worker(8192),
+            cpu_seconds: Some(121),
+        };
         let cfg = run::Config {
             exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
-            worker_args: run::worker::WorkerArgs {
-                socket: PathBuf::new(),
-                mode: run::worker::Mode::Roundtrip,
-                producer: Some(producer_path.to_path_buf()),
-                consumer: Some(consumer_path.to_path_buf()),
-                sources: arrowcert::sources::Sources::builtin_or_gold(Some(support::gold_dir())),
-                options: opts.clone(),
-                limits: run::proc::Limits::worker(8192),
-                cpu_seconds: Some(121),
-            }
-            .to_args(),
+            worker_args: args.to_args(),
+            sources: args.sources.clone(),
+            key: args.to_args(),
             jobs,
             case_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(60),
@@ -184,7 +186,8 @@ fn workers_vs_in_process(
         // Whole runs: starting the workers and loading the plugins and the
         // gold data included, as a real run pays it.
         let whole = rate(|| {
-            let out = run::run(&cfg, n, jobs_list(), |_| {}, |_| {}).expect("workers start");
+            let pool = run::Pool::new(&cfg, false).expect("scratch directory");
+            let out = run::run(&cfg, &pool, n, jobs_list(), |_| {}, |_| {}).expect("workers start");
             assert!(out
                 .cases
                 .iter()
@@ -195,8 +198,10 @@ fn workers_vs_in_process(
         let repeated: Vec<run::Job> = (0..10).flat_map(|_| jobs_list()).collect();
         let total = repeated.len();
         let mut ready_at = None;
+        let pool = run::Pool::new(&cfg, false).expect("scratch directory");
         let out = run::run(
             &cfg,
+            &pool,
             n,
             repeated,
             |_| ready_at = Some(Instant::now()),

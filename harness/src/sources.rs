@@ -11,7 +11,7 @@ use crate::scenario::Scenario;
 
 /// Where a run's scenarios come from. Workers rebuild the same list from
 /// `to_args`, so plan indexes agree across processes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sources {
     /// The built-in scenarios.
     pub builtin: bool,

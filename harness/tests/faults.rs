@@ -152,11 +152,13 @@ fn a_panic_inside_an_extern_c_function_is_a_crash_with_its_message() {
     // A second case on the path the library exports (a path it lacks is
     // skipped before any call).
     const ANOTHER: &str = "array/binary/batch:0";
+    // RUST_BACKTRACE=1 in the user's shell does not reach the workers
+    // (symbolising costs about 0.35 s per crash).
     let run = roundtrip(
         lib.to_str().unwrap(),
         consumer.to_str().unwrap(),
         &[WHOLE, ANOTHER, OTHER],
-        &[],
+        &[("RUST_BACKTRACE", "1")],
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let r = run.report.expect("a report");
@@ -169,6 +171,22 @@ fn a_panic_inside_an_extern_c_function_is_a_crash_with_its_message() {
     let out = c.output.as_deref().unwrap_or("");
     assert!(
         out.contains("panicked") && out.contains("index out of bounds"),
+        "{out:?}"
+    );
+    // The panic's own backtrace was not asked for (Rust still forces one
+    // for the abort that follows a panic that cannot unwind).
+    assert!(out.contains("run with `RUST_BACKTRACE=1`"), "{out:?}");
+    // ARROWCERT_PLUGIN_BACKTRACE=1 asks for the backtrace.
+    let traced = roundtrip(
+        lib.to_str().unwrap(),
+        consumer.to_str().unwrap(),
+        &[WHOLE],
+        &[("ARROWCERT_PLUGIN_BACKTRACE", "1")],
+    );
+    let traced = traced.report.expect("a report");
+    let out = case(&traced, WHOLE).output.clone().unwrap_or_default();
+    assert!(
+        out.contains("stack backtrace") && !out.contains("run with `RUST_BACKTRACE=1`"),
         "{out:?}"
     );
     // The other case panics too, in its own worker: the run went on.

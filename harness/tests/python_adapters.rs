@@ -135,3 +135,60 @@ fn a_missing_adapter_file_or_interpreter_is_bad_input() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("/no/such/python3"), "{stderr}");
 }
+
+/// Shrinking runs each candidate as a run of its own; the workers of the
+/// certification serve them with the library still loaded (the adapter's
+/// module is imported once per worker process, not once per candidate).
+#[test]
+fn shrink_candidates_run_in_workers_that_keep_the_library_loaded() {
+    let Some(py) = python() else { return };
+    let dir = scratch("py-adapters");
+    let imports = dir.join("imports.txt");
+    let _ = std::fs::remove_file(&imports);
+    let adapter = dir.join("wrong_values.py");
+    std::fs::write(
+        &adapter,
+        r#"import os
+import nanoarrow as na
+
+with open(os.environ["ARROWCERT_TEST_IMPORTS"], "a") as f:
+    f.write("imported\n")
+
+NAME = "wrong values (test adapter)"
+
+
+def load(data):
+    na.Array(data)
+    return na.Array([7, 7, 7], na.int64())  # not what it was given
+"#,
+    )
+    .unwrap();
+    let report = dir.join("shrink-reuse.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .env("ARROWCERT_TEST_IMPORTS", &imports)
+        .args([
+            "certify",
+            "--producer",
+            &format!("py:{}", adapter.display()),
+        ])
+        .args(["--cases", "3", "--seed", "1", "--shrink-candidates", "20"])
+        .args(["--jobs", "2", "--report"])
+        .arg(&report)
+        .arg("producer/stream/gen/")
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r = arrowcert::report::read(&report).expect("a report");
+    let tried: u64 = r.shrunk.iter().map(|s| s.tried).sum();
+    let crashed = r.summary.crashed;
+    let loads = std::fs::read_to_string(&imports).unwrap().lines().count() as u64;
+    // Without kept workers every candidate started one (and imported the
+    // module); with them, the two workers of the run serve every candidate.
+    assert!(tried >= 10, "{tried} candidates tried: {stdout}");
+    assert!(
+        loads <= 2 + crashed + 2,
+        "{loads} imports for {tried} candidates: {stdout}"
+    );
+}

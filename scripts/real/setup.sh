@@ -3,7 +3,8 @@
 # environment under target/real/ (never committed, never outside the
 # checkout): a Python virtual environment with pinned pyarrow (whose wheel
 # also carries Arrow C++'s headers and libarrow), polars, duckdb, and the
-# Python libraries adapters/*.py certify (nanoarrow, arro3-core, pandas), and
+# Python libraries adapters/*.py certify (nanoarrow, arro3-core, pandas,
+# datafusion, pyogrio; chdb when asked for), and
 # nanoarrow's source distribution. Idempotent: a second run only checks.
 #
 # Needs python3 with pip and network access to PyPI. Versions live in
@@ -20,12 +21,18 @@ if [ ! -x "$REAL/venv/bin/python" ]; then
     "$PY" -m venv "$REAL/venv"
 fi
 VPY="$REAL/venv/bin/python"
-want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION pyogrio==$PYOGRIO_VERSION"
 have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
 missing=0
 for pkg in $want; do
     case " $have " in *" $pkg "*) ;; *) missing=1 ;; esac
 done
+# chDB (adapters/chdb.py, producer only) is half a gigabyte and not in the
+# default matrix: installed when asked for (ARROWCERT_REAL_CHDB=1 just real).
+if [ "${ARROWCERT_REAL_CHDB:-0}" = 1 ]; then
+    want="$want chdb==$CHDB_VERSION"
+    case " $have " in *" chdb==$CHDB_VERSION "*) ;; *) missing=1 ;; esac
+fi
 if [ "$missing" = 1 ]; then
     echo "setup: installing $want"
     "$VPY" -m pip install --quiet --disable-pip-version-check --only-binary :all: $want
@@ -44,6 +51,6 @@ if [ ! -d "$REAL/nanoarrow-src" ]; then
     rm -rf "$tmp"
 fi
 "$VPY" - <<'PYEOF'
-import pyarrow, polars, duckdb, nanoarrow, arro3.core, pandas, datafusion
-print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}, nanoarrow {nanoarrow.__version__}, arro3-core {arro3.core.__version__}, pandas {pandas.__version__}, datafusion {datafusion.__version__}")
+import pyarrow, polars, duckdb, nanoarrow, arro3.core, pandas, datafusion, pyogrio
+print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}, nanoarrow {nanoarrow.__version__}, arro3-core {arro3.core.__version__}, pandas {pandas.__version__}, datafusion {datafusion.__version__}, pyogrio {pyogrio.__version__} (GDAL {pyogrio.__gdal_version_string__})")
 PYEOF

@@ -237,6 +237,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         opts,
         producer: load(&args.producer)?,
         consumer: load(&args.consumer)?,
+        kept: Default::default(),
     };
     let how = if args.jobs == 0 {
         "in this process".to_string()
@@ -327,7 +328,12 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .finish(interrupted, clock, |r| {
             r.rules = summary::rule_verdicts(&r.cases, sides);
             r.shrunk = shrunk;
-            crate::engine::judge(r, outcome::DATA_RULES, args.expectations.as_ref());
+            crate::engine::judge(
+                r,
+                outcome::DATA_RULES,
+                args.expectations.as_ref(),
+                args.filter.narrows(),
+            );
         })
         .map_err(BadInput)?;
     let judgement = report.outcome.clone().expect("finish judged the run");

@@ -36,6 +36,9 @@ pub struct Args {
     pub shrink_candidates: u64,
     /// Print the plan and exit.
     pub list: bool,
+    /// Every unit runs only cases whose ID contains one of these (a smoke
+    /// run); empty: every case.
+    pub filters: Vec<String>,
     /// A directory of expectations files (`--expectations DIR`): a unit
     /// certifying library L runs with `DIR/L.json`, a pair P -> C with
     /// `DIR/pair-P-C.json`, where those exist.
@@ -159,6 +162,10 @@ fn unit_args(args: &Args, unit: &Planned, report: &Path) -> Vec<String> {
         v.extend(["--expectations".into(), e.display().to_string()]);
     }
     v.extend(["--report".into(), report.display().to_string()]);
+    if !args.filters.is_empty() {
+        v.push("--".into());
+        v.extend(args.filters.iter().cloned());
+    }
     v
 }
 
@@ -395,6 +402,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             gold: args.gold.as_ref().map(|g| g.display().to_string()),
             cases: args.cases,
             seed: args.seed,
+            filters: args.filters.clone(),
         },
         plan: plan.iter().map(|u| u.id.clone()).collect(),
         shards: vec![shard],
@@ -561,6 +569,12 @@ pub struct MatrixFlags {
     /// Print the units this run (or shard) would run, and exit.
     #[arg(long)]
     pub list: bool,
+    /// Every unit runs only the cases whose ID contains this (repeatable):
+    /// a smoke matrix over part of each plan (CI's), checked against the
+    /// same expectations (a rule expected to fail that passes over the
+    /// part is not an unexpected pass; cases are held as ever).
+    #[arg(long = "filter", value_name = "SUBSTR")]
+    pub filters: Vec<String>,
     /// A directory of expectations files: certifying library L runs
     /// with DIR/L.json, the pair P -> C with DIR/pair-P-C.json, where
     /// they exist; a unit whose results are not as expected fails the
@@ -583,6 +597,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         case_timeout_ms,
         shrink_candidates,
         list,
+        filters,
         expectations,
     } = f;
     let defaulted = producers.is_empty() && consumers.is_empty();
@@ -624,6 +639,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         case_timeout_ms,
         shrink_candidates,
         list,
+        filters,
         expectations,
     })
 }

@@ -151,6 +151,11 @@ const ADBC_ADAPTER: &str = "the ADBC adapter (plugins/adbc, docs/ADBC.md): the s
 const PANDAS_ADAPTER: &str = "a py: adapter (adapters/pandas.py): pandas converts to and from \
     Arrow with pyarrow, so its verdicts are pandas' conversion plus pyarrow's (Arrow C++'s) export \
     and import";
+const PYOGRIO_ADAPTER: &str = "a py: adapter (adapters/pyogrio.py): the data goes into an \
+    in-memory GeoPackage through GDAL's own ArrowArrayStream importer (OGRLayer::WriteArrowBatch) \
+    and comes out through GDAL's own exporter (OGRLayer::GetArrowStream), pyarrow blocked; OGR's \
+    field types are coarser than Arrow's, so a value can come back in a wider type, and the \
+    dataset stays open until the next case (GDAL's stream needs it)";
 const ARROW_CPP_ADAPTER: &str = "every exported and imported byte is Arrow C++'s \
     (ExportDeviceRecordBatch, ExportAsyncRecordBatchReader, CreateAsyncDeviceStreamHandler, ...); \
     the consumer adapter interposes on the async handler's release member (it calls Arrow C++'s \
@@ -333,6 +338,20 @@ pub const BUNDLED: &[Bundled] = &[
         "adapters/datafusion.py",
         Place::Adapter,
         PY_ADAPTER,
+    ),
+    bundled(
+        "pyogrio",
+        "producer",
+        "adapters/pyogrio.py",
+        Place::Adapter,
+        PYOGRIO_ADAPTER,
+    ),
+    bundled(
+        "pyogrio",
+        "consumer",
+        "adapters/pyogrio.py",
+        Place::Adapter,
+        PYOGRIO_ADAPTER,
     ),
     bundled(
         "sqlite-adbc",

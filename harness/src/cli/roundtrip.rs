@@ -188,7 +188,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .into_inner()
         .finish(interrupted, clock, |r| {
             // Every pass of a round trip compared data (no data rules needed).
-            engine::judge(r, &[], args.expectations.as_ref());
+            engine::judge(r, &[], args.expectations.as_ref(), args.filter.narrows());
         })
         .map_err(BadInput)?;
     print_summary(&report);

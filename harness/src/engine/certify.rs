@@ -37,6 +37,10 @@ pub struct Engine {
     /// Loaded once when cases run in this process.
     pub producer: Option<Plugin>,
     pub consumer: Option<Plugin>,
+    /// Workers kept between this engine's runs (the certification, then
+    /// each shrink candidate): made on the first run in workers, dropped
+    /// (workers stopped, scratch removed) with the engine.
+    pub kept: std::cell::OnceCell<run::Pool>,
 }
 
 impl Engine {
@@ -115,6 +119,7 @@ impl Engine {
             loads: "the plugin",
         }
         .run(
+            Some(&self.kept),
             planned,
             jobs,
             |p| ready(p),

@@ -15,8 +15,14 @@ pub mod roundtrip;
 /// Judges a finished run's report: the outcome from its cases and rule
 /// verdicts (`data_rules`: the rules a pass must have exercised on data;
 /// none for round trips, where every pass compared data), then checked
-/// against the expectations file when one was given.
-pub fn judge(r: &mut Report, data_rules: &[&str], expectations: Option<&(PathBuf, Expectations)>) {
+/// against the expectations file when one was given (`subset`: a filter
+/// ran part of the plan, see [`report::expectations::check`]).
+pub fn judge(
+    r: &mut Report,
+    data_rules: &[&str],
+    expectations: Option<&(PathBuf, Expectations)>,
+    subset: bool,
+) {
     let judged = report::outcome::judge(&report::outcome::Run {
         cases: &r.cases,
         rules: &r.rules,
@@ -24,8 +30,9 @@ pub fn judge(r: &mut Report, data_rules: &[&str], expectations: Option<&(PathBuf
         complete: r.complete,
         data_rules,
     });
-    r.expectations = expectations
-        .map(|(path, exp)| report::expectations::check(r, exp, &path.display().to_string()));
+    r.expectations = expectations.map(|(path, exp)| {
+        report::expectations::check(r, exp, &path.display().to_string(), subset)
+    });
     r.outcome = Some(match &r.expectations {
         Some(checked) => report::outcome::with_expectations(judged, checked),
         None => judged,
@@ -80,8 +87,11 @@ impl Workers {
     /// Runs `jobs` (cases of a plan of `plan_len`) in worker processes;
     /// their scratch directory is removed afterwards. Returns the signal
     /// that interrupted the run, if any.
+    /// `kept`: the engine's pool of workers kept between its runs (made
+    /// here on first use); `None`: workers of this run only.
     fn run(
         self,
+        kept: Option<&std::cell::OnceCell<run::Pool>>,
         plan_len: usize,
         jobs: Vec<run::Job>,
         ready: impl FnOnce(&[PluginIdentity]),
@@ -94,11 +104,23 @@ impl Workers {
             self.max_memory_mb,
         )
         .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
-        let outcome = run::run(&cfg, plan_len, jobs, ready, on_case);
-        let _ = std::fs::remove_dir_all(&cfg.scratch);
         let loads = self.loads;
-        Ok(outcome
-            .map_err(|run::StartError(why)| format!("cannot run {loads}: {why}"))?
-            .interrupted)
+        let cannot = |run::StartError(why)| format!("cannot run {loads}: {why}");
+        let own;
+        let pool = match kept {
+            Some(cell) => match cell.get() {
+                Some(p) => p,
+                None => {
+                    let p = run::Pool::new(&cfg, true).map_err(cannot)?;
+                    cell.get_or_init(|| p)
+                }
+            },
+            None => {
+                own = run::Pool::new(&cfg, false).map_err(cannot)?;
+                &own
+            }
+        };
+        let outcome = run::run(&cfg, pool, plan_len, jobs, ready, on_case);
+        Ok(outcome.map_err(cannot)?.interrupted)
     }
 }

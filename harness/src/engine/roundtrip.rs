@@ -95,6 +95,6 @@ impl Engine {
             max_memory_mb: self.max_memory_mb,
             loads: "the plugins",
         }
-        .run(plan.len(), jobs, ready, on_case)
+        .run(None, plan.len(), jobs, ready, on_case)
     }
 }

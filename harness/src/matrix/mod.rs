@@ -76,6 +76,10 @@ pub struct Data {
     /// Generated scenarios per unit.
     pub cases: u64,
     pub seed: u64,
+    /// Case filters every unit ran with (`--filter`): a smoke matrix of
+    /// part of each unit's plan. Empty: every case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
 }
 
 #[derive(

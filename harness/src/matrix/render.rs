@@ -146,7 +146,14 @@ fn header_lines(m: &Matrix) -> Vec<String> {
                 .unwrap_or_default(),
             m.data.cases,
             m.data.seed
-        ),
+        ) + &if m.data.filters.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; only cases whose ID contains {} (a smoke run, not the whole plan)",
+                m.data.filters.join(" or ")
+            )
+        },
         format!(
             "shards: {} ({})",
             shards.join(", "),

@@ -9,6 +9,11 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether this filter leaves cases out (a subset of the plan runs).
+    pub fn narrows(&self) -> bool {
+        !self.patterns.is_empty() || !self.skip.is_empty()
+    }
+
     pub fn selects(&self, id: &str) -> bool {
         if self.skip.iter().any(|s| id.contains(s.as_str())) {
             return false;

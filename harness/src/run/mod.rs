@@ -61,8 +61,14 @@ pub struct Config {
     /// a pids cgroup where the system allows one (see
     /// [`proc::PidsCgroup`]); `None`: no such bound.
     pub max_tasks: Option<u64>,
-    /// The run's pids cgroup, once created (set by [`run`]).
+    /// The run's pids cgroup, once created (set by [`Pool::new`]).
     pub pids_cgroup: Option<PathBuf>,
+    /// Where the scenarios come from (part of `worker_args` too): a kept
+    /// worker given another run of its engine plans again over these.
+    pub sources: crate::sources::Sources,
+    /// `worker_args` without the sources: a kept worker serves a run
+    /// whose key is its own.
+    pub key: Vec<String>,
 }
 
 impl Config {
@@ -78,9 +84,16 @@ impl Config {
     ) -> std::io::Result<Config> {
         args.limits = proc::Limits::worker(max_memory_mb);
         args.cpu_seconds = Some(case_timeout_ms.div_ceil(1000) * 2 + 1);
+        let key = worker::WorkerArgs {
+            sources: Default::default(),
+            ..args.clone()
+        }
+        .to_args();
         Ok(Config {
             exe: std::env::current_exe()?,
             worker_args: args.to_args(),
+            sources: args.sources.clone(),
+            key,
             jobs,
             case_timeout: Duration::from_millis(case_timeout_ms),
             start_timeout: Duration::from_secs(60),
@@ -94,6 +107,115 @@ impl Config {
             max_tasks: Some(MAX_TASKS_PER_WORKER * jobs.max(1) as u64),
             pids_cgroup: None,
         })
+    }
+}
+
+/// What the runs of one engine share: the scratch directory (sockets,
+/// capture files, the allocation tracker written into it), the pids
+/// cgroup, and the workers kept between runs. A certification runs its
+/// cases, then each shrink candidate as a run of its own: a kept worker
+/// serves the next run with its plugins still loaded (a Python library is
+/// imported once, not once per candidate), planning again over the run's
+/// sources. Dropping the pool stops the kept workers and removes the
+/// cgroup and the scratch directory.
+pub struct Pool {
+    scratch: PathBuf,
+    pids_cgroup: Option<PathBuf>,
+    cgroup: Option<proc::PidsCgroup>,
+    /// Whether workers are kept when a run ends (else stopped).
+    keep: bool,
+    idle: Mutex<Vec<Worker>>,
+    /// Workers started, for unique socket and capture file names.
+    started: std::sync::atomic::AtomicUsize,
+}
+
+impl Pool {
+    /// Makes the scratch directory (after removing those of killed runs),
+    /// writes the allocation tracker into it and creates the pids cgroup,
+    /// as `cfg` says. `keep`: keep workers between runs.
+    pub fn new(cfg: &Config, keep: bool) -> Result<Pool, StartError> {
+        // Scratch directories of runs that were killed (SIGKILL leaves no
+        // one to remove them, unless a worker's watchdog did) go first.
+        if let Some(tmp) = cfg.scratch.parent() {
+            proc::remove_stale_scratch(tmp);
+        }
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&cfg.scratch)
+                .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
+        }
+        if cfg.tracker {
+            crate::plugin::tracker::install(&cfg.scratch).map_err(|e| {
+                StartError(format!(
+                    "cannot write the allocation tracker into {}: {e}",
+                    cfg.scratch.display()
+                ))
+            })?;
+        }
+        // The cgroup lives as long as the pool: workers join it, and
+        // dropping it kills whatever they left behind.
+        let cgroup = cfg.max_tasks.and_then(proc::PidsCgroup::create);
+        Ok(Pool {
+            scratch: cfg.scratch.clone(),
+            pids_cgroup: cgroup.as_ref().map(|c| c.dir().to_path_buf()),
+            cgroup,
+            keep,
+            idle: Mutex::new(Vec::new()),
+            started: Default::default(),
+        })
+    }
+
+    /// A worker for a run of `cfg` whose plan has `plan_len` cases: a kept
+    /// one with the same configuration, planning over the run's sources,
+    /// or a new one.
+    fn acquire(
+        &self,
+        cfg: &Config,
+        plan_len: usize,
+    ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
+        loop {
+            let kept = {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                let at = idle.iter().position(|w| w.key == cfg.key);
+                at.map(|i| idle.swap_remove(i))
+            };
+            let Some(kept) = kept else { break };
+            if let Some((w, cases)) = kept.replan(&cfg.sources, cfg.start_timeout) {
+                if cases == plan_len {
+                    let plugins = w.plugins.clone();
+                    return Ok((w, plugins, cases));
+                }
+                w.stop();
+            }
+        }
+        let n = self
+            .started
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Worker::start(cfg, &format!("worker-{n}"))
+    }
+
+    /// A worker whose run ended with it alive: kept for the next run, or
+    /// stopped.
+    fn release(&self, w: Worker) {
+        if self.keep && proc::interrupted().is_none() {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        } else {
+            w.stop();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(self.idle.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for w in idle {
+            w.stop();
+        }
+        drop(self.cgroup.take());
+        let _ = std::fs::remove_dir_all(&self.scratch);
     }
 }
 
@@ -121,7 +243,19 @@ struct Worker {
     /// A read handle on `capture`, kept open so that each case costs one
     /// fstat and one read instead of opening the file again.
     capture_file: File,
+    /// The plugins it loaded, as it reported them.
+    plugins: Vec<PluginIdentity>,
+    /// The configuration it was started with ([`Config::key`]) and the
+    /// sources it plans over now.
+    key: Vec<String>,
+    sources: crate::sources::Sources,
+    /// Cases in its plan.
+    cases: usize,
 }
+
+/// `ARROWCERT_PLUGIN_BACKTRACE=1`: workers run with `RUST_BACKTRACE=1`,
+/// so a Rust plugin's panic carries a backtrace in the case's output.
+pub const PLUGIN_BACKTRACE_ENV: &str = "ARROWCERT_PLUGIN_BACKTRACE";
 
 fn describe_exit(status: ExitStatus) -> String {
     match (status.signal(), status.code()) {
@@ -214,6 +348,15 @@ impl Worker {
         let capture_file =
             File::open(&capture).map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
         let mut command = Command::new(&cfg.exe);
+        // A Rust plugin that panics prints its message and location either
+        // way; a backtrace on top (RUST_BACKTRACE=1 in the user's shell)
+        // costs about 0.35 s of symbolising per crash, which is most of a
+        // crash-heavy run's time. Asked for by name only.
+        if std::env::var_os(PLUGIN_BACKTRACE_ENV).is_some_and(|v| v == "1") {
+            command.env("RUST_BACKTRACE", "1");
+        } else {
+            command.env("RUST_BACKTRACE", "0");
+        }
         if let Some(dir) = &cfg.pids_cgroup {
             command.env(proc::PIDS_CGROUP_ENV, dir);
         }
@@ -286,9 +429,17 @@ impl Worker {
             pending: Vec::new(),
             capture,
             capture_file,
+            plugins: Vec::new(),
+            key: cfg.key.clone(),
+            sources: cfg.sources.clone(),
+            cases: 0,
         };
         match worker.read_message() {
-            Ok(Some(FromWorker::Ready { plugins, cases })) => Ok((worker, plugins, cases)),
+            Ok(Some(FromWorker::Ready { plugins, cases })) => {
+                worker.plugins = plugins.clone();
+                worker.cases = cases;
+                Ok((worker, plugins, cases))
+            }
             Ok(Some(FromWorker::Fatal { message })) => {
                 worker.stop();
                 Err(StartError(message))
@@ -324,13 +475,54 @@ impl Worker {
 
     /// Sends the request for `job` (the worker runs requests in order).
     fn send(&mut self, job: &Job) -> std::io::Result<()> {
-        let request = ToWorker::Case {
+        self.request(&ToWorker::Case {
             index: job.index,
             id: job.record.id.clone(),
-        };
-        let mut line = serde_json::to_string(&request).map_err(std::io::Error::other)?;
+        })
+    }
+
+    fn request(&mut self, request: &ToWorker) -> std::io::Result<()> {
+        let mut line = serde_json::to_string(request).map_err(std::io::Error::other)?;
         line.push('\n');
         self.stream.write_all(line.as_bytes())
+    }
+
+    /// A kept worker, given a run over `sources`: it plans again (plugins
+    /// loaded) and says how many cases its plan has. `None` when it is not
+    /// alive and well (it is stopped then; a fresh one takes its place).
+    fn replan(
+        mut self,
+        sources: &crate::sources::Sources,
+        timeout: Duration,
+    ) -> Option<(Worker, usize)> {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return None;
+        }
+        if &self.sources == sources {
+            // Same plan: the worker already has it. Ask nothing.
+            let cases = self.cases;
+            return Some((self, cases));
+        }
+        let asked = self.stream.set_read_timeout(Some(timeout)).and_then(|_| {
+            self.request(&ToWorker::Plan {
+                sources: sources.clone(),
+            })
+        });
+        if asked.is_err() {
+            self.stop();
+            return None;
+        }
+        match self.read_message() {
+            Ok(Some(FromWorker::Ready { cases, .. })) => {
+                self.sources = sources.clone();
+                self.cases = cases;
+                Some((self, cases))
+            }
+            _ => {
+                self.stop();
+                None
+            }
+        }
     }
 
     /// Waits for the answer to the oldest request in flight, `job`, until
@@ -595,9 +787,11 @@ impl Hangs {
 
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
+#[allow(clippy::too_many_arguments)]
 fn slot_loop(
     cfg: &Config,
-    slot: usize,
+    pool: &Pool,
+    plan_len: usize,
     mut worker: Option<Worker>,
     queue: &Mutex<VecDeque<Job>>,
     live: &Mutex<Vec<u32>>,
@@ -608,7 +802,6 @@ fn slot_loop(
         job: Job,
         sent: Instant,
     }
-    let mut generation = 0;
     let mut inflight: VecDeque<InFlight> = VecDeque::new();
     // When the oldest request in flight began running in the worker, and
     // where its output starts in the capture file.
@@ -633,8 +826,7 @@ fn slot_loop(
                 continue;
             }
             if worker.is_none() {
-                generation += 1;
-                match Worker::start(cfg, &format!("worker-{slot}-{generation}")) {
+                match pool.acquire(cfg, plan_len) {
                     Ok((w, ..)) => {
                         live.lock().expect("live lock").push(w.child.id());
                         output_from = capture_len(&w.capture_file);
@@ -715,7 +907,7 @@ fn slot_loop(
     }
     if let Some(w) = worker {
         forget(&w);
-        w.stop();
+        pool.release(w);
     }
 }
 
@@ -729,39 +921,16 @@ fn slot_loop(
 /// did not finish), and the outcome says which signal stopped it.
 pub fn run(
     cfg: &Config,
+    pool: &Pool,
     plan_len: usize,
     jobs: Vec<Job>,
     on_ready: impl FnOnce(&[PluginIdentity]),
     mut on_case: impl FnMut(&Case),
 ) -> Result<Outcome, StartError> {
-    // Scratch directories of runs that were killed (SIGKILL leaves no one
-    // to remove them, unless a worker's watchdog did) go first.
-    if let Some(tmp) = cfg.scratch.parent() {
-        proc::remove_stale_scratch(tmp);
-    }
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&cfg.scratch)
-            .map_err(|e| StartError(format!("{}: {e}", cfg.scratch.display())))?;
-    }
-    if cfg.tracker {
-        crate::plugin::tracker::install(&cfg.scratch).map_err(|e| {
-            StartError(format!(
-                "cannot write the allocation tracker into {}: {e}",
-                cfg.scratch.display()
-            ))
-        })?;
-    }
-    // The cgroup lives as long as this call: workers join it, and dropping
-    // it kills whatever they left behind.
-    let cgroup = cfg.max_tasks.and_then(proc::PidsCgroup::create);
     let mut with_cgroup = cfg.clone();
-    with_cgroup.pids_cgroup = cgroup.as_ref().map(|c| c.dir().to_path_buf());
+    with_cgroup.pids_cgroup = pool.pids_cgroup.clone();
     let cfg = &with_cgroup;
-    let (first, plugins, cases) = Worker::start(cfg, "worker-0-0")?;
+    let (first, plugins, cases) = pool.acquire(cfg, plan_len)?;
     if cases != plan_len {
         first.stop();
         return Err(StartError(format!(
@@ -786,7 +955,7 @@ pub fn run(
             let tx = tx.clone();
             let (queue, live, hangs) = (&queue, &live, &hangs);
             let worker = if slot == 0 { first.take() } else { None };
-            scope.spawn(move || slot_loop(cfg, slot, worker, queue, live, hangs, tx));
+            scope.spawn(move || slot_loop(cfg, pool, plan_len, worker, queue, live, hangs, tx));
         }
         drop(tx);
         let mut killed = false;

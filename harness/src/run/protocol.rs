@@ -11,6 +11,10 @@ pub enum ToWorker {
     /// Run planned case `index`, whose ID must be `id` (a check that both
     /// sides planned the same cases).
     Case { index: usize, id: String },
+    /// Plan again over these sources (a kept worker given the next run of
+    /// its engine: a shrink candidate, say); the worker answers `Ready`
+    /// with the new plan's length. The plugins stay loaded.
+    Plan { sources: crate::sources::Sources },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

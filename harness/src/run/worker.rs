@@ -183,78 +183,10 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
-    let scenarios = match args.sources.load() {
-        Ok(s) => s,
-        Err(message) => {
-            let _ = send(&mut stream, &FromWorker::Fatal { message });
-            return 2;
-        }
-    };
     // The suite: the IDs of its planned cases, and how to run one.
     let certify_opts = certify::Options {
         replay_prefix: args.options.replay_prefix.clone(),
         ..Default::default()
-    };
-    // A runner answers None for a case it does not know.
-    type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
-    let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
-        (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
-            let producer = producer.as_ref().expect("checked");
-            let plan = roundtrip::plan(&scenarios);
-            let ids = plan.iter().map(|s| s.id.clone()).collect();
-            let (scenarios, options) = (&scenarios, &args.options);
-            (
-                ids,
-                Box::new(move |i, id| {
-                    let spec = plan.get(i).filter(|s| s.id == id)?;
-                    let scenario = &scenarios[spec.scenario];
-                    Some(super::panic::guarded(
-                        id,
-                        || roundtrip::record(scenario, spec, options),
-                        || roundtrip::run_case(producer, consumer, scenario, spec, options),
-                    ))
-                }),
-            )
-        }
-        (Mode::Roundtrip, _) => {
-            let message = "a roundtrip worker needs --producer and --consumer".to_string();
-            let _ = send(&mut stream, &FromWorker::Fatal { message });
-            return 2;
-        }
-        (Mode::Certify, _) => {
-            let sides = certify::Sides {
-                producer: producer.is_some(),
-                consumer: consumer.is_some(),
-            };
-            let plan = certify::plan(&scenarios, sides, args.sources.seed);
-            let ids = plan.iter().map(|s| s.id.clone()).collect();
-            let plugins = certify::Plugins {
-                producer: producer.as_ref(),
-                consumer: consumer.as_ref(),
-            };
-            let (scenarios, opts) = (&scenarios, &certify_opts);
-            (
-                ids,
-                Box::new(move |i, id| {
-                    // An async case outside the plan (a replay of a shrunk
-                    // schedule) is spelled out by its ID.
-                    let extra;
-                    let spec = match plan.get(i).filter(|s| s.id == id) {
-                        Some(s) => s,
-                        None => {
-                            extra = certify::spec_for(&plan, scenarios, id)?;
-                            &extra
-                        }
-                    };
-                    let scenario = &scenarios[spec.scenario];
-                    Some(super::panic::guarded(
-                        id,
-                        || certify::record(scenario, spec, opts),
-                        || certify::run_case(plugins, scenario, spec, opts),
-                    ))
-                }),
-            )
-        }
     };
     let mut plugins = Vec::new();
     if let Some(p) = &producer {
@@ -262,14 +194,6 @@ pub fn run(args: WorkerArgs) -> i32 {
     }
     if let Some(c) = &consumer {
         plugins.push(identity("consumer", c));
-    }
-    let ready = FromWorker::Ready {
-        plugins,
-        cases: ids.len(),
-    };
-    flush_c_stdio();
-    if send(&mut stream, &ready).is_err() {
-        return 2;
     }
     // A handle on our stdout (the capture file): its position, shared with
     // fd 1, tells the orchestrator where each case's output ends.
@@ -313,7 +237,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
         });
     }
-    let reader = match stream.try_clone() {
+    let mut reader = match stream.try_clone() {
         Ok(s) => BufReader::new(s),
         Err(_) => return 2,
     };
@@ -324,110 +248,204 @@ pub fn run(args: WorkerArgs) -> i32 {
     // The results of the last cases, as sent: a late write found later
     // amends them.
     let mut recent: std::collections::VecDeque<Case> = std::collections::VecDeque::new();
-    for line in reader.lines() {
-        let Ok(line) = line else { break };
-        let msg: ToWorker = match serde_json::from_str(&line) {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = send(
-                    &mut stream,
-                    &FromWorker::Fatal {
-                        message: format!("bad request: {e}"),
-                    },
-                );
+    let mut sources = args.sources.clone();
+    let mut line = String::new();
+    'plan: loop {
+        let scenarios = match sources.load() {
+            Ok(s) => s,
+            Err(message) => {
+                let _ = send(&mut stream, &FromWorker::Fatal { message });
                 return 2;
             }
         };
-        let ToWorker::Case { index, id } = msg;
-        if let Some(secs) = args.cpu_seconds {
-            let _ = proc::cpu_budget(secs);
-        }
-        let Some(case) = run_case(index, &id) else {
-            let _ = send(
-                &mut stream,
-                &FromWorker::Fatal {
-                    message: format!("case {index} is not {id} in this worker's plan"),
-                },
-            );
-            return 2;
+        // A runner answers None for a case it does not know.
+        type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
+        let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
+            (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
+                let producer = producer.as_ref().expect("checked");
+                let plan = roundtrip::plan(&scenarios);
+                let ids = plan.iter().map(|s| s.id.clone()).collect();
+                let (scenarios, options) = (&scenarios, &args.options);
+                (
+                    ids,
+                    Box::new(move |i, id| {
+                        let spec = plan.get(i).filter(|s| s.id == id)?;
+                        let scenario = &scenarios[spec.scenario];
+                        Some(super::panic::guarded(
+                            id,
+                            || roundtrip::record(scenario, spec, options),
+                            || roundtrip::run_case(producer, consumer, scenario, spec, options),
+                        ))
+                    }),
+                )
+            }
+            (Mode::Roundtrip, _) => {
+                let message = "a roundtrip worker needs --producer and --consumer".to_string();
+                let _ = send(&mut stream, &FromWorker::Fatal { message });
+                return 2;
+            }
+            (Mode::Certify, _) => {
+                let sides = certify::Sides {
+                    producer: producer.is_some(),
+                    consumer: consumer.is_some(),
+                };
+                let plan = certify::plan(&scenarios, sides, sources.seed);
+                let ids = plan.iter().map(|s| s.id.clone()).collect();
+                let plugins = certify::Plugins {
+                    producer: producer.as_ref(),
+                    consumer: consumer.as_ref(),
+                };
+                let (scenarios, opts) = (&scenarios, &certify_opts);
+                (
+                    ids,
+                    Box::new(move |i, id| {
+                        // An async case outside the plan (a replay of a shrunk
+                        // schedule) is spelled out by its ID.
+                        let extra;
+                        let spec = match plan.get(i).filter(|s| s.id == id) {
+                            Some(s) => s,
+                            None => {
+                                extra = certify::spec_for(&plan, scenarios, id)?;
+                                &extra
+                            }
+                        };
+                        let scenario = &scenarios[spec.scenario];
+                        Some(super::panic::guarded(
+                            id,
+                            || certify::record(scenario, spec, opts),
+                            || certify::run_case(plugins, scenario, spec, opts),
+                        ))
+                    }),
+                )
+            }
         };
-        if std::process::id() != me {
-            // A plugin forked and its child came back into our code: it
-            // must not answer (or read) on the orchestrator's socket.
-            proc::exit_now(0);
-        }
+
+        let ready = FromWorker::Ready {
+            plugins: plugins.clone(),
+            cases: ids.len(),
+        };
         flush_c_stdio();
-        let restored = state.restore();
-        // Late writes into structures earlier cases' calls had filled:
-        // those cases' results are amended (the plugin's threads still
-        // run, so the worker ends after this case).
-        let mut amended: Vec<Case> = Vec::new();
-        let late = crate::abi::outslot::take_earlier();
-        for d in &late {
-            let Some(earlier) = recent.iter().find(|c| c.id == d.case) else {
-                continue;
-            };
-            let at = match amended.iter().position(|c| c.id == d.case) {
-                Some(i) => i,
-                None => {
-                    amended.push(earlier.clone());
-                    amended.len() - 1
+        if send(&mut stream, &ready).is_err() {
+            return 2;
+        }
+        // Another plan's cases are not this plan's to amend (a late write
+        // found now still retires the worker).
+        recent.clear();
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return 0,
+                Ok(_) => {}
+            }
+            let msg: ToWorker = match serde_json::from_str(&line) {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = send(
+                        &mut stream,
+                        &FromWorker::Fatal {
+                            message: format!("bad request: {e}"),
+                        },
+                    );
+                    return 2;
                 }
             };
-            crate::run::late::charge(&mut amended[at], std::slice::from_ref(d));
-        }
-        let retire = restored
-            .stuck
-            .clone()
-            .or_else(crate::abi::breadcrumb::take_taint)
-            .or_else(|| {
-                (!late.is_empty()).then(|| {
-                    "a thread of the plugin wrote into a structure an earlier case's call had filled"
-                        .to_string()
-                })
-            });
-        if !restored.undone.is_empty() || retire.is_some() {
-            // Into the capture file (descriptor 2 is restored by now): the
-            // case's output carries it.
-            let mut said = restored.undone;
-            said.extend(
-                retire
-                    .iter()
-                    .map(|r| format!("{r}: the worker ends after this case")),
-            );
-            eprintln!(
-                "[arrowcert: after this case's plugin calls: {}]",
-                said.join("; ")
-            );
-        }
-        let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
-        for a in &amended {
-            if let Some(r) = recent.iter_mut().find(|c| c.id == a.id) {
-                *r = a.clone();
+            let (index, id) = match msg {
+                // Another run of the same engine: plan again, plugins loaded.
+                ToWorker::Plan { sources: next } => {
+                    sources = next;
+                    continue 'plan;
+                }
+                ToWorker::Case { index, id } => (index, id),
+            };
+            if let Some(secs) = args.cpu_seconds {
+                let _ = proc::cpu_budget(secs);
+            }
+            let Some(case) = run_case(index, &id) else {
+                let _ = send(
+                    &mut stream,
+                    &FromWorker::Fatal {
+                        message: format!("case {index} is not {id} in this worker's plan"),
+                    },
+                );
+                return 2;
+            };
+            if std::process::id() != me {
+                // A plugin forked and its child came back into our code: it
+                // must not answer (or read) on the orchestrator's socket.
+                proc::exit_now(0);
+            }
+            flush_c_stdio();
+            let restored = state.restore();
+            // Late writes into structures earlier cases' calls had filled:
+            // those cases' results are amended (the plugin's threads still
+            // run, so the worker ends after this case).
+            let mut amended: Vec<Case> = Vec::new();
+            let late = crate::abi::outslot::take_earlier();
+            for d in &late {
+                let Some(earlier) = recent.iter().find(|c| c.id == d.case) else {
+                    continue;
+                };
+                let at = match amended.iter().position(|c| c.id == d.case) {
+                    Some(i) => i,
+                    None => {
+                        amended.push(earlier.clone());
+                        amended.len() - 1
+                    }
+                };
+                crate::run::late::charge(&mut amended[at], std::slice::from_ref(d));
+            }
+            let retire = restored
+                .stuck
+                .clone()
+                .or_else(crate::abi::breadcrumb::take_taint)
+                .or_else(|| {
+                    (!late.is_empty()).then(|| {
+                        "a thread of the plugin wrote into a structure an earlier case's call had filled"
+                            .to_string()
+                    })
+                });
+            if !restored.undone.is_empty() || retire.is_some() {
+                // Into the capture file (descriptor 2 is restored by now): the
+                // case's output carries it.
+                let mut said = restored.undone;
+                said.extend(
+                    retire
+                        .iter()
+                        .map(|r| format!("{r}: the worker ends after this case")),
+                );
+                eprintln!(
+                    "[arrowcert: after this case's plugin calls: {}]",
+                    said.join("; ")
+                );
+            }
+            let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
+            for a in &amended {
+                if let Some(r) = recent.iter_mut().find(|c| c.id == a.id) {
+                    *r = a.clone();
+                }
+            }
+            recent.push_back(case.clone());
+            while recent.len() > crate::abi::outslot::WINDOW {
+                recent.pop_front();
+            }
+            // A worker whose out-structure arena is spent ends quietly: the
+            // next one starts with an empty arena (slots are never reused).
+            let spent = retire.is_none() && crate::abi::outslot::spent();
+            let retire = retire.or_else(|| spent.then(|| OUTSLOTS_SPENT.to_string()));
+            if send(
+                &mut stream,
+                &FromWorker::Done {
+                    case: Box::new(case),
+                    output_end,
+                    retire: retire.clone(),
+                    amended,
+                },
+            )
+            .is_err()
+                || retire.is_some()
+            {
+                return 0;
             }
         }
-        recent.push_back(case.clone());
-        while recent.len() > crate::abi::outslot::WINDOW {
-            recent.pop_front();
-        }
-        // A worker whose out-structure arena is spent ends quietly: the
-        // next one starts with an empty arena (slots are never reused).
-        let spent = retire.is_none() && crate::abi::outslot::spent();
-        let retire = retire.or_else(|| spent.then(|| OUTSLOTS_SPENT.to_string()));
-        if send(
-            &mut stream,
-            &FromWorker::Done {
-                case: Box::new(case),
-                output_end,
-                retire: retire.clone(),
-                amended,
-            },
-        )
-        .is_err()
-            || retire.is_some()
-        {
-            break;
-        }
     }
-    0
 }
