@@ -8,17 +8,17 @@ virtual file system, nothing on disk). Data goes in through GDAL's importer
 of an ArrowArrayStream (pyogrio.raw.write_arrow: OGRLayer::WriteArrowBatch)
 and comes out through GDAL's exporter (pyogrio.raw.open_arrow with
 use_pyarrow=False: OGRLayer::GetArrowStream), with no pyarrow in the path
-(it is blocked below). A type OGR has no field type for is refused by GDAL
-with its message; OGR's field types are coarser than Arrow's (no unsigned or
-8-bit integers, for one), so values can come back in a wider type.
+(both work with pyarrow blocked; it is not blocked here, because a worker
+running a pair shares one interpreter with the other library, which may
+need it). A type OGR has no field type for is refused by GDAL with its
+message; OGR's field types are coarser than Arrow's (no unsigned 64-bit
+integers, for one: they come back as doubles), so values can come back in
+another type.
 """
 import itertools
-import sys
 
-sys.modules["pyarrow"] = None  # GDAL's own code on both sides
-
-import pyogrio  # noqa: E402
-from pyogrio.raw import open_arrow, write_arrow  # noqa: E402
+import pyogrio
+from pyogrio.raw import open_arrow, write_arrow
 
 NAME = f"pyogrio {pyogrio.__version__} (GDAL {pyogrio.__gdal_version_string__})"
 

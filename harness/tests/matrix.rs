@@ -387,3 +387,58 @@ fn a_pair_whose_values_arrive_with_types_changed_is_marked_not_failed() {
     assert!(html.contains("<b>✔≈ "), "{html}");
     assert!(html.contains("id=\"changed\""), "{html}");
 }
+
+/// Units run two at a time give the matrix one at a time gives: the same
+/// units, in plan order, with the same verdicts and counts.
+#[test]
+fn units_run_at_once_give_the_same_matrix() {
+    let base = support::scratch("matrix-at-once");
+    let one = base.join("one");
+    let two = base.join("two");
+    assert_eq!(markup_matrix(&one, &[]).status.code(), Some(0));
+    let out = markup_matrix(&two, &["--units-at-once", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let verdicts = |m: &matrix::Matrix| {
+        m.units
+            .iter()
+            .map(|u| (u.id.clone(), u.status, u.summary.clone()))
+            .collect::<Vec<_>>()
+    };
+    let a = matrix::read(&one.join("matrix.json")).unwrap();
+    let b = matrix::read(&two.join("matrix.json")).unwrap();
+    assert_eq!(verdicts(&a), verdicts(&b));
+    assert_eq!(b.units.len(), 5);
+}
+
+/// `--filter` runs part of every unit's plan (CI's smoke matrix), and the
+/// matrix says so: its data names the filters, and every unit ran only
+/// cases whose ID contains one.
+#[test]
+fn a_filtered_matrix_runs_part_of_every_unit_and_says_so() {
+    let out_dir = support::scratch("matrix-filter").join("m");
+    let out = matrix_run(
+        &[
+            "--producers",
+            "reference",
+            "--consumers",
+            "reference",
+            "--filter",
+            "/primitive",
+        ],
+        &out_dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let m = matrix::read(&out_dir.join("matrix.json")).unwrap();
+    assert_eq!(m.data.filters, vec!["/primitive".to_string()]);
+    for u in &m.units {
+        let r = arrowcert::report::read(&out_dir.join(u.report.as_ref().unwrap())).unwrap();
+        assert!(!r.cases.is_empty(), "{}", u.id);
+        assert!(
+            r.cases.iter().all(|c| c.id.contains("/primitive")),
+            "{}",
+            u.id
+        );
+    }
+    let page = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
+    assert!(page.contains("a smoke run"), "{page}");
+}

@@ -192,3 +192,58 @@ def load(data):
         "{loads} imports for {tried} candidates: {stdout}"
     );
 }
+
+/// A library that leaves reference cycles behind (objects only Python's
+/// collector frees, dozens of calls later) is not charged for the
+/// collector's backlog: the bridge collects the young generations after
+/// every call, so the repetitions of export and release see no growth.
+#[test]
+fn reference_cycles_a_library_leaves_are_not_a_release_leak() {
+    let Some(py) = python() else { return };
+    let dir = scratch("py-adapters");
+    let adapter = dir.join("cycles.py");
+    std::fs::write(
+        &adapter,
+        r#"import nanoarrow as na
+
+NAME = "cycles (test adapter)"
+
+
+class _Cycle:
+    pass
+
+
+def load(data):
+    a = na.Array(data)
+    c = _Cycle()
+    c.me = c  # garbage only the collector frees, holding the array
+    c.array = a
+    return a
+"#,
+    )
+    .unwrap();
+    let report = dir.join("cycles.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .args([
+            "certify",
+            "--producer",
+            &format!("py:{}", adapter.display()),
+        ])
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .args([
+            "--exact",
+            "producer/schema/primitive",
+            "producer/stream/primitive",
+        ])
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let r = arrowcert::report::read(&report).expect("a report");
+    for rule in ["schema.release.frees", "stream.release.frees"] {
+        let v = r.rules.iter().find(|x| x.rule == rule).expect(rule);
+        assert_eq!(v.verdict, Verdict::Pass, "{rule}: {stdout}");
+    }
+}

@@ -27,7 +27,7 @@ trap 'bash scripts/postgres/server.sh stop "$ARROWCERT_PG_DIR"' EXIT
 filters=()
 for f in "${SMOKE_FILTERS[@]}"; do filters+=(--filter "$f"); done
 rc=0
-target/debug/arrowcert matrix --cases 0 --seed 1 --shrink-candidates 0 \
+target/debug/arrowcert matrix --cases 0 --seed 1 --shrink-candidates 0 --units-at-once 2 \
     --expectations expectations --out "$out" "${filters[@]}" > "$out/matrix.log" 2>&1 || rc=$?
 grep -E "^(UNEXPECTED|took|not built)" "$out/matrix.log" || true
 if [ ! -f "$out/matrix.json" ]; then

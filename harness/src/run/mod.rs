@@ -4,7 +4,9 @@
 //! The orchestrator (the `arrowcert` process) plans the cases and hands them
 //! one at a time to workers (`arrowcert worker`, the same binary), one per
 //! job slot. A worker loads the plugins once and keeps them loaded between
-//! cases. Workers answer over a private Unix socket; their stdout and stderr
+//! cases, and (a [`Pool`] kept by the engine) between the runs of one
+//! certification: each shrink candidate is a run of its own, which a kept
+//! worker serves after planning again (`ToWorker::Plan`). Workers answer over a private Unix socket; their stdout and stderr
 //! go to a capture file (at most 16 MiB: RLIMIT_FSIZE) whose growth during
 //! a case is attached to that case. A worker that dies, or misses a case's deadline, is killed with its
 //! whole process group, the case in flight gets a `crash` or `timeout`
