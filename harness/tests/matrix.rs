@@ -442,3 +442,49 @@ fn a_filtered_matrix_runs_part_of_every_unit_and_says_so() {
     let page = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
     assert!(page.contains("a smoke run"), "{page}");
 }
+
+/// CI's smoke check (scripts/matrix/smoke-check.py): a unit whose status
+/// moved from the committed baseline, or one missing, fails it; the same
+/// statuses pass; blessing writes the baseline.
+#[test]
+fn the_smoke_check_fails_when_a_verdict_moves() {
+    let dir = support::scratch("smoke-check");
+    let script = support::workspace_dir().join("scripts/matrix/smoke-check.py");
+    let matrix = dir.join("matrix.json");
+    std::fs::write(
+        &matrix,
+        r#"{"data": {"filters": ["/primitive"]}, "units": [
+            {"id": "pair/a/b", "status": "pass", "message": null},
+            {"id": "pair/a/c", "status": "fail", "message": "1 case arrived different"}]}"#,
+    )
+    .unwrap();
+    let baseline = dir.join("baseline.json");
+    let check = |bless: bool| {
+        let mut c = Command::new("python3");
+        c.arg(&script).arg(&matrix).arg(&baseline);
+        if bless {
+            c.env("ARROWCERT_BLESS", "1");
+        } else {
+            c.env_remove("ARROWCERT_BLESS");
+        }
+        c.output().expect("python3 runs")
+    };
+    assert_eq!(check(true).status.code(), Some(0));
+    assert_eq!(check(false).status.code(), Some(0));
+    // A verdict that moves.
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    std::fs::write(&baseline, text.replace("\"fail\"", "\"pass\"")).unwrap();
+    let out = check(false);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("pair/a/c: fail (baseline: pass)"), "{said}");
+    // A unit the baseline does not have.
+    std::fs::write(
+        &baseline,
+        r#"{"filters": ["/primitive"], "units": {"pair/a/b": "pass"}}"#,
+    )
+    .unwrap();
+    let out = check(false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not in the baseline"));
+}
