@@ -140,5 +140,6 @@ fn a_header_that_does_not_compile_is_an_error() {
     let h = dir.join("bad.h");
     std::fs::write(&h, "struct ArrowSchema { int x; };\n").unwrap();
     let err = check_header(&h).expect_err("a header without the structs cannot pass");
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(err.contains("does not compile"), "{err}");
 }

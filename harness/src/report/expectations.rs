@@ -480,6 +480,7 @@ mod tests {
         )
         .unwrap();
         let e = Expectations::read(&p).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
         assert!(e.contains("\"broken\""), "{e}");
     }
 }

@@ -34,9 +34,37 @@ pub fn arrowcert_exe() -> PathBuf {
 
 /// A scratch directory unique to this test process and `name`.
 pub fn scratch(name: &str) -> PathBuf {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(sweep_stale_scratch);
     let d = std::env::temp_dir().join(format!("arrowcert-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Removes the scratch directories of test processes that have ended: a
+/// test binary leaves its own behind (to be looked at after a failure)
+/// until the next one starts, so they never pile up (they had reached
+/// 13 GB in /tmp). A directory whose process is alive (another run at the
+/// same time) is left alone.
+fn sweep_stale_scratch() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("arrowcert-test-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Compiles C `source` into a shared library `lib<name>.so`.
