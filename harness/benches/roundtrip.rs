@@ -164,7 +164,7 @@ fn workers_vs_in_process(
             exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
             worker_args: args.to_args(),
             sources: args.sources.clone(),
-            key: args.to_args(),
+            key: args.key(),
             jobs,
             case_timeout: Duration::from_secs(60),
             start_timeout: Duration::from_secs(60),

@@ -377,20 +377,13 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Units run `units_at_once` at a time (each its own child process with
     // its own workers): a unit's orchestrator and its workers' start-ups
     // leave a core idle a third of the time, which another unit fills.
-    let queue = std::sync::Mutex::new(mine.iter().enumerate().collect::<Vec<_>>());
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::Mutex::new(Vec::<(usize, Unit)>::new());
     std::thread::scope(|scope| {
         for _ in 0..args.units_at_once.clamp(1, mine.len().max(1)) {
             scope.spawn(|| loop {
-                let next = {
-                    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                    if q.is_empty() {
-                        None
-                    } else {
-                        Some(q.remove(0))
-                    }
-                };
-                let Some((position, planned)) = next else {
+                let position = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(planned) = mine.get(position) else {
                     break;
                 };
                 let unit = run_unit(&exe, &args, planned);

@@ -86,11 +86,7 @@ impl Config {
     ) -> std::io::Result<Config> {
         args.limits = proc::Limits::worker(max_memory_mb);
         args.cpu_seconds = Some(case_timeout_ms.div_ceil(1000) * 2 + 1);
-        let key = worker::WorkerArgs {
-            sources: Default::default(),
-            ..args.clone()
-        }
-        .to_args();
+        let key = args.key();
         Ok(Config {
             exe: std::env::current_exe()?,
             worker_args: args.to_args(),

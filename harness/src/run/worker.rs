@@ -93,6 +93,17 @@ impl WorkerArgs {
         args.extend(self.sources.to_args());
         args
     }
+
+    /// The arguments without the sources: a kept worker serves any run
+    /// whose key is its own, planning again over that run's sources
+    /// ([`super::Config::key`]).
+    pub fn key(&self) -> Vec<String> {
+        WorkerArgs {
+            sources: Default::default(),
+            ..self.clone()
+        }
+        .to_args()
+    }
 }
 
 fn send(stream: &mut UnixStream, msg: &FromWorker) -> std::io::Result<()> {
@@ -319,7 +330,6 @@ pub fn run(args: WorkerArgs) -> i32 {
                 )
             }
         };
-
         let ready = FromWorker::Ready {
             plugins: plugins.clone(),
             cases: ids.len(),
