@@ -3,6 +3,8 @@
  * Faults hit arrowcert_consume_array:
  *   SEGV_CONSUME   write through NULL
  *   HANG_CONSUME   never return
+ * With -DLOAD_LOG it appends a line to the file $ARROWCERT_TEST_LOAD_LOG each
+ * time it is loaded (tests count the workers that loaded it).
  * and, with -DFAULT_CANCELS, the async entry points: a handler that cancels
  * the stream from on_schema (legal: cancel must be thread-safe and
  * idempotent), to drive producers' cancel paths.
@@ -11,6 +13,19 @@
 #include <unistd.h>
 
 #include "arrowcert_plugin.h"
+
+#ifdef LOAD_LOG
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void log_load(void) {
+  const char* path = getenv("ARROWCERT_TEST_LOAD_LOG");
+  FILE* f = path ? fopen(path, "a") : NULL;
+  if (f) {
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+  }
+}
+#endif
 
 int32_t arrowcert_plugin_abi_version(void) { return 1; }
 const char* arrowcert_plugin_name(void) { return "arrowcert faulty consumer"; }

@@ -397,6 +397,126 @@ fn measure(label: &str, scenarios: &[Scenario], producer: &Plugin) {
     }
 }
 
+/// Certified cases per second over the gold files' synchronous producer
+/// cases, in this process and in worker processes (1 and 2), in one run:
+/// what isolation costs certification. Without the allocation tracker in
+/// the workers (`tracker: false`), so that both sides make the same checks
+/// (the tracker adds the `*.release.frees` repetitions, which in-process
+/// runs cannot make).
+fn workers_vs_in_process(producer: &Plugin, producer_path: &std::path::Path) {
+    use arrowcert::run;
+    let Ok(scenarios) = scenario::gold_dir(&support::gold_dir()) else {
+        println!("\nworkers: gold files unavailable; not measured");
+        return;
+    };
+    let opts = certify::Options::default();
+    let sides = certify::Sides {
+        producer: true,
+        consumer: false,
+    };
+    // The plan the workers make (every path), and the cases timed: the
+    // synchronous producer cases this machine can run.
+    let plan = certify::plan(&scenarios, sides, 0);
+    let selected: Vec<usize> = (0..plan.len())
+        .filter(|&i| !matches!(plan[i].path, Path::Async(_)))
+        .filter(|&i| arrowcert::device::available(plan[i].device).is_ok())
+        .collect();
+    let n = selected.len();
+    let plugins = certify::Plugins {
+        producer: Some(producer),
+        consumer: None,
+    };
+    let in_process = rate(n, || {
+        for &i in &selected {
+            let spec = &plan[i];
+            std::hint::black_box(certify::run_case(
+                plugins,
+                &scenarios[spec.scenario],
+                spec,
+                &opts,
+            ));
+        }
+    });
+    println!("\nisolation cost of certification over {n} gold cases, cases/s:");
+    println!("{:<28} {:>10.0}", "in process", in_process);
+    for jobs in [1usize, 2] {
+        let args = run::worker::WorkerArgs {
+            socket: std::path::PathBuf::new(),
+            mode: run::worker::Mode::Certify,
+            producer: Some(producer_path.to_path_buf()),
+            consumer: None,
+            sources: arrowcert::sources::Sources::builtin_or_gold(Some(support::gold_dir())),
+            options: arrowcert::roundtrip::Options::default(),
+            limits: run::proc::Limits::worker(8192),
+            cpu_seconds: None,
+            defer_consumer: None,
+        };
+        let cfg = run::Config {
+            exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
+            worker_args: args.to_args(),
+            sources: args.sources.clone(),
+            key: args.key(),
+            jobs,
+            case_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(60),
+            output_limit: 64 * 1024,
+            scratch: std::env::temp_dir()
+                .join(format!("arrowcert-bench-certify-{}", std::process::id())),
+            tracker: false,
+            max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
+            pids_cgroup: None,
+        };
+        let job_list = || -> Vec<run::Job> {
+            selected
+                .iter()
+                .map(|&index| run::Job {
+                    index,
+                    record: certify::record(&scenarios[plan[index].scenario], &plan[index], &opts),
+                })
+                .collect()
+        };
+        // Steady state: from the first worker's "ready" to the last result,
+        // over the cases repeated (what a long run converges to); and whole
+        // runs, the workers' start-up included.
+        let repeats = if support::bench_smoke() { 1 } else { 10 };
+        let repeated: Vec<run::Job> = (0..repeats).flat_map(|_| job_list()).collect();
+        let total = repeated.len();
+        let pool = run::Pool::new(&cfg, false).expect("scratch directory");
+        let mut ready_at = None;
+        let out = run::run(
+            &cfg,
+            &pool,
+            plan.len(),
+            repeated,
+            |_| ready_at = Some(Instant::now()),
+            |_| {},
+        )
+        .expect("workers start");
+        let steady = total as f64 / ready_at.expect("ready").elapsed().as_secs_f64();
+        assert_eq!(out.cases.len(), total);
+        assert!(
+            out.cases.iter().all(|c| c.verdict == Verdict::Pass),
+            "every case passes in the workers"
+        );
+        drop(pool);
+        let whole = rate(n, || {
+            let pool = run::Pool::new(&cfg, false).expect("scratch directory");
+            let out = run::run(&cfg, &pool, plan.len(), job_list(), |_| {}, |_| {})
+                .expect("workers start");
+            assert_eq!(out.cases.len(), n);
+        });
+        println!(
+            "{:<28} {:>10.0}   ({:.0}% of in-process; steady state {:.0} cases/s = {:.0}%)",
+            format!("{jobs} worker process(es)"),
+            whole,
+            100.0 * whole / in_process,
+            steady,
+            100.0 * steady / in_process
+        );
+        let _ = std::fs::remove_dir_all(&cfg.scratch);
+    }
+}
+
 fn main() {
     let (p, _) = support::bundled();
     let producer = Plugin::load(p).expect("reference producer");
@@ -408,4 +528,5 @@ fn main() {
         Ok(gold) => measure("gold files", &gold, &producer),
         Err(e) => println!("\ngold files unavailable ({e}); built-in scenarios only"),
     }
+    workers_vs_in_process(&producer, p);
 }

@@ -159,6 +159,7 @@ fn workers_vs_in_process(
             options: opts.clone(),
             limits: run::proc::Limits::worker(8192),
             cpu_seconds: Some(121),
+            defer_consumer: None,
         };
         let cfg = run::Config {
             exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),

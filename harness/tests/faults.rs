@@ -1217,3 +1217,74 @@ fn a_correct_producer_that_prints_100_mb_per_call_gets_the_references_verdicts()
         .iter()
         .any(|o| o.contains("more bytes not kept") || o.contains("reached its limit")));
 }
+
+/// A producer that crashes case after case costs no consumer start-up per
+/// crash: the worker started after a crash in a producer call loads the
+/// consumer only when a case calls it. Here the first two cases crash in
+/// the producer and the third reaches the consumer: three workers, two
+/// loads of the consumer (the first worker's and the third case's), and
+/// the third case runs to the consumer's own answer.
+#[test]
+fn after_a_producer_crash_the_consumer_is_loaded_only_when_a_case_calls_it() {
+    let producer = faulty("producer", "SEGV_FIRST_BATCH");
+    let consumer = scratch("faulty").join("libfaulty_consumer_load_log.so");
+    cc(
+        &["-shared", "-fPIC", "-DLOAD_LOG"],
+        &workspace_dir().join("consumers/faulty/faulty_consumer.c"),
+        &consumer,
+    );
+    let dir = scratch("deferred-consumer");
+    let log = dir.join("loads.log");
+    let _ = std::fs::remove_file(&log);
+    let report = dir.join("report.json");
+    let third = "array/primitive/batch:1";
+    let out = Command::new(arrowcert_exe())
+        .args(["roundtrip", "--producer"])
+        .arg(&producer)
+        .arg("--consumer")
+        .arg(&consumer)
+        .args(["--jobs", "1", "--case-timeout-ms", DEADLINE_MS, "--report"])
+        .arg(&report)
+        .args(["--exact", WHOLE, SLICE, third])
+        .env("ARROWCERT_TEST_LOAD_LOG", &log)
+        .output()
+        .expect("arrowcert runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    for id in [WHOLE, SLICE] {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Crash, "{id}: {c:?}");
+        assert!(
+            c.message
+                .as_deref()
+                .unwrap_or("")
+                .contains("arrowcert_produce_array"),
+            "{id}: {c:?}"
+        );
+    }
+    // The consumer was called (it declines arrays: ENOSYS) after being
+    // loaded in the middle of the case; nothing crashed or failed to load.
+    let c = case(&r, third);
+    assert!(
+        !matches!(
+            c.verdict,
+            Verdict::Crash | Verdict::HarnessError | Verdict::Error
+        ),
+        "{c:?}"
+    );
+    assert!(
+        c.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("arrowcert_consume_array"),
+        "{c:?}"
+    );
+    let loads = std::fs::read_to_string(&log).unwrap_or_default();
+    let pids: std::collections::BTreeSet<&str> = loads.lines().collect();
+    assert_eq!(
+        loads.lines().count(),
+        2,
+        "consumer loads: {loads:?} {stderr}"
+    );
+    assert_eq!(pids.len(), 2, "{loads:?}");
+}

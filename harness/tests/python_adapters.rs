@@ -158,7 +158,9 @@ NAME = "wrong values (test adapter)"
 
 
 def load(data):
-    na.Array(data)
+    given = na.Array(data)
+    if len(given) < 2:
+        return given  # right: the smallest scenarios pass, so a shrink walks
     return na.Array([7, 7, 7], na.int64())  # not what it was given
 "#,
     )

@@ -8,6 +8,8 @@
  *
  * Faults hit arrowcert_produce_array unless said otherwise:
  *   SEGV_PRODUCE   write through NULL
+ *   SEGV_FIRST_BATCH  write through NULL for batch 0; other batches are
+ *                  valid (empty) struct arrays
  *   ABORT_PRODUCE  abort()
  *   EXIT0_PRODUCE  exit(0) in the middle of the call
  *   KILL_SELF      raise(SIGKILL)
@@ -148,11 +150,25 @@ static int recurse(volatile int depth) {
 static void swallow(int sig) { (void)sig; }
 #endif
 
+#ifdef FAULT_SEGV_FIRST_BATCH
+static const void* empty_struct_buffers[1] = {NULL};
+static void release_empty_struct(struct ArrowArray* a) { a->release = NULL; }
+#endif
+
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
                             int64_t length, struct ArrowArray* out) {
   (void)ipc; (void)len; (void)batch; (void)offset; (void)length; (void)out;
 #if defined(FAULT_SEGV_PRODUCE)
   *(volatile int*)0 = 1;
+#elif defined(FAULT_SEGV_FIRST_BATCH)
+  /* Crashes on batch 0; other batches are arrays of the empty struct. */
+  if (batch == 0) *(volatile int*)0 = 1;
+  memset(out, 0, sizeof(*out));
+  out->length = length;
+  out->n_buffers = 1;
+  out->buffers = (const void**)empty_struct_buffers;
+  out->release = release_empty_struct;
+  return 0;
 #elif defined(FAULT_ABORT_PRODUCE)
   abort();
 #elif defined(FAULT_EXIT0_PRODUCE)

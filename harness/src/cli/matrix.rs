@@ -580,7 +580,7 @@ pub struct MatrixFlags {
     pub jobs: Option<usize>,
     /// Units run at once, each its own child process (a unit's own
     /// orchestrator and its workers' start-ups leave cores idle that a
-    /// second unit fills; `just matrix` runs 2).
+    /// second unit fills; `just matrix` runs 3, with `--jobs 1`).
     #[arg(long, default_value_t = 1)]
     pub units_at_once: usize,
     /// A case with no result after this long is a timeout.

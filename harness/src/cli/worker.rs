@@ -33,6 +33,9 @@ pub struct WorkerFlags {
     pub max_memory_mb: u64,
     #[arg(long)]
     pub case_cpu_seconds: Option<u64>,
+    /// JSON: the consumer's facts; it is loaded when a case first calls it.
+    #[arg(long)]
+    pub defer_consumer: Option<String>,
 }
 
 /// `arrowcert worker`, from its flags.
@@ -51,7 +54,12 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         replay_prefix,
         max_memory_mb,
         case_cpu_seconds,
+        defer_consumer,
     } = f;
+    let defer_consumer = defer_consumer
+        .map(|j| serde_json::from_str(&j))
+        .transpose()
+        .map_err(|e| BadInput(format!("--defer-consumer: {e}")))?;
     Ok(crate::run::worker::run(crate::run::worker::WorkerArgs {
         socket,
         mode: crate::run::worker::Mode::parse(&mode)
@@ -72,5 +80,6 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         },
         limits: crate::run::proc::Limits::worker(max_memory_mb),
         cpu_seconds: case_cpu_seconds,
+        defer_consumer,
     }))
 }

@@ -50,10 +50,30 @@ pub fn shrink(
     mut fails: impl FnMut(&Scenario) -> bool,
 ) -> Result<Shrunk, String> {
     let start = Instant::now();
+    // The bottom of the walk first: a failure that does not depend on the
+    // data (an injected error, a rule every scenario breaks) reproduces on
+    // the smallest scenario, which the loop below would reach only one
+    // step per candidate (hundreds of candidates, each a crash and a
+    // worker restart when the failure is a crash).
+    let (bottom, bottom_spec) = bottom(seed, index)?;
+    if !bottom.is_empty() && budget.candidates > 0 {
+        let failed = match build(&name(index, &bottom), &bottom_spec) {
+            Ok(candidate) => fails(&candidate),
+            Err(_) => false,
+        };
+        if failed {
+            return Ok(Shrunk {
+                name: name(index, &bottom),
+                tried: 1,
+                steps: 1,
+                exhausted: false,
+            });
+        }
+    }
     let mut t = tree(seed, index)?;
     let mut walk: Vec<bool> = Vec::new();
     let mut best = 0usize;
-    let (mut tried, mut steps) = (0, 0);
+    let (mut tried, mut steps) = (usize::from(!bottom.is_empty() && budget.candidates > 0), 0);
     let mut exhausted = false;
     if t.simplify() {
         walk.push(true);
@@ -89,6 +109,21 @@ pub fn shrink(
         steps,
         exhausted,
     })
+}
+
+/// Simplify steps at most on the way to the bottom (proptest's trees end
+/// well before: a binary search per number, a removal per element).
+const BOTTOM_STEPS: usize = 100_000;
+
+/// The walk that only simplifies, until the tree can simplify no further,
+/// and the spec it ends at.
+fn bottom(seed: u64, index: u64) -> Result<(Vec<bool>, super::Spec), String> {
+    let mut t = tree(seed, index)?;
+    let mut n = 0;
+    while n < BOTTOM_STEPS && t.simplify() {
+        n += 1;
+    }
+    Ok((vec![true; n], t.current()))
 }
 
 #[cfg(test)]
@@ -127,6 +162,26 @@ mod tests {
         assert!(
             small.batches.iter().all(|b| b.num_rows() <= 1),
             "{out:?} {}",
+            super::super::describe(&small)
+        );
+    }
+
+    /// A failure every scenario has ends at the bottom in one candidate
+    /// (the step-by-step walk took hundreds: one per simplify step).
+    #[test]
+    fn a_failure_of_every_scenario_shrinks_in_one_candidate() {
+        let out = shrink(5, 3, Budget::default(), |_| true).unwrap();
+        assert_eq!(
+            (out.tried, out.steps, out.exhausted),
+            (1, 1, false),
+            "{out:?}"
+        );
+        let (_, walk) = super::super::parse_name(&out.name).unwrap();
+        assert!(walk.len() > 10 && walk.iter().all(|&s| s), "{out:?}");
+        let small = super::super::scenario(5, &out.name).unwrap();
+        assert!(
+            small.schema.fields().len() <= 1 && small.batches.iter().all(|b| b.num_rows() <= 1),
+            "{}",
             super::super::describe(&small)
         );
     }

@@ -206,6 +206,31 @@ impl Default for Options {
     }
 }
 
+/// The consumer of a round trip as a case reaches it: what the case checks
+/// before any call (entry points, device support), and the plugin itself.
+/// A worker restarted after the producer crashed loads its consumer only
+/// when a case first calls it (`run::worker`): a producer that crashes on
+/// one scenario after another then costs no consumer start-up (a Python
+/// library's import) per crash.
+pub trait ConsumerSide {
+    fn has(&self, symbol: &str) -> bool;
+    fn supports_device(&self, device_type: ArrowDeviceType) -> bool;
+    /// The loaded plugin; `Err` when it could not be loaded (again).
+    fn plugin(&self) -> Result<&Plugin, String>;
+}
+
+impl ConsumerSide for Plugin {
+    fn has(&self, symbol: &str) -> bool {
+        Plugin::has(self, symbol)
+    }
+    fn supports_device(&self, device_type: ArrowDeviceType) -> bool {
+        Plugin::supports_device(self, device_type)
+    }
+    fn plugin(&self) -> Result<&Plugin, String> {
+        Ok(self)
+    }
+}
+
 /// What a case observed before it is turned into a report entry.
 enum Outcome {
     /// The consumer read this; compare it with the expectation.
@@ -221,7 +246,7 @@ enum Outcome {
 /// Runs one case.
 pub fn run_case(
     producer: &Plugin,
-    consumer: &Plugin,
+    consumer: &dyn ConsumerSide,
     scenario: &Scenario,
     spec: &CaseSpec,
     opts: &Options,
@@ -349,17 +374,23 @@ pub fn not_run(
     }
 }
 
-fn device_skip(producer: &Plugin, consumer: &Plugin, path: Path, opts: &Options) -> Option<String> {
+fn device_skip(
+    producer: &Plugin,
+    consumer: &dyn ConsumerSide,
+    path: Path,
+    opts: &Options,
+) -> Option<String> {
     let device_path = matches!(path, Path::DeviceArray | Path::DeviceStream | Path::Async);
     if !device_path {
         return (opts.device_type != crate::abi::device::CPU)
             .then(|| "plain C data/stream paths are CPU only".to_string());
     }
     let name = crate::abi::device::name(opts.device_type).unwrap_or("unknown");
-    for (role, p) in [("producer", producer), ("consumer", consumer)] {
-        if !p.supports_device(opts.device_type) {
-            return Some(format!("the {role} does not support device {name}"));
-        }
+    if !producer.supports_device(opts.device_type) {
+        return Some(format!("the producer does not support device {name}"));
+    }
+    if !consumer.supports_device(opts.device_type) {
+        return Some(format!("the consumer does not support device {name}"));
     }
     None
 }
@@ -368,7 +399,7 @@ fn device_skip(producer: &Plugin, consumer: &Plugin, path: Path, opts: &Options)
 /// the call would report it. Checked before any call, so that a path one
 /// side lacks costs nothing (a Python library's produce_schema loads the
 /// data first, a fifth of a second each time).
-fn missing_entry(producer: &Plugin, consumer: &Plugin, path: Path) -> Option<CallError> {
+fn missing_entry(producer: &Plugin, consumer: &dyn ConsumerSide, path: Path) -> Option<CallError> {
     let (produce, consume): (&[&'static str], &[&'static str]) = match path {
         Path::DeviceArray => (
             &["arrowcert_produce_schema", "arrowcert_produce_device_array"],
@@ -391,8 +422,9 @@ fn missing_entry(producer: &Plugin, consumer: &Plugin, path: Path) -> Option<Cal
             ],
         ),
     };
-    let lacking =
-        |p: &Plugin, entries: &[&'static str]| entries.iter().copied().find(|e| !p.has(e));
+    let lacking = |p: &dyn ConsumerSide, entries: &[&'static str]| {
+        entries.iter().copied().find(|e| !p.has(e))
+    };
     lacking(producer, produce)
         .or_else(|| lacking(consumer, consume))
         .map(CallError::Missing)
@@ -431,7 +463,7 @@ fn check_released<T: Owned>(what: &str, s: &Guard<T>, differences: &mut Vec<Stri
 
 fn transfer(
     producer: &Plugin,
-    consumer: &Plugin,
+    consumer: &dyn ConsumerSide,
     scenario: &Scenario,
     spec: &CaseSpec,
     opts: &Options,
@@ -460,6 +492,10 @@ fn transfer(
                     return call_outcome(e);
                 }
                 let mut array = array.relocate();
+                let consumer = match consumer.plugin() {
+                    Ok(c) => c,
+                    Err(why) => return Outcome::Error(why),
+                };
                 let r = consumer.consume_device_array(&mut schema, &mut array);
                 check_released("schema", &schema, differences);
                 check_released("device array", &array, differences);
@@ -471,6 +507,10 @@ fn transfer(
                 }
                 let mut array = array.relocate();
                 let sent = requested(scenario, spec.batch, spec.slice).remove(0);
+                let consumer = match consumer.plugin() {
+                    Ok(c) => c,
+                    Err(why) => return Outcome::Error(why),
+                };
                 let r = consumer.consume_array(&mut schema, &mut array, &sent);
                 check_released("schema", &schema, differences);
                 check_released("array", &array, differences);
@@ -485,6 +525,10 @@ fn transfer(
                 return call_outcome(e);
             }
             let mut stream = stream.relocate();
+            let consumer = match consumer.plugin() {
+                Ok(c) => c,
+                Err(why) => return Outcome::Error(why),
+            };
             let r = consumer.consume_device_stream(&mut stream);
             check_released("device stream", &stream, differences);
             r
@@ -495,17 +539,25 @@ fn transfer(
                 return call_outcome(e);
             }
             let mut stream = stream.relocate();
+            let consumer = match consumer.plugin() {
+                Ok(c) => c,
+                Err(why) => return Outcome::Error(why),
+            };
             let r = consumer.consume_stream(&mut stream);
             check_released("stream", &stream, differences);
             r
         }
-        Path::Async => consumer.consume_async_from(
-            producer,
-            ipc,
-            opts.device_type,
-            opts.device_id,
-            opts.async_timeout_ms,
-        ),
+        Path::Async => match consumer.plugin() {
+            // The consumer drives the async path: loaded before any call.
+            Ok(consumer) => consumer.consume_async_from(
+                producer,
+                ipc,
+                opts.device_type,
+                opts.device_id,
+                opts.async_timeout_ms,
+            ),
+            Err(why) => return Outcome::Error(why),
+        },
     };
     match result {
         Ok(bytes) => Outcome::Read(bytes),

@@ -192,13 +192,28 @@ impl Pool {
         let n = self
             .started
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Worker::start(cfg, &format!("worker-{n}"))
+        Worker::start(cfg, &format!("worker-{n}"), None)
+    }
+
+    /// A new worker for a round trip whose producer crashed in the last
+    /// one: its consumer is loaded when a case first calls it, so a producer
+    /// that crashes case after case costs no consumer start-up (a Python
+    /// library's import, up to half a second) per crash.
+    fn start_deferred(
+        &self,
+        cfg: &Config,
+        facts: &protocol::ConsumerFacts,
+    ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
+        let n = self
+            .started
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Worker::start(cfg, &format!("worker-{n}"), Some(facts))
     }
 
     /// A worker whose run ended with it alive: kept for the next run, or
     /// stopped.
     fn release(&self, w: Worker) {
-        if self.keep && proc::interrupted().is_none() {
+        if self.keep && !w.deferred && proc::interrupted().is_none() {
             self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(w);
         } else {
             w.stop();
@@ -249,6 +264,14 @@ struct Worker {
     sources: crate::sources::Sources,
     /// Cases in its plan.
     cases: usize,
+    /// Its breadcrumb page, and the file behind it.
+    crumbs: proc::CrumbPage,
+    crumb_file: PathBuf,
+    /// A round trip's consumer, as the worker reported it.
+    consumer_facts: Option<protocol::ConsumerFacts>,
+    /// Started with its consumer deferred: not kept for another run (its
+    /// identities are the producer's only).
+    deferred: bool,
 }
 
 /// `ARROWCERT_PLUGIN_BACKTRACE=1`: workers run with `RUST_BACKTRACE=1`,
@@ -331,9 +354,18 @@ fn with_limit_note(output: Option<String>, f: &File) -> Option<String> {
 
 impl Worker {
     /// Starts a worker and waits for it to report ready.
-    fn start(cfg: &Config, name: &str) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
+    fn start(
+        cfg: &Config,
+        name: &str,
+        defer: Option<&protocol::ConsumerFacts>,
+    ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
         let socket = cfg.scratch.join(format!("{name}.sock"));
         let capture = cfg.scratch.join(format!("{name}.out"));
+        // The worker's breadcrumbs (proc::CrumbPage), read when it dies.
+        let crumb_file = worker::crumb_path(&socket);
+        let crumbs = proc::CrumbPage::create(&crumb_file)
+            .and_then(|_| proc::CrumbPage::map(&crumb_file))
+            .map_err(|e| StartError(format!("{}: {e}", crumb_file.display())))?;
         let _ = std::fs::remove_file(&socket);
         let listener = UnixListener::bind(&socket)
             .map_err(|e| StartError(format!("cannot listen on {}: {e}", socket.display())))?;
@@ -371,6 +403,7 @@ impl Worker {
             .arg("--socket")
             .arg(&socket)
             .args(&cfg.worker_args)
+            .args(defer.map(worker::defer_args).unwrap_or_default())
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -431,11 +464,20 @@ impl Worker {
             key: cfg.key.clone(),
             sources: cfg.sources.clone(),
             cases: 0,
+            consumer_facts: None,
+            deferred: defer.is_some(),
+            crumbs,
+            crumb_file,
         };
         match worker.read_message() {
-            Ok(Some(FromWorker::Ready { plugins, cases })) => {
+            Ok(Some(FromWorker::Ready {
+                plugins,
+                cases,
+                consumer_facts,
+            })) => {
                 worker.plugins = plugins.clone();
                 worker.cases = cases;
+                worker.consumer_facts = consumer_facts;
                 Ok((worker, plugins, cases))
             }
             Ok(Some(FromWorker::Fatal { message })) => {
@@ -572,6 +614,7 @@ impl Worker {
             }
         };
         let during = step
+            .or_else(|| self.crumbs.read())
             .map(|s| format!(", during `{}`", crate::report::bounded(&s, 200)))
             .unwrap_or_default();
         let limit = cfg.output_limit;
@@ -689,6 +732,7 @@ impl Drop for Worker {
     /// replaces crashed workers keeps one file per live worker.
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.capture);
+        let _ = std::fs::remove_file(&self.crumb_file);
     }
 }
 
@@ -783,6 +827,9 @@ impl Hangs {
     }
 }
 
+/// How a crash message names a producer's entry point (`answer`).
+const PRODUCER_STEP: &str = "during `arrowcert_produce_";
+
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
 #[allow(clippy::too_many_arguments)]
@@ -801,6 +848,8 @@ fn slot_loop(
         sent: Instant,
     }
     let mut inflight: VecDeque<InFlight> = VecDeque::new();
+    // Facts of the consumer for the next worker to start deferred.
+    let mut defer_next: Option<protocol::ConsumerFacts> = None;
     // When the oldest request in flight began running in the worker, and
     // where its output starts in the capture file.
     let mut head_started = Instant::now();
@@ -824,7 +873,11 @@ fn slot_loop(
                 continue;
             }
             if worker.is_none() {
-                match pool.acquire(cfg, plan_len) {
+                let started = match defer_next.take() {
+                    Some(facts) => pool.start_deferred(cfg, &facts),
+                    None => pool.acquire(cfg, plan_len),
+                };
+                match started {
                     Ok((w, ..)) => {
                         live.lock().expect("live lock").push(w.child.id());
                         output_from = capture_len(&w.capture_file);
@@ -888,6 +941,13 @@ fn slot_loop(
             Err(case) => {
                 let dead = worker.take().expect("the worker that ran the case");
                 forget(&dead);
+                // The producer crashed (or hung) in its own call: the next
+                // worker loads the consumer only when a case calls it.
+                let in_producer = case
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.contains(PRODUCER_STEP));
+                defer_next = dead.consumer_facts.clone().filter(|_| in_producer);
                 let _ = std::fs::remove_file(&dead.capture);
                 inflight.pop_front();
                 if proc::interrupted().is_some() {

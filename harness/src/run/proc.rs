@@ -1,5 +1,6 @@
 //! Process control for workers: the only `unsafe` in `run/`, each a single
-//! libc call on plain integers.
+//! libc call on plain integers, and the breadcrumb page ([`CrumbPage`]), a
+//! shared mapping read and written through atomics.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -485,6 +486,16 @@ pub struct ProcessState {
     limits: Vec<(libc::__rlimit_resource_t, &'static str, libc::rlimit)>,
 }
 
+impl Drop for ProcessState {
+    fn drop(&mut self) {
+        for &(_, _, copy) in &self.fds {
+            // SAFETY: `copy` is this snapshot's own duplicate (made in
+            // take, never handed out); closing it touches no memory.
+            unsafe { libc::close(copy) };
+        }
+    }
+}
+
 /// What [`ProcessState::restore`] found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Restored {
@@ -593,5 +604,156 @@ impl ProcessState {
             }
         }
         out
+    }
+}
+
+/// The page a worker writes its breadcrumbs into and the orchestrator reads
+/// them from: a small file in the run's scratch directory that both map
+/// shared. A crumb is a store into memory (no system call, no message per
+/// plugin call), and it outlives the worker's death, which is when it is
+/// read: the step a crash or a hang happened in.
+///
+/// Layout: a sequence number (odd while a crumb is being written), the
+/// crumb's length, its bytes (at most [`CrumbPage::MAX`]).
+pub struct CrumbPage {
+    ptr: *mut u8,
+}
+
+// SAFETY: the mapping lives as long as the value; every access goes through
+// the atomics at its start (sequence, length) or is a byte copy bracketed
+// by them, so sharing the pointer between threads is sound (writers are
+// serialized by the worker's sink, readers retry a torn read).
+unsafe impl Send for CrumbPage {}
+// SAFETY: as for Send.
+unsafe impl Sync for CrumbPage {}
+
+impl CrumbPage {
+    /// The size of the file and mapping.
+    pub const SIZE: usize = 4096;
+    /// The longest crumb kept (longer ones are cut).
+    pub const MAX: usize = Self::SIZE - 8;
+
+    /// Creates the file (zeroed: no crumb yet), for a worker to map.
+    pub fn create(path: &Path) -> io::Result<()> {
+        let f = std::fs::File::create(path)?;
+        f.set_len(Self::SIZE as u64)
+    }
+
+    /// Maps the file shared.
+    pub fn map(path: &Path) -> io::Result<CrumbPage> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        if f.metadata()?.len() < Self::SIZE as u64 {
+            return Err(io::Error::other("breadcrumb file too short"));
+        }
+        // SAFETY: maps SIZE bytes of a file at least that long, shared,
+        // read-write; the result is checked before use. The descriptor may
+        // be closed afterwards (the mapping keeps the file).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(CrumbPage { ptr: p.cast() })
+    }
+
+    fn seq(&self) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: the mapping is page-aligned and SIZE long; its first 4
+        // bytes are only ever accessed as this atomic.
+        unsafe { &*(self.ptr as *const std::sync::atomic::AtomicU32) }
+    }
+
+    fn len(&self) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: bytes 4..8 of the mapping, 4-aligned, only accessed as
+        // this atomic.
+        unsafe { &*(self.ptr.add(4) as *const std::sync::atomic::AtomicU32) }
+    }
+
+    /// Writes a crumb (the caller serializes writers).
+    pub fn write(&self, step: &str) {
+        use std::sync::atomic::Ordering;
+        let bytes = &step.as_bytes()[..step.len().min(Self::MAX)];
+        self.seq().fetch_add(1, Ordering::AcqRel);
+        // SAFETY: bytes 8..8+MAX of the mapping belong to the crumb text;
+        // `bytes` is at most MAX long and does not overlap the mapping.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(8), bytes.len()) };
+        self.len().store(bytes.len() as u32, Ordering::Release);
+        self.seq().fetch_add(1, Ordering::Release);
+    }
+
+    /// No crumb (a new case starts).
+    pub fn clear(&self) {
+        use std::sync::atomic::Ordering;
+        self.seq().fetch_add(1, Ordering::AcqRel);
+        self.len().store(0, Ordering::Release);
+        self.seq().fetch_add(1, Ordering::Release);
+    }
+
+    /// The last crumb, if any: read again while a writer was at it (a few
+    /// tries; a worker that died in the middle of a write leaves what it
+    /// had written).
+    pub fn read(&self) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        let mut text = Vec::new();
+        for _ in 0..100 {
+            let before = self.seq().load(Ordering::Acquire);
+            let n = (self.len().load(Ordering::Acquire) as usize).min(Self::MAX);
+            text.resize(n, 0);
+            // SAFETY: reads n <= MAX bytes of the crumb text into `text`.
+            unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(8), text.as_mut_ptr(), n) };
+            if before % 2 == 0 && self.seq().load(Ordering::Acquire) == before {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        (!text.is_empty()).then(|| String::from_utf8_lossy(&text).into_owned())
+    }
+}
+
+impl Drop for CrumbPage {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `map`, which nothing
+        // uses after this value is gone.
+        unsafe { libc::munmap(self.ptr.cast(), Self::SIZE) };
+    }
+}
+
+#[cfg(test)]
+mod crumb_tests {
+    use super::CrumbPage;
+
+    /// What the worker writes is what the orchestrator reads through its
+    /// own mapping, the last crumb only, cut at MAX; a cleared page reads
+    /// as no crumb.
+    #[test]
+    fn a_crumb_written_in_one_mapping_is_read_in_another() {
+        let dir = std::env::temp_dir().join(format!("arrowcert-crumbs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.crumb");
+        CrumbPage::create(&path).unwrap();
+        let worker = CrumbPage::map(&path).unwrap();
+        let orchestrator = CrumbPage::map(&path).unwrap();
+        assert_eq!(orchestrator.read(), None);
+        worker.write("arrowcert_produce_array");
+        worker.write("ArrowArray.release");
+        assert_eq!(orchestrator.read().as_deref(), Some("ArrowArray.release"));
+        let long = "x".repeat(CrumbPage::SIZE * 2);
+        worker.write(&long);
+        assert_eq!(orchestrator.read().map(|s| s.len()), Some(CrumbPage::MAX));
+        worker.clear();
+        assert_eq!(orchestrator.read(), None);
+        drop((worker, orchestrator));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

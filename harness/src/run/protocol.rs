@@ -23,6 +23,9 @@ pub enum FromWorker {
     Ready {
         plugins: Vec<PluginIdentity>,
         cases: usize,
+        /// A round trip's consumer, as its cases see it before calling it.
+        #[serde(default)]
+        consumer_facts: Option<ConsumerFacts>,
     },
     /// A case finished (whatever its verdict). `output_end` is the worker's
     /// position in its capture file once its C stdio was flushed: what the
@@ -53,4 +56,17 @@ pub enum FromWorker {
     /// FILE:LINE:COL: MESSAGE"); sent by the panic hook before anything
     /// else, so that a worker that dies of it is a harness error.
     HarnessPanic { message: String },
+}
+
+/// What a round trip's cases ask of the consumer before they call it
+/// ([`crate::roundtrip::ConsumerSide`]). A worker restarted after the
+/// producer crashed is given these and loads the consumer only when a case
+/// calls it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerFacts {
+    /// The entry points it exports.
+    pub entry_points: Vec<String>,
+    /// The run's device type, and whether the consumer supports it.
+    pub device_type: i32,
+    pub supports_device: bool,
 }

@@ -1,17 +1,18 @@
 //! `arrowcert worker`: loads the plugins once, then runs the cases the
 //! orchestrator sends over its socket until the socket closes.
 
+use std::cell::{OnceCell, RefCell};
 use std::io::{BufRead, BufReader, Seek, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use super::proc::{self, flush_c_stdio, Limits};
-use super::protocol::{FromWorker, ToWorker};
+use super::protocol::{ConsumerFacts, FromWorker, ToWorker};
 use crate::certify;
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
-use crate::roundtrip::{self, Options};
+use crate::roundtrip::{self, ConsumerSide, Options};
 
 /// Why a worker ends whose out-structure arena is spent
 /// ([`crate::abi::outslot::WORKER_BUDGET`]).
@@ -56,6 +57,10 @@ pub struct WorkerArgs {
     pub limits: Limits,
     /// CPU seconds each case may use (soft RLIMIT_CPU, renewed per case).
     pub cpu_seconds: Option<u64>,
+    /// A round trip's consumer is loaded when a case first calls it; until
+    /// then the cases see these facts of it (a worker restarted after the
+    /// producer crashed: the orchestrator passes them).
+    pub defer_consumer: Option<ConsumerFacts>,
 }
 
 impl WorkerArgs {
@@ -91,6 +96,9 @@ impl WorkerArgs {
             args.push(secs.to_string());
         }
         args.extend(self.sources.to_args());
+        if let Some(facts) = &self.defer_consumer {
+            args.extend(defer_args(facts));
+        }
         args
     }
 
@@ -104,6 +112,112 @@ impl WorkerArgs {
         }
         .to_args()
     }
+}
+
+/// The breadcrumb of a deferred consumer's loading: a crash in it is the
+/// consumer's start-up, not the producer call before it.
+pub const LOADING_CONSUMER: &str = "loading the consumer (deferred after the producer crashed)";
+
+/// A round trip's consumer, loaded with the worker.
+struct Loaded<'a>(&'a Plugin);
+
+impl ConsumerSide for Loaded<'_> {
+    fn has(&self, symbol: &str) -> bool {
+        self.0.has(symbol)
+    }
+    fn supports_device(&self, device_type: i32) -> bool {
+        self.0.supports_device(device_type)
+    }
+    fn plugin(&self) -> Result<&Plugin, String> {
+        Ok(self.0)
+    }
+}
+
+/// A round trip's consumer in a worker restarted after the producer
+/// crashed: loaded when a case first calls it. Until then its cases see the
+/// facts the first worker reported of it.
+struct Deferred<'a> {
+    path: PathBuf,
+    facts: ConsumerFacts,
+    loaded: OnceCell<Plugin>,
+    /// The state the worker puts back after each case.
+    state: &'a RefCell<proc::ProcessState>,
+}
+
+impl ConsumerSide for Deferred<'_> {
+    fn has(&self, symbol: &str) -> bool {
+        match self.loaded.get() {
+            Some(p) => p.has(symbol),
+            None => self.facts.entry_points.iter().any(|e| e == symbol),
+        }
+    }
+    fn supports_device(&self, device_type: i32) -> bool {
+        match self.loaded.get() {
+            Some(p) => p.supports_device(device_type),
+            None if device_type == self.facts.device_type => self.facts.supports_device,
+            None => self.plugin().is_ok_and(|p| p.supports_device(device_type)),
+        }
+    }
+    fn plugin(&self) -> Result<&Plugin, String> {
+        if let Some(p) = self.loaded.get() {
+            return Ok(p);
+        }
+        // What the producer changed in this process during the case is put
+        // back now, as it would be after the case; the consumer's own
+        // start-up changes are then part of the state later cases start
+        // from, as in a worker that loaded it first.
+        let restored = self.state.borrow().restore();
+        if !restored.undone.is_empty() {
+            eprintln!(
+                "[arrowcert: before the consumer was loaded: {}]",
+                restored.undone.join("; ")
+            );
+        }
+        if let Some(stuck) = restored.stuck {
+            crate::abi::breadcrumb::taint(stuck.clone());
+            return Err(format!("the consumer could not be loaded: {stuck}"));
+        }
+        crate::abi::breadcrumb::step(LOADING_CONSUMER);
+        let p = Plugin::load(&self.path)
+            .map_err(|e| format!("the consumer could not be loaded again: {e}"))?;
+        *self.state.borrow_mut() = proc::ProcessState::take();
+        Ok(self.loaded.get_or_init(|| p))
+    }
+}
+
+/// The facts of a round trip's consumer that a deferred one is given.
+trait Facts {
+    fn facts(&self, device_type: i32) -> ConsumerFacts;
+}
+
+impl Facts for Box<dyn ConsumerSide + '_> {
+    fn facts(&self, device_type: i32) -> ConsumerFacts {
+        let entry_points = crate::plugin::SYMBOLS
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| self.has(name))
+            .map(String::from)
+            .collect();
+        ConsumerFacts {
+            entry_points,
+            device_type,
+            supports_device: self.supports_device(device_type),
+        }
+    }
+}
+
+/// The breadcrumb page of the worker listening on `socket`
+/// ([`proc::CrumbPage`]): beside it, made by the orchestrator.
+pub fn crumb_path(socket: &std::path::Path) -> PathBuf {
+    socket.with_extension("crumb")
+}
+
+/// The worker arguments that defer loading the consumer.
+pub fn defer_args(facts: &ConsumerFacts) -> Vec<String> {
+    vec![
+        "--defer-consumer".into(),
+        serde_json::to_string(facts).unwrap_or_default(),
+    ]
 }
 
 fn send(stream: &mut UnixStream, msg: &FromWorker) -> std::io::Result<()> {
@@ -181,7 +295,19 @@ pub fn run(args: WorkerArgs) -> i32 {
         return 2;
     }
     let load = |p: &Option<PathBuf>| p.as_ref().map(|p| Plugin::load(p)).transpose();
-    let loaded = load(&args.producer).and_then(|p| load(&args.consumer).map(|c| (p, c)));
+    // A round trip's consumer given as deferred is loaded by the first case
+    // that calls it (below).
+    let deferred = match (args.mode, &args.defer_consumer, &args.consumer) {
+        (Mode::Roundtrip, Some(facts), Some(path)) => Some((path.clone(), facts.clone())),
+        _ => None,
+    };
+    let loaded = load(&args.producer).and_then(|p| {
+        if deferred.is_some() {
+            Ok((p, None))
+        } else {
+            load(&args.consumer).map(|c| (p, c))
+        }
+    });
     let (producer, consumer) = match loaded {
         Ok(pc) => pc,
         Err(e) => {
@@ -214,7 +340,22 @@ pub fn run(args: WorkerArgs) -> i32 {
         .ok()
         .map(std::fs::File::from);
     let me = std::process::id();
-    if let Ok(crumbs) = stream.try_clone() {
+    // Breadcrumbs go into the page the orchestrator made beside the socket
+    // (a store per crumb); a worker started by hand without one sends them
+    // as messages.
+    let page = proc::CrumbPage::map(&crumb_path(&args.socket))
+        .ok()
+        .map(std::sync::Arc::new);
+    if let Some(page) = page.clone() {
+        let writer = std::sync::Mutex::new(());
+        crate::abi::breadcrumb::install(move |step| {
+            if std::process::id() != me {
+                return; // a forked child of a plugin: not ours to report
+            }
+            let _serialized = writer.lock();
+            page.write(step);
+        });
+    } else if let Ok(crumbs) = stream.try_clone() {
         let crumbs = std::sync::Mutex::new(crumbs);
         crate::abi::breadcrumb::install(move |step| {
             if std::process::id() != me {
@@ -255,7 +396,21 @@ pub fn run(args: WorkerArgs) -> i32 {
     // What the plugins may change in this process and the next case must
     // not inherit: taken once the plugins are loaded (their own start-up
     // changes are theirs to keep).
-    let state = proc::ProcessState::take();
+    let state = RefCell::new(proc::ProcessState::take());
+    let consumer_side: Option<Box<dyn ConsumerSide + '_>> = match (&consumer, deferred) {
+        (Some(c), _) => Some(Box::new(Loaded(c))),
+        (None, Some((path, facts))) => Some(Box::new(Deferred {
+            path,
+            facts,
+            loaded: OnceCell::new(),
+            state: &state,
+        })),
+        (None, None) => None,
+    };
+    let consumer_facts = match (args.mode, &consumer_side) {
+        (Mode::Roundtrip, Some(c)) => Some(c.facts(args.options.device_type)),
+        _ => None,
+    };
     // The results of the last cases, as sent: a late write found later
     // amends them.
     let mut recent: std::collections::VecDeque<Case> = std::collections::VecDeque::new();
@@ -271,8 +426,9 @@ pub fn run(args: WorkerArgs) -> i32 {
         };
         // A runner answers None for a case it does not know.
         type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
-        let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer) {
+        let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer_side) {
             (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
+                let consumer: &dyn ConsumerSide = consumer.as_ref();
                 let producer = producer.as_ref().expect("checked");
                 let plan = roundtrip::plan(&scenarios);
                 let ids = plan.iter().map(|s| s.id.clone()).collect();
@@ -333,6 +489,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         let ready = FromWorker::Ready {
             plugins: plugins.clone(),
             cases: ids.len(),
+            consumer_facts: consumer_facts.clone(),
         };
         flush_c_stdio();
         if send(&mut stream, &ready).is_err() {
@@ -370,6 +527,9 @@ pub fn run(args: WorkerArgs) -> i32 {
             if let Some(secs) = args.cpu_seconds {
                 let _ = proc::cpu_budget(secs);
             }
+            if let Some(page) = &page {
+                page.clear(); // the last case's crumbs are not this one's
+            }
             let Some(case) = run_case(index, &id) else {
                 let _ = send(
                     &mut stream,
@@ -385,7 +545,7 @@ pub fn run(args: WorkerArgs) -> i32 {
                 proc::exit_now(0);
             }
             flush_c_stdio();
-            let restored = state.restore();
+            let restored = state.borrow().restore();
             // Late writes into structures earlier cases' calls had filled:
             // those cases' results are amended (the plugin's threads still
             // run, so the worker ends after this case).
