@@ -147,10 +147,15 @@ pub fn ipc(bytes: &[u8], tag: &str) -> Result<Scenario, String> {
     // Names are NUL-terminated C strings in the C data interface: a name
     // with a NUL byte cannot be exported at all, so it is no scenario.
     fn nul(f: &arrow_schema::Field) -> bool {
-        f.name().contains('\0')
-            || crate::compare::nested_fields(f.data_type())
-                .iter()
-                .any(|c| nul(c))
+        f.name().contains('\0') || nul_within(f.data_type())
+    }
+    // Every field under a type, a dictionary's values included (a field
+    // of a struct of dictionary values is named too).
+    fn nul_within(dt: &arrow_schema::DataType) -> bool {
+        match dt {
+            arrow_schema::DataType::Dictionary(_, values) => nul_within(values),
+            _ => crate::compare::nested_fields(dt).iter().any(|c| nul(c)),
+        }
     }
     if s.schema.fields().iter().any(|f| nul(f)) {
         return Err("a field name holds a NUL byte, which a C string cannot".into());
