@@ -451,21 +451,7 @@ fn workers_vs_in_process(producer: &Plugin, producer_path: &std::path::Path) {
             cpu_seconds: None,
             defer_consumer: None,
         };
-        let cfg = run::Config {
-            exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
-            worker_args: args.to_args(),
-            sources: args.sources.clone(),
-            key: args.key(),
-            jobs,
-            case_timeout: Duration::from_secs(60),
-            start_timeout: Duration::from_secs(60),
-            output_limit: 64 * 1024,
-            scratch: std::env::temp_dir()
-                .join(format!("arrowcert-bench-certify-{}", std::process::id())),
-            tracker: false,
-            max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
-            pids_cgroup: None,
-        };
+        let cfg = support::isolation::config(&args, jobs, false, "certify");
         let job_list = || -> Vec<run::Job> {
             selected
                 .iter()
@@ -475,44 +461,22 @@ fn workers_vs_in_process(producer: &Plugin, producer_path: &std::path::Path) {
                 })
                 .collect()
         };
-        // Steady state: from the first worker's "ready" to the last result,
-        // over the cases repeated (what a long run converges to); and whole
-        // runs, the workers' start-up included.
+        // Steady state over the cases repeated (what a long run converges
+        // to), and whole runs, the workers' start-up included.
         let repeats = if support::bench_smoke() { 1 } else { 10 };
         let repeated: Vec<run::Job> = (0..repeats).flat_map(|_| job_list()).collect();
-        let total = repeated.len();
-        let pool = run::Pool::new(&cfg, false).expect("scratch directory");
-        let mut ready_at = None;
-        let out = run::run(
-            &cfg,
-            &pool,
-            plan.len(),
-            repeated,
-            |_| ready_at = Some(Instant::now()),
-            |_| {},
-        )
-        .expect("workers start");
-        let steady = total as f64 / ready_at.expect("ready").elapsed().as_secs_f64();
-        assert_eq!(out.cases.len(), total);
+        let (steady, cases) = support::isolation::steady(&cfg, plan.len(), repeated);
         assert!(
-            out.cases.iter().all(|c| c.verdict == Verdict::Pass),
+            cases.iter().all(|c| c.verdict == Verdict::Pass),
             "every case passes in the workers"
         );
-        drop(pool);
         let whole = rate(n, || {
-            let pool = run::Pool::new(&cfg, false).expect("scratch directory");
-            let out = run::run(&cfg, &pool, plan.len(), job_list(), |_| {}, |_| {})
-                .expect("workers start");
-            assert_eq!(out.cases.len(), n);
+            assert_eq!(
+                support::isolation::whole(&cfg, plan.len(), job_list()).len(),
+                n
+            );
         });
-        println!(
-            "{:<28} {:>10.0}   ({:.0}% of in-process; steady state {:.0} cases/s = {:.0}%)",
-            format!("{jobs} worker process(es)"),
-            whole,
-            100.0 * whole / in_process,
-            steady,
-            100.0 * steady / in_process
-        );
+        support::isolation::print_row(jobs, whole, steady, in_process);
         let _ = std::fs::remove_dir_all(&cfg.scratch);
     }
 }

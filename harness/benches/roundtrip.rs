@@ -161,20 +161,12 @@ fn workers_vs_in_process(
             cpu_seconds: Some(121),
             defer_consumer: None,
         };
-        let cfg = run::Config {
-            exe: PathBuf::from(env!("CARGO_BIN_EXE_arrowcert")),
-            worker_args: args.to_args(),
-            sources: args.sources.clone(),
-            key: args.key(),
+        let cfg = support::isolation::config(
+            &args,
             jobs,
-            case_timeout: Duration::from_secs(60),
-            start_timeout: Duration::from_secs(60),
-            output_limit: 64 * 1024,
-            scratch: std::env::temp_dir().join(format!("arrowcert-bench-{}", std::process::id())),
-            tracker: arrowcert::plugin::tracker::enabled(),
-            max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
-            pids_cgroup: None,
-        };
+            arrowcert::plugin::tracker::enabled(),
+            "roundtrip",
+        );
         let jobs_list = || -> Vec<run::Job> {
             plan.iter()
                 .enumerate()
@@ -187,38 +179,15 @@ fn workers_vs_in_process(
         // Whole runs: starting the workers and loading the plugins and the
         // gold data included, as a real run pays it.
         let whole = rate(|| {
-            let pool = run::Pool::new(&cfg, false).expect("scratch directory");
-            let out = run::run(&cfg, &pool, n, jobs_list(), |_| {}, |_| {}).expect("workers start");
-            assert!(out
-                .cases
+            let cases = support::isolation::whole(&cfg, n, jobs_list());
+            assert!(cases
                 .iter()
                 .all(|c| c.verdict == arrowcert::report::Verdict::Pass));
         }) * n as f64;
-        // Steady state: from the first worker's "ready" to the last result,
-        // over a plan repeated 10 times (what a long run converges to).
+        // Steady state over a plan repeated 10 times.
         let repeated: Vec<run::Job> = (0..10).flat_map(|_| jobs_list()).collect();
-        let total = repeated.len();
-        let mut ready_at = None;
-        let pool = run::Pool::new(&cfg, false).expect("scratch directory");
-        let out = run::run(
-            &cfg,
-            &pool,
-            n,
-            repeated,
-            |_| ready_at = Some(Instant::now()),
-            |_| {},
-        )
-        .expect("workers start");
-        let steady = total as f64 / ready_at.expect("ready").elapsed().as_secs_f64();
-        assert_eq!(out.cases.len(), total);
-        println!(
-            "{:<28} {:>10.0}   ({:.0}% of in-process; steady state {:.0} cases/s = {:.0}%)",
-            format!("{jobs} worker process(es)"),
-            whole,
-            100.0 * whole / in_process,
-            steady,
-            100.0 * steady / in_process
-        );
+        let (steady, _) = support::isolation::steady(&cfg, n, repeated);
+        support::isolation::print_row(jobs, whole, steady, in_process);
         let _ = std::fs::remove_dir_all(&cfg.scratch);
     }
 }
