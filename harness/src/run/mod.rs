@@ -189,10 +189,16 @@ impl Pool {
                 w.stop();
             }
         }
+        Worker::start(cfg, &self.next_name(), None)
+    }
+
+    /// A name no other worker of this pool has had (its socket, capture
+    /// and breadcrumb files are named after it).
+    fn next_name(&self) -> String {
         let n = self
             .started
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Worker::start(cfg, &format!("worker-{n}"), None)
+        format!("worker-{n}")
     }
 
     /// A new worker for a round trip whose producer crashed in the last
@@ -204,10 +210,7 @@ impl Pool {
         cfg: &Config,
         facts: &protocol::ConsumerFacts,
     ) -> Result<(Worker, Vec<PluginIdentity>, usize), StartError> {
-        let n = self
-            .started
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Worker::start(cfg, &format!("worker-{n}"), Some(facts))
+        Worker::start(cfg, &self.next_name(), Some(facts))
     }
 
     /// A worker whose run ended with it alive: kept for the next run, or

@@ -118,21 +118,6 @@ impl WorkerArgs {
 /// consumer's start-up, not the producer call before it.
 pub const LOADING_CONSUMER: &str = "loading the consumer (deferred after the producer crashed)";
 
-/// A round trip's consumer, loaded with the worker.
-struct Loaded<'a>(&'a Plugin);
-
-impl ConsumerSide for Loaded<'_> {
-    fn has(&self, symbol: &str) -> bool {
-        self.0.has(symbol)
-    }
-    fn supports_device(&self, device_type: i32) -> bool {
-        self.0.supports_device(device_type)
-    }
-    fn plugin(&self) -> Result<&Plugin, String> {
-        Ok(self.0)
-    }
-}
-
 /// A round trip's consumer in a worker restarted after the producer
 /// crashed: loaded when a case first calls it. Until then its cases see the
 /// facts the first worker reported of it.
@@ -186,23 +171,17 @@ impl ConsumerSide for Deferred<'_> {
 }
 
 /// The facts of a round trip's consumer that a deferred one is given.
-trait Facts {
-    fn facts(&self, device_type: i32) -> ConsumerFacts;
-}
-
-impl Facts for Box<dyn ConsumerSide + '_> {
-    fn facts(&self, device_type: i32) -> ConsumerFacts {
-        let entry_points = crate::plugin::SYMBOLS
-            .iter()
-            .map(|(name, _)| *name)
-            .filter(|name| self.has(name))
-            .map(String::from)
-            .collect();
-        ConsumerFacts {
-            entry_points,
-            device_type,
-            supports_device: self.supports_device(device_type),
-        }
+fn facts(consumer: &dyn ConsumerSide, device_type: i32) -> ConsumerFacts {
+    let entry_points = crate::plugin::SYMBOLS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| consumer.has(name))
+        .map(String::from)
+        .collect();
+    ConsumerFacts {
+        entry_points,
+        device_type,
+        supports_device: consumer.supports_device(device_type),
     }
 }
 
@@ -397,18 +376,19 @@ pub fn run(args: WorkerArgs) -> i32 {
     // not inherit: taken once the plugins are loaded (their own start-up
     // changes are theirs to keep).
     let state = RefCell::new(proc::ProcessState::take());
-    let consumer_side: Option<Box<dyn ConsumerSide + '_>> = match (&consumer, deferred) {
-        (Some(c), _) => Some(Box::new(Loaded(c))),
-        (None, Some((path, facts))) => Some(Box::new(Deferred {
-            path,
-            facts,
-            loaded: OnceCell::new(),
-            state: &state,
-        })),
+    let deferred = deferred.map(|(path, facts)| Deferred {
+        path,
+        facts,
+        loaded: OnceCell::new(),
+        state: &state,
+    });
+    let consumer_side: Option<&dyn ConsumerSide> = match (&consumer, &deferred) {
+        (Some(c), _) => Some(c),
+        (None, Some(d)) => Some(d),
         (None, None) => None,
     };
     let consumer_facts = match (args.mode, &consumer_side) {
-        (Mode::Roundtrip, Some(c)) => Some(c.facts(args.options.device_type)),
+        (Mode::Roundtrip, Some(c)) => Some(facts(*c, args.options.device_type)),
         _ => None,
     };
     // The results of the last cases, as sent: a late write found later
@@ -428,7 +408,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
         let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer_side) {
             (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
-                let consumer: &dyn ConsumerSide = consumer.as_ref();
+                let consumer: &dyn ConsumerSide = *consumer;
                 let producer = producer.as_ref().expect("checked");
                 let plan = roundtrip::plan(&scenarios);
                 let ids = plan.iter().map(|s| s.id.clone()).collect();
