@@ -12,7 +12,11 @@ def load(data):
     # scenario: a Table (schema and stream paths).
     if hasattr(data, "__arrow_c_array__"):
         return pa.record_batch(data)
-    return pa.table(data)
+    # What pa.table(data) does for a PyCapsule stream (the same import,
+    # then read_all), without pa.table's check whether `data` is a pandas
+    # DataFrame first: that check imports pandas, a quarter of a second in
+    # every worker that starts (one per crash).
+    return pa.RecordBatchReader.from_stream(data).read_all()
 
 
 def read(data):

@@ -476,18 +476,69 @@ pub fn printable(text: &str) -> String {
     out
 }
 
-/// Lowercase hex SHA-256 of a file.
+/// Lowercase hex SHA-256 of a file. A process hashes each file once: the
+/// answer is kept for as long as the file's device, inode, size and
+/// modification time stay the same (a debug build of a Rust plugin is
+/// 65 MB, tens of milliseconds to hash, and a run names its plugins in
+/// every report it writes).
 pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
     use sha2::Digest;
+    use std::os::unix::fs::MetadataExt;
+    type Key = (std::path::PathBuf, u64, u64, u64, i64, i64);
+    static KNOWN: std::sync::Mutex<Vec<(Key, String)>> = std::sync::Mutex::new(Vec::new());
+    let meta = std::fs::metadata(path)?;
+    let key: Key = (
+        path.to_path_buf(),
+        meta.dev(),
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    let known = |k: &Key| {
+        KNOWN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(have, _)| have == k)
+            .map(|(_, digest)| digest.clone())
+    };
+    if let Some(digest) = known(&key) {
+        return Ok(digest);
+    }
     let bytes = std::fs::read(path)?;
-    Ok(sha2::Sha256::digest(&bytes)
+    let digest: String = sha2::Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect())
+        .collect();
+    let mut all = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(have, _)| have.0 != key.0);
+    all.push((key, digest.clone()));
+    Ok(digest)
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_file_is_hashed_again_once_it_changes() {
+        let dir = std::env::temp_dir().join(format!("arrowcert-sha-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("plugin.so");
+        std::fs::write(&f, b"abc").unwrap();
+        let first = super::sha256_file(&f).unwrap();
+        assert_eq!(
+            first,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(super::sha256_file(&f).unwrap(), first);
+        std::fs::write(&f, b"abcd").unwrap();
+        assert_eq!(
+            super::sha256_file(&f).unwrap(),
+            "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn printable_escapes_terminal_control_sequences() {
         let hostile = "ok\u{1b}[2J\u{7}line\nnext\ttab";

@@ -24,7 +24,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -991,7 +991,10 @@ pub fn run(
     let mut with_cgroup = cfg.clone();
     with_cgroup.pids_cgroup = pool.pids_cgroup.clone();
     let cfg = &with_cgroup;
-    let (first, plugins, cases) = pool.acquire(cfg, plan_len)?;
+    let (first, mut plugins, cases) = pool.acquire(cfg, plan_len)?;
+    for p in plugins.iter_mut().filter(|p| p.sha256.is_empty()) {
+        p.sha256 = crate::report::sha256_file(Path::new(&p.path)).unwrap_or_default();
+    }
     if cases != plan_len {
         first.stop();
         return Err(StartError(format!(
