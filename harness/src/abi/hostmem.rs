@@ -8,6 +8,34 @@
 //! memory, unmapped pages), so a bad pointer becomes evidence instead of a
 //! crash.
 
+/// This process's ID for `process_vm_readv`, asked of the kernel once:
+/// glibc does not cache `getpid`, and a device-array check reads a hundred
+/// small structures, two system calls each instead of one. A child of
+/// `fork` (a plugin that forks and returns into the harness's code) asks
+/// again: the fork handler forgets the cached value.
+fn this_pid() -> libc::pid_t {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    static PID: AtomicI32 = AtomicI32::new(0);
+    static FORGET_ON_FORK: std::sync::Once = std::sync::Once::new();
+    extern "C" fn forget() {
+        PID.store(0, Ordering::Relaxed);
+    }
+    FORGET_ON_FORK.call_once(|| {
+        // SAFETY: registers a child handler that only stores to an atomic
+        // (async-signal-safe, as a handler run in a forked child must be).
+        unsafe { libc::pthread_atfork(None, None, Some(forget)) };
+    });
+    match PID.load(Ordering::Relaxed) {
+        0 => {
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
+            PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
+}
+
 /// Copies `len` bytes at `addr`, or `None` when any of them is not readable
 /// host memory.
 pub fn read(addr: usize, len: usize) -> Option<Vec<u8>> {
@@ -30,7 +58,7 @@ pub fn read(addr: usize, len: usize) -> Option<Vec<u8>> {
     // bytes; the kernel only writes there. `remote` is only read, by the
     // kernel, which checks it against this process's mappings (EFAULT when
     // any of it is not readable) instead of faulting.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(this_pid(), &local, 1, &remote, 1, 0) };
     (n == len as isize).then_some(out)
 }
 
@@ -81,7 +109,7 @@ pub fn unreadable_end(addr: usize, len: usize) -> Option<usize> {
     // writes there. The two remote ranges are only read, by the kernel,
     // which checks them against this process's mappings and stops at the
     // first that is not readable instead of faulting.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), 2, 0) };
+    let n = unsafe { libc::process_vm_readv(this_pid(), &local, 1, remote.as_ptr(), 2, 0) };
     match n {
         2 => None,
         1 => Some(last),
@@ -132,6 +160,35 @@ pub(crate) fn page_before_a_hole() -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forked_child_reads_with_its_own_pid() {
+        // The parent's pid is cached; a child of fork must not read
+        // through it (it would read the parent's memory, not its own).
+        let v = 1u64;
+        let at = std::ptr::from_ref(&v) as usize;
+        assert_eq!(read_u64(at), Some(1));
+        let parent = this_pid();
+        // SAFETY: the child makes no allocation (other test threads may
+        // hold the allocator's lock): it compares pids, probes its own
+        // stack with the allocation-free `unreadable_end` and leaves with
+        // _exit.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            // SAFETY: getpid and _exit have no preconditions.
+            unsafe {
+                let mine = this_pid();
+                let ok =
+                    mine == libc::getpid() && mine != parent && unreadable_end(at, 8).is_none();
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is ours.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    }
 
     #[test]
     fn reads_mapped_memory_and_refuses_the_rest() {
