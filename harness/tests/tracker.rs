@@ -38,6 +38,11 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+static void* keeper(void* arg) {
+  *(void**)arg = malloc(1000);  /* still allocated when the thread ends */
+  return NULL;
+}
+
 #define CHECK(cond, ...) do { if (!(cond)) { printf(__VA_ARGS__); printf("\n"); return 1; } } while (0)
 
 int main(void) {
@@ -74,6 +79,27 @@ int main(void) {
   CHECK(held >= block, "thread: %ld", (long)held);
   free(from_thread);
   CHECK(live() - base == held - block, "freed on another thread: %ld", (long)(live() - base));
+
+  /* Many threads, sixteen at a time, each ending with a block allocated
+     that this thread frees: what an ended thread allocated stays counted,
+     and nothing is counted twice (a tracker with per-thread counters must
+     fold an ending thread's count exactly once). */
+  enum { N = 2100, AT_ONCE = 16 };
+  static void* kept[N];
+  int64_t before = live();
+  for (int i = 0; i < N; i += AT_ONCE) {
+    pthread_t ts[AT_ONCE];
+    for (int k = 0; k < AT_ONCE && i + k < N; k++) pthread_create(&ts[k], NULL, keeper, &kept[i + k]);
+    for (int k = 0; k < AT_ONCE && i + k < N; k++) pthread_join(ts[k], NULL);
+  }
+  int64_t sum = 0;
+  for (int i = 0; i < N; i++) sum += (int64_t)malloc_usable_size(kept[i]);
+  int64_t after_threads = live() - before;
+  CHECK(after_threads >= sum, "%d ended threads: %ld counted, their blocks %ld", N, (long)after_threads, (long)sum);
+  for (int i = 0; i < N; i++) free(kept[i]);
+  int64_t after_free = live() - before;
+  CHECK(after_threads - after_free == sum, "freeing the threads' blocks: %ld, want %ld", (long)(after_threads - after_free), (long)sum);
+  CHECK(after_free < sum / 4, "left after the threads: %ld (their blocks were %ld)", (long)after_free, (long)sum);
 
   /* Freed memory is poisoned (glibc keeps its free-list links in the first
      16 bytes; the rest shows the pattern). */
