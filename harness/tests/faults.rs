@@ -1288,3 +1288,76 @@ fn after_a_producer_crash_the_consumer_is_loaded_only_when_a_case_calls_it() {
     );
     assert_eq!(pids.len(), 2, "{loads:?}");
 }
+
+#[test]
+fn a_stop_signal_to_the_matrix_alone_stops_its_running_unit_and_writes_no_matrix() {
+    // A slow producer (50 ms a case): its certification, the first unit,
+    // runs for many seconds. SIGINT goes to the matrix process only (as
+    // `kill PID` or a CI runner's cancel does), not to its process group.
+    let lib = faulty("producer", "SLOW");
+    bundled();
+    let out = scratch("matrix-interrupt");
+    let _ = std::fs::remove_dir_all(&out);
+    let child = Command::new(arrowcert_exe())
+        .arg("matrix")
+        .arg("--producers")
+        .arg(&lib)
+        .args([
+            "--consumers",
+            "reference",
+            "--units-at-once",
+            "1",
+            "--jobs",
+            "1",
+        ])
+        .arg("--gold")
+        .arg(gold_dir())
+        .args(["--case-timeout-ms", DEADLINE_MS, "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("arrowcert starts");
+    // The unit's report, once it holds a case: the unit is running.
+    let runs = out.join("runs");
+    let unit_report = (0..600)
+        .find_map(|_| {
+            let found = std::fs::read_dir(&runs).ok().and_then(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "json"))
+            });
+            match found {
+                Some(p) if arrowcert::report::read(&p).is_ok_and(|r| !r.cases.is_empty()) => {
+                    Some(p)
+                }
+                _ => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    None
+                }
+            }
+        })
+        .expect("the first unit writes its report");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let done = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(done.status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("interrupted by SIGINT"), "{stdout}");
+    assert!(!out.join("matrix.json").exists(), "{stdout}");
+    // The unit got the signal: it stopped part way, its report says why.
+    let r = arrowcert::report::read(&unit_report).expect("the unit's report stays valid");
+    assert!(!r.complete, "{stdout}");
+    assert_eq!(r.interrupted.as_deref(), Some("SIGINT (2)"));
+    // And nothing of the run is left: no process names its output folder.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(out.to_string_lossy().as_ref()))
+        .collect();
+    assert!(left.is_empty(), "still running: {left:?}");
+}

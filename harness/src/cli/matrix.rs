@@ -13,10 +13,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Instant, SystemTime};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::matrix::{self, render, Data, Library, Matrix, Planned, Shard, Status, Unit, UnitKind};
 use crate::report::{self, Summary};
+use crate::run;
 
 use super::words::shell_word;
 use super::{BadInput, Place, BUNDLED, EXIT_FAILURES};
@@ -182,7 +184,9 @@ fn last_line(log: &Path) -> String {
         .unwrap_or_else(|| "no output".into())
 }
 
-fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
+/// Runs one unit as a child `arrowcert certify`/`roundtrip`; its pid is in
+/// `live` while it runs (a stop signal is passed on to it).
+fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) -> Unit {
     let started = Instant::now();
     let name = slug(&planned.id);
     let report_rel = PathBuf::from("runs").join(format!("{name}.json"));
@@ -218,12 +222,25 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned) -> Unit {
     let _ = std::fs::remove_file(&report_path);
     let outcome = std::fs::File::create(&log).and_then(|f| {
         let err = f.try_clone()?;
-        Command::new(exe)
+        let mut child = Command::new(exe)
             .args(&child_args)
             .stdin(Stdio::null())
             .stdout(f)
             .stderr(err)
-            .status()
+            .spawn()?;
+        live.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id());
+        if let Some(sig) = run::proc::interrupted() {
+            // The stop came between this unit's start and its pid's
+            // entry in `live`.
+            run::proc::forward_signal(child.id(), sig);
+        }
+        let status = child.wait();
+        live.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != child.id());
+        status
     });
     unit.duration_ms = started.elapsed().as_millis() as u64;
     let status = match outcome {
@@ -379,32 +396,69 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // leave a core idle a third of the time, which another unit fills.
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::Mutex::new(Vec::<(usize, Unit)>::new());
+    // SIGINT or SIGTERM: no unit starts after it, and the units running get
+    // the same signal (a `kill` of this process alone would otherwise leave
+    // them running to the end); each stops between cases and leaves its
+    // report marked incomplete. No matrix is written from a part of it.
+    run::proc::catch_interrupts();
+    let live = Mutex::new(Vec::<u32>::new());
+    let running = std::sync::atomic::AtomicUsize::new(0);
+    let loops = args.units_at_once.clamp(1, mine.len().max(1));
+    running.store(loops, std::sync::atomic::Ordering::SeqCst);
     std::thread::scope(|scope| {
-        for _ in 0..args.units_at_once.clamp(1, mine.len().max(1)) {
-            scope.spawn(|| loop {
-                let position = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(planned) = mine.get(position) else {
-                    break;
-                };
-                let unit = run_unit(&exe, &args, planned);
-                let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
-                println!(
-                    "[{}/{}] {} ... {} ({}, {:.1} s){}",
-                    d.len() + 1,
-                    mine.len(),
-                    unit.id,
-                    unit.status.word(),
-                    summary_words(&unit.summary),
-                    unit.duration_ms as f64 / 1000.0,
-                    unit.message
-                        .as_deref()
-                        .map(|m| format!("\n      {}", report::printable(m)))
-                        .unwrap_or_default()
-                );
-                d.push((position, unit));
+        for _ in 0..loops {
+            scope.spawn(|| {
+                loop {
+                    if run::proc::interrupted().is_some() {
+                        break;
+                    }
+                    let position = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(planned) = mine.get(position) else {
+                        break;
+                    };
+                    let unit = run_unit(&exe, &args, planned, &live);
+                    let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+                    println!(
+                        "[{}/{}] {} ... {} ({}, {:.1} s){}",
+                        d.len() + 1,
+                        mine.len(),
+                        unit.id,
+                        unit.status.word(),
+                        summary_words(&unit.summary),
+                        unit.duration_ms as f64 / 1000.0,
+                        unit.message
+                            .as_deref()
+                            .map(|m| format!("\n      {}", report::printable(m)))
+                            .unwrap_or_default()
+                    );
+                    d.push((position, unit));
+                }
+                running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             });
         }
+        // Passes a stop signal on to the running units, once.
+        scope.spawn(|| {
+            while running.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                if let Some(sig) = run::proc::interrupted() {
+                    for pid in live.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                        run::proc::forward_signal(*pid, sig);
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
     });
+    if let Some(sig) = run::proc::interrupted() {
+        let ran = done.lock().unwrap_or_else(|e| e.into_inner()).len();
+        println!(
+            "interrupted by {}: {ran} of {} units ran (the last ones stopped part way: their reports in {} are marked incomplete); no matrix was written",
+            run::proc::signal_name(sig),
+            mine.len(),
+            args.out.join("runs").display()
+        );
+        return Ok(128 + sig);
+    }
     let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
     done.sort_by_key(|(position, _)| *position);
     let units: Vec<Unit> = done.into_iter().map(|(_, u)| u).collect();

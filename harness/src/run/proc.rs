@@ -20,6 +20,21 @@ pub fn kill_group(pid: u32) {
     }
 }
 
+/// Passes a stop signal (SIGINT, SIGTERM) on to one child process: the
+/// matrix's unit runs, which stop between cases and leave their reports
+/// marked incomplete, as they do when the terminal signals them itself.
+pub fn forward_signal(pid: u32, sig: i32) {
+    let Ok(pid) = i32::try_from(pid) else { return };
+    if pid <= 1 || !matches!(sig, libc::SIGINT | libc::SIGTERM) {
+        return;
+    }
+    // SAFETY: kill(2) on one positive pid (our own child); no memory is
+    // involved.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
 /// Resource limits a worker applies to itself before loading plugins, so
 /// that runaway allocation or a CPU spin becomes a verdict instead of
 /// exhausting the machine.
