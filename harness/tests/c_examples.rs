@@ -31,6 +31,21 @@ fn examples() -> Option<&'static (PathBuf, PathBuf)> {
             .and_then(|p| p.parent())
             .expect("the target directory")
             .to_path_buf();
+        // One folder per test process (two `cargo test` runs may overlap);
+        // those of processes that have ended are removed first, so the
+        // target directory does not collect one per run.
+        if let Ok(entries) = std::fs::read_dir(&target) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let ended = name
+                    .strip_prefix("c-examples-test-")
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+                if ended {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
         let out = target.join(format!("c-examples-test-{}", std::process::id()));
         let run = Command::new("bash")
             .arg(workspace_dir().join("scripts/examples/build-nanoarrow-examples.sh"))

@@ -579,7 +579,7 @@ impl Worker {
         deadline: Instant,
         output_from: u64,
         cfg: &Config,
-    ) -> Result<Answer, Box<Case>> {
+    ) -> Result<Answer, Failed> {
         // Breadcrumbs come first: the last one names the step a crash or
         // a hang happened in.
         let mut step: Option<String> = None;
@@ -616,9 +616,10 @@ impl Worker {
                 other => break other,
             }
         };
+        let step = step.or_else(|| self.crumbs.read());
         let during = step
-            .or_else(|| self.crumbs.read())
-            .map(|s| format!(", during `{}`", crate::report::bounded(&s, 200)))
+            .as_deref()
+            .map(|s| format!(", during `{}`", crate::report::bounded(s, 200)))
             .unwrap_or_default();
         let limit = cfg.output_limit;
         let mut failed = job.record.clone();
@@ -660,7 +661,10 @@ impl Worker {
                     output_since(&self.capture_file, output_from, limit),
                     &self.capture_file,
                 );
-                Err(Box::new(failed))
+                Err(Failed {
+                    case: Box::new(failed),
+                    step,
+                })
             }
             other => {
                 // EOF, a broken socket, a Fatal message or garbage: the
@@ -681,9 +685,13 @@ impl Worker {
                         output_since(&self.capture_file, output_from, limit),
                         &self.capture_file,
                     );
-                    return Err(Box::new(failed));
+                    return Err(Failed {
+                        case: Box::new(failed),
+                        step: None,
+                    });
                 }
                 failed.verdict = Verdict::Crash;
+                let gave_up = matches!(other, Ok(Some(FromWorker::Fatal { .. })));
                 failed.message = Some(match other {
                     Ok(Some(FromWorker::Fatal { message })) => {
                         format!("the worker gave up: {message}")
@@ -699,7 +707,10 @@ impl Worker {
                     output_since(&self.capture_file, output_from, limit),
                     &self.capture_file,
                 );
-                Err(Box::new(failed))
+                Err(Failed {
+                    case: Box::new(failed),
+                    step: step.filter(|_| !gave_up),
+                })
             }
         }
     }
@@ -830,8 +841,15 @@ impl Hangs {
     }
 }
 
-/// How a crash message names a producer's entry point (`answer`).
-const PRODUCER_STEP: &str = "during `arrowcert_produce_";
+/// How the breadcrumb of a call to a producer's entry point begins.
+const PRODUCER_STEP: &str = "arrowcert_produce_";
+
+/// A case that ended its worker (a crash, a hang, a harness error), and
+/// the step it was in when the worker died (its last breadcrumb), if any.
+struct Failed {
+    case: Box<Case>,
+    step: Option<String>,
+}
 
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
@@ -941,15 +959,12 @@ fn slot_loop(
                     }
                 }
             }
-            Err(case) => {
+            Err(Failed { case, step }) => {
                 let dead = worker.take().expect("the worker that ran the case");
                 forget(&dead);
                 // The producer crashed (or hung) in its own call: the next
                 // worker loads the consumer only when a case calls it.
-                let in_producer = case
-                    .message
-                    .as_deref()
-                    .is_some_and(|m| m.contains(PRODUCER_STEP));
+                let in_producer = step.is_some_and(|s| s.starts_with(PRODUCER_STEP));
                 defer_next = dead.consumer_facts.clone().filter(|_| in_producer);
                 let _ = std::fs::remove_file(&dead.capture);
                 inflight.pop_front();
