@@ -1291,12 +1291,30 @@ fn after_a_producer_crash_the_consumer_is_loaded_only_when_a_case_calls_it() {
 
 #[test]
 fn a_stop_signal_to_the_matrix_alone_stops_its_running_unit_and_writes_no_matrix() {
-    // A slow producer (50 ms a case): its certification, the first unit,
-    // runs for many seconds. SIGINT goes to the matrix process only (as
-    // `kill PID` or a CI runner's cancel does), not to its process group.
+    // As `kill PID` or a CI runner's cancel sends it.
+    matrix_interrupted(false);
+}
+
+#[test]
+fn a_ctrl_c_to_the_matrix_stops_its_running_unit_once_and_writes_no_matrix() {
+    // As a terminal sends it: to the whole foreground process group. The
+    // unit hears it once (from the matrix), so it still stops between
+    // cases and marks its report (a second SIGINT means "leave now").
+    matrix_interrupted(true);
+}
+
+/// A slow producer (50 ms a case): its certification, the first unit,
+/// runs for many seconds; SIGINT goes to the matrix process, or to its
+/// whole process group.
+fn matrix_interrupted(to_group: bool) {
+    use std::os::unix::process::CommandExt;
     let lib = faulty("producer", "SLOW");
     bundled();
-    let out = scratch("matrix-interrupt");
+    let out = scratch(if to_group {
+        "matrix-ctrl-c"
+    } else {
+        "matrix-interrupt"
+    });
     let _ = std::fs::remove_dir_all(&out);
     let child = Command::new(arrowcert_exe())
         .arg("matrix")
@@ -1315,6 +1333,7 @@ fn a_stop_signal_to_the_matrix_alone_stops_its_running_unit_and_writes_no_matrix
         .args(["--case-timeout-ms", DEADLINE_MS, "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::piped())
+        .process_group(0)
         .spawn()
         .expect("arrowcert starts");
     // The unit's report, once it holds a case: the unit is running.
@@ -1337,8 +1356,13 @@ fn a_stop_signal_to_the_matrix_alone_stops_its_running_unit_and_writes_no_matrix
             }
         })
         .expect("the first unit writes its report");
+    let target = if to_group {
+        format!("-{}", child.id())
+    } else {
+        child.id().to_string()
+    };
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", "--", &target])
         .status()
         .unwrap();
     assert!(status.success());

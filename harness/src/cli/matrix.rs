@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -222,11 +223,15 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
     let _ = std::fs::remove_file(&report_path);
     let outcome = std::fs::File::create(&log).and_then(|f| {
         let err = f.try_clone()?;
+        // Its own process group: a terminal's Ctrl-C (sent to the whole
+        // foreground group) reaches the matrix alone, which passes it on
+        // once; a second SIGINT tells a unit to leave at once.
         let mut child = Command::new(exe)
             .args(&child_args)
             .stdin(Stdio::null())
             .stdout(f)
             .stderr(err)
+            .process_group(0)
             .spawn()?;
         live.lock()
             .unwrap_or_else(|e| e.into_inner())
