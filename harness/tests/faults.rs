@@ -490,6 +490,21 @@ fn workers_and_in_process_agree_on_the_reference_pair() {
     );
 }
 
+/// Sends SIGINT to `target` (a pid, or `-PGID` for a process group),
+/// waits for `child` and checks it ended as interrupted (exit 130);
+/// returns its stdout.
+fn sigint_and_wait(child: std::process::Child, target: &str) -> String {
+    let status = Command::new("kill")
+        .args(["-INT", "--", target])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let done = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
+    assert_eq!(done.status.code(), Some(130), "{stdout}");
+    stdout
+}
+
 /// Polls `path` until it is a report with at least one case.
 fn wait_for_checkpoint(path: &std::path::Path) -> Report {
     for _ in 0..600 {
@@ -531,14 +546,8 @@ fn sigint_leaves_a_valid_incomplete_report_that_resumes_to_a_complete_one() {
     let child = args(false).spawn().expect("arrowcert starts");
     let early = wait_for_checkpoint(&report);
     assert!(!early.complete);
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    let pid = child.id().to_string();
+    let stdout = sigint_and_wait(child, &pid);
     assert!(stdout.contains("--resume"), "{stdout}");
 
     support::schema::assert_valid_report(&report);
@@ -1361,14 +1370,7 @@ fn matrix_interrupted(to_group: bool) {
     } else {
         child.id().to_string()
     };
-    let status = Command::new("kill")
-        .args(["-INT", "--", &target])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let done = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&done.stdout);
-    assert_eq!(done.status.code(), Some(130), "{stdout}");
+    let stdout = sigint_and_wait(child, &target);
     assert!(stdout.contains("interrupted by SIGINT"), "{stdout}");
     assert!(!out.join("matrix.json").exists(), "{stdout}");
     // The unit got the signal: it stopped part way, its report says why.
