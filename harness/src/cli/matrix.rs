@@ -400,7 +400,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // its own workers): a unit's orchestrator and its workers' start-ups
     // leave a core idle a third of the time, which another unit fills.
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done = std::sync::Mutex::new(Vec::<(usize, Unit)>::new());
+    let done = Mutex::new(Vec::<(usize, Unit)>::new());
     // SIGINT or SIGTERM: no unit starts after it, and the units running get
     // the same signal (a `kill` of this process alone would otherwise leave
     // them running to the end); each stops between cases and leaves its

@@ -495,23 +495,16 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
         meta.mtime(),
         meta.mtime_nsec(),
     );
-    let known = |k: &Key| {
-        KNOWN
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(have, _)| have == k)
-            .map(|(_, digest)| digest.clone())
-    };
-    if let Some(digest) = known(&key) {
-        return Ok(digest);
+    let lock = || KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, digest)) = lock().iter().find(|(have, _)| *have == key) {
+        return Ok(digest.clone());
     }
     let bytes = std::fs::read(path)?;
     let digest: String = sha2::Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let mut all = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut all = lock();
     all.retain(|(have, _)| have.0 != key.0);
     all.push((key, digest.clone()));
     Ok(digest)
