@@ -11,6 +11,7 @@ pub mod certify;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod dlpack;
 pub mod engine;
 pub mod export;
 pub mod fuzz;

@@ -64,11 +64,27 @@ impl fmt::Display for Mismatch {
 /// `S <struct> <size> <align>`, `F <struct> <field> <offset> <size>`,
 /// `C <constant> <value>`.
 pub fn c_probe_source(header: &str, structs: &[StructLayout], consts: &[ConstValue]) -> String {
+    c_probe_source_with(header, structs, consts, true)
+}
+
+/// [`c_probe_source`], naming each struct `struct <name>` when `tagged`,
+/// else by its typedef name alone (DLPack's `typedef struct { ... } DLTensor;`
+/// has no tag).
+pub fn c_probe_source_with(
+    header: &str,
+    structs: &[StructLayout],
+    consts: &[ConstValue],
+    tagged: bool,
+) -> String {
     let mut src = String::new();
     src.push_str("#include <stddef.h>\n#include <stdio.h>\n#include <stdalign.h>\n");
     src.push_str(&format!("#include \"{header}\"\n\nint main(void) {{\n"));
     for s in structs {
-        let t = format!("struct {}", s.c_name);
+        let t = if tagged {
+            format!("struct {}", s.c_name)
+        } else {
+            s.c_name.to_string()
+        };
         src.push_str(&format!(
             "  printf(\"S {} %zu %zu\\n\", sizeof({t}), alignof({t}));\n",
             s.c_name
@@ -190,6 +206,17 @@ pub fn compare_with_c(
 /// else `cc`), runs it and compares. `Err` when the header does not compile
 /// (a struct or field it lacks is a compile error) or no compiler runs.
 pub fn check_header(header: &std::path::Path) -> Result<Vec<Mismatch>, String> {
+    check_header_with(header, super::STRUCTS, super::CONSTANTS, true)
+}
+
+/// [`check_header`] for any set of structs and constants (`tagged`: as in
+/// [`c_probe_source_with`]).
+pub fn check_header_with(
+    header: &std::path::Path,
+    structs: &[StructLayout],
+    consts: &[ConstValue],
+    tagged: bool,
+) -> Result<Vec<Mismatch>, String> {
     use std::process::Command;
     let header = header
         .canonicalize()
@@ -205,11 +232,7 @@ pub fn check_header(header: &std::path::Path) -> Result<Vec<Mismatch>, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let src = dir.join("probe.c");
     let exe = dir.join("probe");
-    let source = c_probe_source(
-        &header.display().to_string(),
-        super::STRUCTS,
-        super::CONSTANTS,
-    );
+    let source = c_probe_source_with(&header.display().to_string(), structs, consts, tagged);
     std::fs::write(&src, source).map_err(|e| format!("{}: {e}", src.display()))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
@@ -235,8 +258,8 @@ pub fn check_header(header: &std::path::Path) -> Result<Vec<Mismatch>, String> {
         .map_err(|e| format!("cannot run the layout probe: {e}"))?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(compare_with_c(
-        super::STRUCTS,
-        super::CONSTANTS,
+        structs,
+        consts,
         &String::from_utf8_lossy(&run.stdout),
     ))
 }

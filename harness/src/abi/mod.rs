@@ -56,6 +56,8 @@ macro_rules! abi_struct {
     };
 }
 
+pub mod dlpack;
+
 /// `typedef int32_t ArrowDeviceType;`
 pub type ArrowDeviceType = i32;
 

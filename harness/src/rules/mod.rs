@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod catalogue;
+pub mod dlpack;
 
 use std::fmt;
 
@@ -171,6 +172,46 @@ pub fn level_supported(rule: &Rule) -> Result<(), String> {
     ))
 }
 
+/// RST text reduced for comparison: roles (`:c:member:`x``, `:ref:`text
+/// <target>``) replaced by their text, backticks and `*` emphasis dropped,
+/// whitespace runs collapsed to one space.
+pub fn normalise(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut roles_done = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == ':' {
+            let mut j = i + 1;
+            while j < chars.len() && (chars[j].is_ascii_lowercase() || chars[j] == ':') {
+                j += 1;
+            }
+            let is_role = j >= i + 3
+                && chars[j - 1] == ':'
+                && chars.get(j) == Some(&'`')
+                && chars.get(j + 1) != Some(&'`');
+            if is_role {
+                if let Some(len) = chars[j + 1..].iter().position(|&c| c == '`') {
+                    let content: String = chars[j + 1..j + 1 + len].iter().collect();
+                    let shown = match (content.rfind(" <"), content.ends_with('>')) {
+                        (Some(at), true) => &content[..at],
+                        _ => &content[..],
+                    };
+                    roles_done.push_str(shown);
+                    i = j + 1 + len + 1;
+                    continue;
+                }
+            }
+        }
+        roles_done.push(chars[i]);
+        i += 1;
+    }
+    roles_done
+        .replace(['`', '*'], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Which side of the interface a rule judges.
 #[derive(
     Debug,
@@ -293,7 +334,13 @@ pub fn timing_dependent(id: &str) -> Option<&'static str> {
 }
 
 pub fn find(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
+    all().find(|r| r.id == id)
+}
+
+/// Every rule: the Arrow catalogue, then the DLPack rules
+/// ([`dlpack::DLPACK_RULES`], `certify --dlpack`).
+pub fn all() -> impl Iterator<Item = &'static Rule> {
+    RULES.iter().chain(dlpack::DLPACK_RULES.iter())
 }
 
 /// True when `id` is a MUST rule of the catalogue.
@@ -305,8 +352,8 @@ pub fn is_must(id: &str) -> bool {
 /// ("array.*", "array.release.*", "*").
 pub fn matching(pattern: &str) -> Vec<&'static Rule> {
     match pattern.strip_suffix('*') {
-        Some(prefix) => RULES.iter().filter(|r| r.id.starts_with(prefix)).collect(),
-        None => RULES.iter().filter(|r| r.id == pattern).collect(),
+        Some(prefix) => all().filter(|r| r.id.starts_with(prefix)).collect(),
+        None => all().filter(|r| r.id == pattern).collect(),
     }
 }
 
@@ -525,46 +572,6 @@ mod tests {
 
     fn docs_rules_md() -> PathBuf {
         PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/RULES.md"))
-    }
-
-    /// RST text reduced for comparison: roles (`:c:member:`x``, `:ref:`text
-    /// <target>``) replaced by their text, backticks and `*` emphasis dropped,
-    /// whitespace runs collapsed to one space.
-    fn normalise(text: &str) -> String {
-        let chars: Vec<char> = text.chars().collect();
-        let mut roles_done = String::with_capacity(text.len());
-        let mut i = 0;
-        while i < chars.len() {
-            if chars[i] == ':' {
-                let mut j = i + 1;
-                while j < chars.len() && (chars[j].is_ascii_lowercase() || chars[j] == ':') {
-                    j += 1;
-                }
-                let is_role = j >= i + 3
-                    && chars[j - 1] == ':'
-                    && chars.get(j) == Some(&'`')
-                    && chars.get(j + 1) != Some(&'`');
-                if is_role {
-                    if let Some(len) = chars[j + 1..].iter().position(|&c| c == '`') {
-                        let content: String = chars[j + 1..j + 1 + len].iter().collect();
-                        let shown = match (content.rfind(" <"), content.ends_with('>')) {
-                            (Some(at), true) => &content[..at],
-                            _ => &content[..],
-                        };
-                        roles_done.push_str(shown);
-                        i = j + 1 + len + 1;
-                        continue;
-                    }
-                }
-            }
-            roles_done.push(chars[i]);
-            i += 1;
-        }
-        roles_done
-            .replace(['`', '*'], "")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
     }
 
     fn is_adornment(line: &str) -> bool {
