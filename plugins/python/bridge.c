@@ -603,6 +603,94 @@ static PyObject* helper_free_probe(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+
+/* ---- DLPack capsules (docs/DLPACK.md) -------------------------------------- */
+
+/* The two DLPack exchange structures, as far as a capsule destructor needs
+   them (the members before and including the deleter keep their place
+   across versions: dlpack.h). The harness reads and builds the rest. */
+struct bridge_dl_managed {
+  unsigned char dl_tensor[48];
+  void* manager_ctx;
+  void (*deleter)(struct bridge_dl_managed*);
+};
+struct bridge_dl_managed_versioned {
+  uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(struct bridge_dl_managed_versioned*);
+};
+
+/* Capsule names live as long as the library: "the capsule names ... must
+   be statically allocated". */
+static const char DLTENSOR[] = "dltensor";
+static const char DLTENSOR_VERSIONED[] = "dltensor_versioned";
+static const char USED_DLTENSOR[] = "used_dltensor";
+static const char USED_DLTENSOR_VERSIONED[] = "used_dltensor_versioned";
+
+/* The destructor of the harness's own capsules: a capsule nobody took (its
+   name unchanged) deletes its tensor, as the Python specification's
+   example does; a taken one (renamed used_...) does nothing. An exception
+   in flight is kept. */
+static void harness_dltensor_destructor(PyObject* cap) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (PyCapsule_IsValid(cap, DLTENSOR)) {
+    struct bridge_dl_managed* m = PyCapsule_GetPointer(cap, DLTENSOR);
+    if (m != NULL && m->deleter != NULL) m->deleter(m);
+  } else if (PyCapsule_IsValid(cap, DLTENSOR_VERSIONED)) {
+    struct bridge_dl_managed_versioned* m = PyCapsule_GetPointer(cap, DLTENSOR_VERSIONED);
+    if (m != NULL && m->deleter != NULL) m->deleter(m);
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
+
+/* C.dlpack_capsule(address, versioned): a capsule over one of the harness's
+   tensors, named dltensor or dltensor_versioned. */
+static PyObject* helper_dlpack_capsule(PyObject* self, PyObject* args) {
+  (void)self;
+  unsigned long long addr;
+  int versioned;
+  if (!PyArg_ParseTuple(args, "Kp", &addr, &versioned)) return NULL;
+  if (addr == 0) {
+    PyErr_SetString(PyExc_ValueError, "NULL tensor");
+    return NULL;
+  }
+  return PyCapsule_New((void*)(uintptr_t)addr, versioned ? DLTENSOR_VERSIONED : DLTENSOR,
+                       harness_dltensor_destructor);
+}
+
+/* C.capsule_info(obj): (name or None, pointer) of a capsule; (None, 0) and
+   is_capsule False for anything else. */
+static PyObject* helper_capsule_info(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+  if (!PyCapsule_CheckExact(cap)) return Py_BuildValue("(OKO)", Py_None, 0ULL, Py_False);
+  const char* name = PyCapsule_GetName(cap);
+  if (name == NULL && PyErr_Occurred()) PyErr_Clear();
+  void* p = PyCapsule_GetPointer(cap, name);
+  if (p == NULL) PyErr_Clear();
+  PyObject* n = name ? PyUnicode_FromString(name) : Py_NewRef(Py_None);
+  if (n == NULL) return NULL;
+  return Py_BuildValue("(NKO)", n, (unsigned long long)(uintptr_t)p, Py_True);
+}
+
+/* C.capsule_take(capsule): renames dltensor[_versioned] to
+   used_dltensor[_versioned], as a consumer taking the tensor does; returns
+   the new name, or None when the capsule had neither name. */
+static PyObject* helper_capsule_take(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+  const char* to = NULL;
+  if (PyCapsule_IsValid(cap, DLTENSOR)) to = USED_DLTENSOR;
+  else if (PyCapsule_IsValid(cap, DLTENSOR_VERSIONED)) to = USED_DLTENSOR_VERSIONED;
+  if (to == NULL) Py_RETURN_NONE;
+  if (PyCapsule_SetName(cap, to) != 0) return NULL;
+  return PyUnicode_FromString(to);
+}
+
 static PyMethodDef helper_methods[] = {
     {"capsule", helper_capsule, METH_VARARGS, "capsule(address, name)"},
     {"stream_schema", helper_stream_schema, METH_VARARGS, "stream_schema(address)"},
@@ -612,6 +700,9 @@ static PyMethodDef helper_methods[] = {
     {"as_device_batch", helper_as_device_batch, METH_VARARGS, "as_device_batch(capsule)"},
     {"probe", helper_probe, METH_VARARGS, "probe()"},
     {"free_probe", helper_free_probe, METH_VARARGS, "free_probe(address)"},
+    {"dlpack_capsule", helper_dlpack_capsule, METH_VARARGS, "dlpack_capsule(address, versioned)"},
+    {"capsule_info", helper_capsule_info, METH_VARARGS, "capsule_info(obj)"},
+    {"capsule_take", helper_capsule_take, METH_VARARGS, "capsule_take(capsule)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef helper_module = {PyModuleDef_HEAD_INIT, "_arrowcert_bridge_c", NULL, -1,
@@ -940,4 +1031,64 @@ ARROWCERT_EXPORT int arrowcert_consume_stream_to_stream(struct ArrowArrayStream*
 ARROWCERT_EXPORT int arrowcert_consume_device_stream_to_stream(struct ArrowDeviceArrayStream* stream,
                                                                struct ArrowArrayStream* read) {
   return consume("device_stream", stream, stream, NULL, NULL, NULL, stream, read);
+}
+
+/* ---- DLPack (docs/DLPACK.md) ---------------------------------------------- */
+
+/* One DLPack step of the glue: glue.dlpack_call(op, [args], text) returns
+   (object or None, text). The object, if any, is handed to the harness as
+   an owned reference (`*out_handle`, released by arrowcert_dlpack_drop);
+   the text (JSON) as a malloc'd string (freed by arrowcert_free). */
+ARROWCERT_EXPORT int arrowcert_dlpack_call(const char* op, const uint64_t* args, int32_t nargs,
+                                           const char* text, uint64_t* out_handle,
+                                           char** out_text) {
+  clear_error();
+  int rc = ensure_python();
+  if (rc != 0) return rc;
+  if (op == NULL || out_handle == NULL || out_text == NULL || nargs < 0 || (nargs > 0 && args == NULL))
+    return set_error(EINVAL, "arrowcert_dlpack_call: bad arguments");
+  *out_handle = 0;
+  *out_text = NULL;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* list = PyList_New(nargs);
+  for (int32_t i = 0; list != NULL && i < nargs; i++) {
+    PyObject* v = PyLong_FromUnsignedLongLong(args[i]);
+    if (v == NULL) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, i, v);
+  }
+  PyObject* res = NULL;
+  rc = call_glue("dlpack_call",
+                 list ? Py_BuildValue("(sNs)", op, list, text ? text : "") : NULL, &res);
+  if (rc == 0) {
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+      rc = set_error(EIO, "dlpack_call(%s): the glue did not return (object, text)", op);
+    } else {
+      PyObject* obj = PyTuple_GET_ITEM(res, 0);
+      const char* t = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1));
+      if (t == NULL) {
+        rc = error_from_python(op);
+      } else {
+        *out_text = strdup(t);
+        if (obj != Py_None) {
+          Py_INCREF(obj);
+          *out_handle = (uint64_t)(uintptr_t)obj;
+        }
+      }
+    }
+  }
+  Py_XDECREF(res);
+  PyGILState_Release(g);
+  return rc;
+}
+
+/* Releases an object arrowcert_dlpack_call handed over. */
+ARROWCERT_EXPORT void arrowcert_dlpack_drop(uint64_t handle) {
+  if (handle == 0 || ensure_python() != 0) return;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_DECREF((PyObject*)(uintptr_t)handle);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(g);
 }

@@ -383,3 +383,185 @@ def describe(e):
     if t.__module__ not in ("builtins", "__main__") and not msg.startswith(t.__module__):
         msg = f"{t.__module__}.{msg}"
     return code, msg
+
+
+# ---- DLPack (docs/DLPACK.md) ------------------------------------------------
+#
+# An adapter may also speak DLPack (the Array API's data interchange):
+#
+#   dlpack_load(tensor) -> the library's own array holding a copy of
+#                          `tensor` (producers: everything its __dlpack__
+#                          exports is certified)
+#   dlpack_read(tensor) -> what the library's from_dlpack made of `tensor`
+#                          (consumers)
+#
+# `tensor` is the harness's: __dlpack__ and __dlpack_device__ only, each
+# capsule over one of the harness's instrumented tensors. Each step below is
+# one call of the harness (arrowcert_dlpack_call).
+
+import json as _json
+
+
+def _describe_error(e):
+    t = type(e)
+    return {"type": t.__name__, "module": t.__module__,
+            "mro": [c.__name__ for c in t.__mro__],
+            "message": str(e)[:2000]}
+
+
+class HarnessTensor:
+    """A tensor of the harness: one versioned and one legacy managed tensor
+    over the same data; __dlpack__ hands over one of them (once), as the
+    caller's max_version asks, and records every call."""
+
+    def __init__(self, versioned, legacy, device_type, device_id, mode):
+        self._v = versioned
+        self._l = legacy
+        self._device = (device_type, device_id)
+        self._mode = mode
+        self.calls = []
+        self.capsules = []
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        call = {"stream": stream if stream is None or isinstance(stream, int) else repr(stream),
+                "max_version": list(max_version) if max_version is not None else None,
+                "dl_device": list(dl_device) if dl_device is not None else None,
+                "copy": copy}
+        self.calls.append(call)
+        if self.capsules:
+            raise BufferError("arrowcert: this tensor was exported once already")
+        if copy is True:
+            raise BufferError("arrowcert's tensors are exported as they are (copy=True is not supported)")
+        if dl_device is not None and tuple(dl_device) != self._device:
+            raise BufferError(f"arrowcert: the tensor is on {self._device}, not {tuple(dl_device)}")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        if self._mode == "legacy":
+            versioned = False
+        elif self._mode == "versioned" and not versioned:
+            raise BufferError("arrowcert: this case exports DLManagedTensorVersioned only (pass max_version=(1, 0))")
+        cap = C.dlpack_capsule(self._v if versioned else self._l, versioned)
+        self.capsules.append(cap)
+        return cap
+
+    def report(self):
+        return {"calls": self.calls,
+                "capsules": [C.capsule_info(c)[0] for c in self.capsules]}
+
+
+def _kwargs(text):
+    kw = _json.loads(text) if text else {}
+    for k in ("max_version", "dl_device"):
+        if isinstance(kw.get(k), list):
+            kw[k] = tuple(kw[k])
+    return kw
+
+
+def _capsule_json(cap):
+    name, pointer, is_capsule = C.capsule_info(cap)
+    return {"is_capsule": bool(is_capsule), "name": name, "pointer": pointer,
+            "type": type(cap).__name__}
+
+
+def _dlpack_tensor(args, text):
+    opts = _json.loads(text) if text else {}
+    return HarnessTensor(args[0], args[1], args[2], args[3], opts.get("mode", "negotiate"))
+
+
+def _dlpack_load(args, text):
+    t = _dlpack_tensor(args, text)
+    try:
+        obj = ADAPTER.dlpack_load(t)
+    except Exception as e:
+        out = {"error": _describe_error(e), "harness": t.report()}
+        t.capsules.clear()
+        return None, _json.dumps(out)
+    out = {"harness": t.report()}
+    t.capsules.clear()
+    return obj, _json.dumps(out)
+
+
+def _dlpack_read(args, text):
+    t = _dlpack_tensor(args, text)
+    try:
+        obj = ADAPTER.dlpack_read(t)
+    except Exception as e:
+        out = {"error": _describe_error(e), "harness": t.report()}
+        t.capsules.clear()
+        del e
+        return None, _json.dumps(out)
+    out = {"harness": t.report()}
+    t.capsules.clear()
+    return obj, _json.dumps(out)
+
+
+def _dlpack_view(args, text):
+    obj = args[0]
+    try:
+        if text == "step":
+            v = obj[::2]
+        elif text == "offset":
+            v = obj[1:]
+        elif text == "transpose":
+            v = obj.T
+        else:
+            v = obj
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return v, "{}"
+
+
+def _dlpack_device(args, text):
+    try:
+        d = args[0].__dlpack_device__()
+        return None, _json.dumps({"device": [int(d[0]), int(d[1])]})
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+
+
+def _dlpack_export(args, text):
+    try:
+        cap = args[0].__dlpack__(**_kwargs(text))
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return cap, _json.dumps({"capsule": _capsule_json(cap)})
+
+
+def _dlpack_info(args, text):
+    return None, _json.dumps({"capsule": _capsule_json(args[0])})
+
+
+def _dlpack_take(args, text):
+    return None, _json.dumps({"name": C.capsule_take(args[0])})
+
+
+def _dlpack_gc(args, text):
+    import gc
+    gc.collect()
+    return None, "{}"
+
+
+def _dlpack_offers(args, text):
+    served = [k for k in ("dlpack_load", "dlpack_read") if hasattr(ADAPTER, k)]
+    return None, _json.dumps({"offers": served})
+
+
+_DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "view": _dlpack_view,
+               "device": _dlpack_device, "export": _dlpack_export, "info": _dlpack_info,
+               "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers}
+
+
+def dlpack_call(op, args, text):
+    """One DLPack step: op over args (integers: harness addresses, or the
+    objects earlier steps returned, passed back as object addresses)."""
+    import ctypes
+    fn = _DLPACK_OPS.get(op)
+    if fn is None:
+        raise ValueError(f"unknown DLPack step {op!r}")
+    if op in ("view", "device", "export", "info", "take"):
+        # Handles the harness holds: the objects themselves (the harness
+        # keeps a reference to each until it drops it).
+        args = [ctypes.cast(a, ctypes.py_object).value for a in args]
+    return fn(args, text)

@@ -26,6 +26,14 @@ pub fn judged(rule: &rules::Rule, sides: crate::certify::Sides) -> bool {
 /// checked it and none broke it, `skip` if no case exercised it (with the
 /// first reason a case gave).
 pub fn rule_verdicts(cases: &[Case], sides: crate::certify::Sides) -> Vec<RuleSummary> {
+    verdicts_of(cases, rules::RULES.iter().filter(|r| judged(r, sides)))
+}
+
+/// One verdict per rule of `in_scope` over `cases` (as [`rule_verdicts`]).
+pub fn verdicts_of(
+    cases: &[Case],
+    in_scope: impl Iterator<Item = &'static rules::Rule>,
+) -> Vec<RuleSummary> {
     let mut checked: BTreeMap<&str, u64> = BTreeMap::new();
     let mut failed: BTreeMap<&str, Vec<&Case>> = BTreeMap::new();
     let mut reasons: BTreeMap<&str, &str> = BTreeMap::new();
@@ -43,9 +51,7 @@ pub fn rule_verdicts(cases: &[Case], sides: crate::certify::Sides) -> Vec<RuleSu
             }
         }
     }
-    rules::RULES
-        .iter()
-        .filter(|r| judged(r, sides))
+    in_scope
         .map(|r| {
             let fails = failed.get(r.id).map(Vec::as_slice).unwrap_or(&[]);
             let n = checked

@@ -534,6 +534,11 @@ pub struct CertifyFlags {
     /// (repeatable); implies --device for it.
     #[arg(long = "require-device", value_name = "DEVICE")]
     pub require_devices: Vec<String>,
+    /// Certify DLPack exchange instead (the Array API's __dlpack__ /
+    /// from_dlpack) of the py: adapter given as --producer and/or
+    /// --consumer (docs/DLPACK.md).
+    #[arg(long)]
+    pub dlpack: bool,
 }
 
 /// `arrowcert certify`, from its flags.
@@ -559,7 +564,21 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         max_memory_mb,
         devices,
         require_devices,
+        dlpack,
     } = f;
+    if dlpack {
+        return super::dlpack::certify(super::dlpack::Args {
+            producer,
+            consumer,
+            report,
+            filter: filter.filter(),
+            list,
+            verbose,
+            case_timeout_ms,
+            max_memory_mb,
+            expectations: super::read_expectations(expectations)?,
+        });
+    }
     run(Args {
         expectations: super::read_expectations(expectations)?,
         devices: if devices.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod abi_check;
 pub mod certify;
+pub mod dlpack;
 pub mod fuzz;
 pub mod inspect;
 pub mod matrix;

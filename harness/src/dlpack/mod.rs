@@ -7,11 +7,12 @@
 //! Python adapter bridge, and [`run`] keeps every case in a worker process
 //! of its own lineage, so a library that crashes costs one case.
 
-// pub mod bridge;
-// pub mod engine;
+pub mod bridge;
+pub mod engine;
 pub mod reader;
-// pub mod run;
+pub mod run;
 pub mod tensor;
+pub mod trampoline;
 
 use crate::abi::dlpack::{DLDataType, KDL_BOOL, KDL_COMPLEX, KDL_FLOAT, KDL_INT, KDL_UINT};
 

@@ -1,0 +1,905 @@
+//! The DLPack cases: what the harness asks of a producer's `__dlpack__` and
+//! hands to a consumer's `from_dlpack`, and how each is judged under the
+//! rules of [`crate::rules::dlpack`].
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use crate::abi::dlpack::{DLPackVersion, FLAG_IS_COPIED, KDL_CPU, KDL_CUDA};
+use crate::report::{Case, NotExercised, RuleViolation, Verdict};
+use crate::rules;
+
+use super::bridge::{Bridge, Handle, PyError};
+use super::reader::{self, Observed};
+use super::tensor::{HarnessTensor, Layout, Spec};
+use super::trampoline;
+use super::{DType, Logical, View};
+
+/// What the harness asks `__dlpack__` for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Request {
+    /// No keywords (a legacy consumer): a `dltensor` capsule.
+    Legacy,
+    /// `max_version=(1, 3)`.
+    V1,
+    /// `max_version=(1, 3), copy=True`.
+    Copy,
+    /// `max_version=(1, 3), dl_device=(kDLCUDA, 0)` of a CPU array.
+    Cuda,
+}
+
+impl Request {
+    pub fn name(self) -> &'static str {
+        match self {
+            Request::Legacy => "legacy",
+            Request::V1 => "v1",
+            Request::Copy => "copy",
+            Request::Cuda => "cuda",
+        }
+    }
+
+    fn kwargs(self) -> &'static str {
+        match self {
+            Request::Legacy => "{}",
+            Request::V1 => r#"{"max_version": [1, 3]}"#,
+            Request::Copy => r#"{"max_version": [1, 3], "copy": true}"#,
+            Request::Cuda => r#"{"max_version": [1, 3], "dl_device": [2, 0]}"#,
+        }
+    }
+}
+
+/// One DLPack case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// The library exports (`dlpack_load`, then `__dlpack__`).
+    Producer {
+        dtype: DType,
+        shape: Vec<i64>,
+        view: View,
+        request: Request,
+        /// Taken as a consumer takes it (renamed, deleted by the harness),
+        /// or dropped untaken (its destructor must delete it).
+        consume: bool,
+    },
+    /// The library imports one of the harness's tensors (`dlpack_read`).
+    Consumer {
+        spec: Spec,
+        /// How the harness's `__dlpack__` answers: `negotiate` (versioned
+        /// when max_version allows), `versioned` only, `legacy` only.
+        mode: &'static str,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DlCase {
+    pub id: String,
+    pub kind: Kind,
+}
+
+fn shape_name(shape: &[i64]) -> String {
+    format!(
+        "[{}]",
+        shape
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+const V1_0: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
+
+/// The case plan: producer cases when `producer`, consumer cases when
+/// `consumer`, in a fixed order (IDs are stable).
+pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
+    let mut out = Vec::new();
+    let shapes: [&[i64]; 5] = [&[], &[0], &[7], &[4, 3], &[2, 3, 2]];
+    if producer {
+        let mut add = |dtype: DType, shape: &[i64], view: View, request: Request, consume: bool| {
+            out.push(DlCase {
+                id: format!(
+                    "dlpack/producer/{}/{}/{}/{}{}",
+                    dtype.name(),
+                    shape_name(shape),
+                    view.name(),
+                    request.name(),
+                    if consume { "" } else { "/untaken" }
+                ),
+                kind: Kind::Producer {
+                    dtype,
+                    shape: shape.to_vec(),
+                    view,
+                    request,
+                    consume,
+                },
+            })
+        };
+        for dtype in DType::ALL {
+            for shape in shapes {
+                add(dtype, shape, View::Whole, Request::V1, true);
+            }
+        }
+        for dtype in [DType::I32, DType::F64] {
+            for shape in [&[7i64][..], &[4, 3], &[2, 3, 2]] {
+                for view in [View::Step, View::Offset, View::Transpose] {
+                    if view != View::Transpose || shape.len() == 2 {
+                        add(dtype, shape, view, Request::V1, true);
+                    }
+                }
+            }
+        }
+        for shape in [&[7i64][..], &[4, 3]] {
+            for request in [Request::Legacy, Request::Copy, Request::Cuda] {
+                add(DType::F32, shape, View::Whole, request, true);
+            }
+            for request in [Request::Legacy, Request::V1] {
+                add(DType::F32, shape, View::Whole, request, false);
+            }
+        }
+    }
+    if consumer {
+        let mut add = |spec: Spec, mode: &'static str, variant: &str| {
+            out.push(DlCase {
+                id: format!(
+                    "dlpack/consumer/{}/{}/{}{}",
+                    spec.dtype.name(),
+                    shape_name(&spec.shape),
+                    spec.layout.name(),
+                    variant
+                ),
+                kind: Kind::Consumer { spec, mode },
+            })
+        };
+        let spec = |dtype, shape: &[i64], layout| Spec {
+            dtype,
+            shape: shape.to_vec(),
+            layout,
+            read_only: false,
+            version: V1_0,
+            inaccessible: false,
+        };
+        for dtype in DType::ALL {
+            for shape in &shapes[..4] {
+                add(spec(dtype, shape, Layout::Contiguous), "negotiate", "");
+            }
+        }
+        for layout in [
+            Layout::Gaps,
+            Layout::Transposed,
+            Layout::Broadcast,
+            Layout::ByteOffset,
+            Layout::NullStrides,
+        ] {
+            for dtype in [DType::I32, DType::F64] {
+                for shape in [&[7i64][..], &[4, 3], &[2, 3, 2]] {
+                    if layout == Layout::Transposed && shape.len() < 2 {
+                        continue;
+                    }
+                    add(spec(dtype, shape, layout), "negotiate", "");
+                }
+            }
+        }
+        let mut ro = spec(DType::I32, &[4, 3], Layout::Contiguous);
+        ro.read_only = true;
+        add(ro, "versioned", "/read-only");
+        let mut major2 = spec(DType::I32, &[5], Layout::Contiguous);
+        major2.version = DLPackVersion { major: 2, minor: 0 };
+        major2.inaccessible = true;
+        add(major2, "versioned", "/major-2");
+        add(
+            spec(DType::I32, &[4, 3], Layout::Contiguous),
+            "legacy",
+            "/legacy",
+        );
+    }
+    out
+}
+
+/// What a case saw.
+#[derive(Default)]
+struct Obs {
+    checked: BTreeSet<&'static str>,
+    violations: Vec<(&'static str, String, String)>,
+    not_exercised: Vec<(&'static str, String)>,
+}
+
+impl Obs {
+    fn check(&mut self, rule: &'static str) {
+        self.checked.insert(rule);
+    }
+    fn fail(&mut self, rule: &'static str, at: &str, evidence: impl Into<String>) {
+        self.checked.insert(rule);
+        self.violations
+            .push((rule, at.to_string(), evidence.into()));
+    }
+    fn skip(&mut self, rule: &'static str, why: impl Into<String>) {
+        self.not_exercised.push((rule, why.into()));
+    }
+    fn findings(&mut self, at: &str, f: Vec<reader::Finding>) {
+        for x in f {
+            self.fail(x.rule, at, x.evidence);
+        }
+    }
+}
+
+enum Ended {
+    Ran,
+    Limitation(String),
+    Error(String),
+}
+
+/// A handle released when it goes out of scope.
+struct Held<'a> {
+    bridge: &'a Bridge,
+    handle: Option<Handle>,
+}
+
+impl<'a> Held<'a> {
+    fn new(bridge: &'a Bridge, handle: Option<Handle>) -> Held<'a> {
+        Held { bridge, handle }
+    }
+    fn id(&self) -> u64 {
+        self.handle.map_or(0, |h| h.0)
+    }
+    fn release(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.bridge.drop_handle(h);
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Runs one case against the adapter behind `bridge`.
+pub fn run_case(bridge: &Bridge, case: &DlCase, replay: &str) -> Case {
+    let start = Instant::now();
+    let mut obs = Obs::default();
+    crate::abi::breadcrumb::step(match case.kind {
+        Kind::Producer { .. } => "dlpack producer",
+        Kind::Consumer { .. } => "dlpack consumer",
+    });
+    let ended = match &case.kind {
+        Kind::Producer {
+            dtype,
+            shape,
+            view,
+            request,
+            consume,
+        } => producer_case(bridge, *dtype, shape, *view, *request, *consume, &mut obs),
+        Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
+    };
+    let _ = bridge.call("gc", &[], "");
+    judged(case, obs, ended, start, replay)
+}
+
+fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -> Case {
+    let violations: Vec<RuleViolation> = obs
+        .violations
+        .iter()
+        .map(|(rule, at, evidence)| RuleViolation {
+            rule: rule.to_string(),
+            level: rules::find(rule).map_or("MUST".into(), |r| r.level.to_string()),
+            at: at.clone(),
+            evidence: crate::report::bounded(evidence, 4096),
+        })
+        .collect();
+    let must = violations.iter().any(|v| v.level == "MUST");
+    let (verdict, message) = match ended {
+        _ if must => (
+            Verdict::Fail,
+            Some(format!(
+                "rule(s) broken: {}",
+                violations
+                    .iter()
+                    .map(|v| v.rule.as_str())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+        Ended::Ran => (Verdict::Pass, None),
+        Ended::Limitation(m) => (Verdict::Limitation, Some(m)),
+        Ended::Error(m) => (Verdict::Error, Some(m)),
+    };
+    let (path, scenario) = match &case.kind {
+        Kind::Producer { dtype, shape, .. } => (
+            "dlpack_producer",
+            format!("{}{}", dtype.name(), shape_name(shape)),
+        ),
+        Kind::Consumer { spec, .. } => (
+            "dlpack_consumer",
+            format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
+        ),
+    };
+    Case {
+        id: case.id.clone(),
+        path: path.into(),
+        scenario,
+        batch: None,
+        slice: None,
+        verdict,
+        message,
+        differences: violations
+            .iter()
+            .take(20)
+            .map(|v| format!("{} at {}: {}", v.rule, v.at, v.evidence))
+            .collect(),
+        duration_us: start.elapsed().as_micros() as u64,
+        replay: replay.to_string(),
+        output: None,
+        changed: Vec::new(),
+        checked: obs.checked.iter().map(|r| r.to_string()).collect(),
+        violations,
+        not_exercised: obs
+            .not_exercised
+            .iter()
+            .filter(|(r, _)| !obs.checked.contains(r))
+            .map(|(r, why)| NotExercised {
+                rule: r.to_string(),
+                reason: why.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn capsule_of(v: &serde_json::Value) -> (bool, Option<String>, usize) {
+    let c = &v["capsule"];
+    (
+        c["is_capsule"].as_bool().unwrap_or(false),
+        c["name"].as_str().map(String::from),
+        c["pointer"].as_u64().unwrap_or(0) as usize,
+    )
+}
+
+/// Exports `obj` with `request`'s keywords and reads what came back:
+/// the capsule (held), its name's verdict, the observed tensor.
+fn export<'a>(
+    bridge: &'a Bridge,
+    obj: u64,
+    request: Request,
+    obs: &mut Obs,
+) -> Result<Result<(Held<'a>, bool, Observed), PyError>, String> {
+    let (h, v) = bridge.call("export", &[obj], request.kwargs())?;
+    let cap = Held::new(bridge, h);
+    if let Some(e) = PyError::of(&v) {
+        return Ok(Err(e));
+    }
+    let (is_capsule, name, ptr) = capsule_of(&v);
+    let at = format!("__dlpack__({})", request.name());
+    let versioned = match name.as_deref() {
+        Some("dltensor") if is_capsule => false,
+        Some("dltensor_versioned") if is_capsule => true,
+        _ => {
+            obs.fail(
+                "dlpack.capsule.name",
+                &at,
+                if is_capsule {
+                    format!(
+                        "the capsule is named {name:?}, not \"dltensor\" or \"dltensor_versioned\""
+                    )
+                } else {
+                    format!(
+                        "__dlpack__ returned a {}, not a capsule",
+                        v["capsule"]["type"]
+                    )
+                },
+            );
+            return Err("__dlpack__ did not return a DLPack capsule".into());
+        }
+    };
+    obs.check("dlpack.capsule.name");
+    let (o, findings) = reader::read(ptr, versioned);
+    obs.findings(&at, findings);
+    let Some(o) = o else {
+        return Err("the capsule's tensor could not be read".into());
+    };
+    if o.version.is_none_or(|v| v.major == 1) {
+        obs.check("dlpack.dtype.code");
+        if versioned {
+            obs.check("dlpack.flags.known");
+        }
+        if o.ndim > 0 && o.version.is_some_and(|v| v.minor >= 2) {
+            obs.check("dlpack.strides.not-null");
+        } else {
+            obs.skip(
+                "dlpack.strides.not-null",
+                "no tensor of DLPack 1.2 or later with ndim > 0 (older versions may have NULL strides)",
+            );
+        }
+    }
+    Ok(Ok((cap, versioned, o)))
+}
+
+fn producer_case(
+    bridge: &Bridge,
+    dtype: DType,
+    shape: &[i64],
+    view: View,
+    request: Request,
+    consume: bool,
+    obs: &mut Obs,
+) -> Ended {
+    match producer_steps(bridge, dtype, shape, view, request, consume, obs) {
+        Ok(e) => e,
+        Err(e) => Ended::Error(e),
+    }
+}
+
+fn producer_steps(
+    bridge: &Bridge,
+    dtype: DType,
+    shape: &[i64],
+    view: View,
+    request: Request,
+    consume: bool,
+    obs: &mut Obs,
+) -> Result<Ended, String> {
+    // The harness's data, loaded into the library (which must copy it).
+    let source = HarnessTensor::new(Spec {
+        dtype,
+        shape: shape.to_vec(),
+        layout: Layout::Contiguous,
+        read_only: false,
+        version: V1_0,
+        inaccessible: false,
+    })
+    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
+    let args = [
+        source.versioned_ptr() as u64,
+        source.legacy_ptr() as u64,
+        KDL_CPU as u64,
+        0,
+    ];
+    let (h, v) = bridge.call("load", &args, r#"{"mode": "negotiate"}"#)?;
+    let mut loaded = Held::new(bridge, h);
+    if let Some(e) = PyError::of(&v) {
+        return Ok(Ended::Limitation(format!(
+            "the library cannot hold {}{}: {e}",
+            dtype.name(),
+            shape_name(shape)
+        )));
+    }
+    let mut expected = source.expected().clone();
+    let mut array = Held::new(bridge, None);
+    if view != View::Whole {
+        let (h, v) = bridge.call("view", &[loaded.id()], view.name())?;
+        if let Some(e) = PyError::of(&v) {
+            return Ok(Ended::Limitation(format!(
+                "the library cannot make the view {}: {e}",
+                view.name()
+            )));
+        }
+        array = Held::new(bridge, h);
+        expected = expected.view(view);
+    }
+    let obj = if array.handle.is_some() {
+        array.id()
+    } else {
+        loaded.id()
+    };
+    // __dlpack_device__, to compare with the capsule's device.
+    let (_, dev) = bridge.call("device", &[obj], "")?;
+    let device = dev["device"].as_array().map(|d| {
+        (
+            d.first().and_then(|x| x.as_i64()).unwrap_or(-1),
+            d.get(1).and_then(|x| x.as_i64()).unwrap_or(-1),
+        )
+    });
+    if device.is_none() {
+        obs.skip(
+            "dlpack.device.agrees",
+            "__dlpack_device__ failed or is missing",
+        );
+    }
+    // copy=True: the first byte of a copy=None export, to compare.
+    let mut reference = None;
+    if request == Request::Copy {
+        match export(bridge, obj, Request::V1, obs)? {
+            Ok((_cap, _, o)) => reference = Some(o.first_byte()),
+            Err(e) => {
+                return Ok(Ended::Limitation(format!(
+                    "__dlpack__(max_version=(1, 3)) raised {e}"
+                )))
+            }
+        }
+    }
+    let at = format!("__dlpack__({})", request.name());
+    let (mut cap, versioned, o) = match export(bridge, obj, request, obs)? {
+        Ok(x) => x,
+        Err(e) => {
+            return Ok(match request {
+                Request::Cuda if e.is_buffer_error() => {
+                    obs.check("dlpack.device.unsupported-raises");
+                    Ended::Ran
+                }
+                Request::Cuda => {
+                    obs.fail(
+                        "dlpack.device.unsupported-raises",
+                        &at,
+                        format!(
+                            "dl_device=(kDLCUDA, 0) of a CPU array raised {e}, not BufferError"
+                        ),
+                    );
+                    Ended::Ran
+                }
+                Request::Copy => {
+                    obs.skip("dlpack.copy.flag", format!("copy=True raised {e}"));
+                    Ended::Limitation(format!("__dlpack__(copy=True) raised {e}"))
+                }
+                _ if e.is_type_error() && request != Request::Legacy => {
+                    Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
+                }
+                _ if e.is_buffer_error() => Ended::Limitation(format!("__dlpack__ declined: {e}")),
+                _ => Ended::Error(format!("__dlpack__ raised {e}")),
+            });
+        }
+    };
+    if let Some(v) = o.version.filter(|v| v.major != 1) {
+        return Ok(Ended::Limitation(format!(
+            "a version {}.{} tensor (the harness reads major version 1 only)",
+            v.major, v.minor
+        )));
+    }
+    match request {
+        Request::Cuda => {
+            if o.device.device_type == KDL_CUDA {
+                obs.check("dlpack.device.unsupported-raises");
+            } else {
+                obs.fail(
+                    "dlpack.device.unsupported-raises",
+                    &at,
+                    format!(
+                        "dl_device=(kDLCUDA, 0) returned a tensor on device ({}, {}) instead of raising BufferError",
+                        o.device.device_type, o.device.device_id
+                    ),
+                );
+            }
+        }
+        Request::Copy if versioned => {
+            if o.flags & FLAG_IS_COPIED != 0 {
+                obs.check("dlpack.copy.flag");
+            } else {
+                obs.fail(
+                    "dlpack.copy.flag",
+                    &at,
+                    format!("flags {:#x}: IS_COPIED not set", o.flags),
+                );
+            }
+            if !expected.is_empty() {
+                if Some(o.first_byte()) == reference {
+                    obs.fail(
+                        "dlpack.copy.true-copies",
+                        &at,
+                        format!(
+                            "the data at {:#x} is the copy=None export's",
+                            o.first_byte()
+                        ),
+                    );
+                } else {
+                    obs.check("dlpack.copy.true-copies");
+                }
+            }
+        }
+        Request::Copy => obs.skip("dlpack.copy.flag", "copy=True returned a legacy capsule"),
+        _ => {}
+    }
+    if request != Request::Cuda {
+        if let Some((t, i)) = device {
+            if (o.device.device_type as i64, o.device.device_id as i64) == (t, i) {
+                obs.check("dlpack.device.agrees");
+            } else {
+                obs.fail(
+                    "dlpack.device.agrees",
+                    &at,
+                    format!(
+                        "__dlpack_device__() is ({t}, {i}) but the tensor is on ({}, {})",
+                        o.device.device_type, o.device.device_id
+                    ),
+                );
+            }
+        }
+    }
+    // The values.
+    if expected.is_empty() {
+        obs.check("dlpack.data.zero-size-null");
+    }
+    let values = o.values.clone();
+    match &values {
+        Some(got) => compare(obs, "dlpack.tensor.describes", &at, &expected, got),
+        None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
+            obs.fail(
+                "dlpack.tensor.describes",
+                &at,
+                format!("dtype {:?} is not {}", o.dtype, dtype.name()),
+            );
+        }
+        None => {}
+    }
+    // Lifetime: taken (renamed, the harness deletes it) or left untaken
+    // (its destructor deletes it).
+    let ptr = capsule_pointer(bridge, cap.id())?;
+    let Some(watch) = trampoline::watch(ptr, versioned) else {
+        obs.skip("dlpack.capsule.destructor", "the tensor's deleter is NULL");
+        return Ok(Ended::Ran);
+    };
+    if consume {
+        let (_, t) = bridge.call("take", &[cap.id()], "")?;
+        if t["name"].is_null() {
+            return Err("the capsule could not be renamed".into());
+        }
+        cap.release();
+        array.release();
+        loaded.release();
+        bridge.call("gc", &[], "")?;
+        if watch.calls() == 0 {
+            obs.check("dlpack.capsule.used-untouched");
+        } else {
+            obs.fail(
+                "dlpack.capsule.used-untouched",
+                &at,
+                format!("the deleter ran {} time(s) when the renamed capsule and the array were dropped", watch.calls()),
+            );
+            return Ok(Ended::Ran); // the tensor is gone: nothing more to read
+        }
+        // Only a tensor that described the array is read again: the
+        // memory a wrong one points into is not the producer's to keep.
+        let described = !obs
+            .violations
+            .iter()
+            .any(|v| v.0 == "dlpack.tensor.describes");
+        if !described {
+            obs.skip(
+                "dlpack.lifetime.until-deleter",
+                "the tensor did not describe the array",
+            );
+        }
+        if let (Some(before), Some(shape), true) =
+            (&values, &o.shape, !expected.is_empty() && described)
+        {
+            let strides = o
+                .strides
+                .clone()
+                .unwrap_or_else(|| super::row_major_strides(shape));
+            let after = reader::gather(o.first_byte(), before.dtype, shape, &strides);
+            match after {
+                Ok(v) if v == before.values => obs.check("dlpack.lifetime.until-deleter"),
+                Ok(_) => obs.fail(
+                    "dlpack.lifetime.until-deleter",
+                    &at,
+                    "the tensor's data changed once the library's array and the capsule were dropped, before the deleter ran",
+                ),
+                Err(e) => obs.fail(
+                    "dlpack.lifetime.until-deleter",
+                    &at,
+                    format!("once the library's array and the capsule were dropped, before the deleter ran: {e}"),
+                ),
+            }
+        }
+        // SAFETY: the harness took the tensor (renamed its capsule) and
+        // deletes it once, as a consumer does.
+        unsafe { trampoline::delete(ptr, versioned) };
+    } else {
+        cap.release();
+        bridge.call("gc", &[], "")?;
+        match watch.calls() {
+            1 => obs.check("dlpack.capsule.destructor"),
+            n => obs.fail(
+                "dlpack.capsule.destructor",
+                &at,
+                format!("dropping the untaken capsule called the tensor's deleter {n} time(s), not once"),
+            ),
+        }
+    }
+    Ok(Ended::Ran)
+}
+
+fn capsule_pointer(bridge: &Bridge, cap: u64) -> Result<usize, String> {
+    let (_, v) = bridge.call("info", &[cap], "")?;
+    Ok(capsule_of(&v).2)
+}
+
+fn compare(obs: &mut Obs, rule: &'static str, at: &str, expected: &Logical, got: &Logical) {
+    if got.shape != expected.shape {
+        obs.fail(
+            rule,
+            at,
+            format!("shape {:?}, expected {:?}", got.shape, expected.shape),
+        );
+    } else if got.dtype != expected.dtype {
+        obs.fail(
+            rule,
+            at,
+            format!(
+                "dtype {}, expected {}",
+                got.dtype.name(),
+                expected.dtype.name()
+            ),
+        );
+    } else if let Some(i) = (0..expected.len()).find(|&i| got.element(i) != expected.element(i)) {
+        obs.fail(
+            rule,
+            at,
+            format!(
+                "element {i} (row-major) is {:02x?}, expected {:02x?}",
+                got.element(i),
+                expected.element(i)
+            ),
+        );
+    } else {
+        obs.check(rule);
+    }
+}
+
+fn consumer_case(bridge: &Bridge, spec: &Spec, mode: &str, obs: &mut Obs) -> Ended {
+    let tensor = match HarnessTensor::new(spec.clone()) {
+        Ok(t) => t,
+        Err(e) => return Ended::Error(format!("the harness could not map its tensor: {e}")),
+    };
+    let ended = consumer_steps(bridge, &tensor, mode, obs);
+    let (v, l) = tensor.deleted();
+    if v + l == 0 {
+        tensor.leak(); // the library may still hold it
+    }
+    match ended {
+        Ok(e) => e,
+        Err(e) => Ended::Error(e),
+    }
+}
+
+fn consumer_steps(
+    bridge: &Bridge,
+    tensor: &HarnessTensor,
+    mode: &str,
+    obs: &mut Obs,
+) -> Result<Ended, String> {
+    let spec = &tensor.spec;
+    let args = [
+        tensor.versioned_ptr() as u64,
+        tensor.legacy_ptr() as u64,
+        KDL_CPU as u64,
+        0,
+    ];
+    let (h, v) = bridge.call("read", &args, &format!(r#"{{"mode": "{mode}"}}"#))?;
+    let mut result = Held::new(bridge, h);
+    let at = "from_dlpack";
+    let calls = v["harness"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<Option<String>> = v["harness"]["capsules"]
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    for c in &calls {
+        if c["stream"].is_null() {
+            obs.check("dlpack.consumer.stream-none");
+        } else {
+            obs.fail(
+                "dlpack.consumer.stream-none",
+                at,
+                format!(
+                    "__dlpack__ of a CPU tensor called with stream={}",
+                    c["stream"]
+                ),
+            );
+        }
+    }
+    let error = PyError::of(&v);
+    let handed = !names.is_empty();
+    let major2 = spec.version.major != 1;
+    if major2 {
+        if handed {
+            match &error {
+                Some(_) => obs.check("dlpack.consumer.major-version"),
+                None => obs.fail(
+                    "dlpack.consumer.major-version",
+                    at,
+                    format!(
+                        "from_dlpack accepted a version {}.{} tensor",
+                        spec.version.major, spec.version.minor
+                    ),
+                ),
+            }
+        } else {
+            obs.skip(
+                "dlpack.consumer.major-version",
+                "the consumer did not ask for a versioned capsule",
+            );
+        }
+    }
+    let outcome = if let Some(e) = &error {
+        if !handed && mode != "negotiate" {
+            Ended::Limitation(format!(
+                "the case needs a {mode} capsule; from_dlpack raised {e}"
+            ))
+        } else if major2 {
+            Ended::Ran
+        } else if handed
+            && (e.is_buffer_error()
+                || e.is_type_error()
+                || crate::report::outcome::says_not_exported(&e.message.to_lowercase()))
+        {
+            Ended::Limitation(format!("from_dlpack declined: {e}"))
+        } else if handed {
+            Ended::Limitation(format!("from_dlpack raised {e}"))
+        } else {
+            Ended::Error(format!(
+                "from_dlpack raised {e} before asking for a capsule"
+            ))
+        }
+    } else {
+        // Taken: renamed used_...
+        match names.first().cloned().flatten() {
+            Some(n) if n.starts_with("used_") => obs.check("dlpack.consumer.rename"),
+            Some(n) => obs.fail(
+                "dlpack.consumer.rename",
+                at,
+                format!("after from_dlpack returned, the capsule is still named {n:?}"),
+            ),
+            None if handed => obs.fail(
+                "dlpack.consumer.rename",
+                at,
+                "after from_dlpack returned, the capsule has no name",
+            ),
+            None => {}
+        }
+        // Read the library's array back through its own __dlpack__.
+        let rule = match spec.layout {
+            Layout::ByteOffset => "dlpack.consumer.byte-offset",
+            Layout::Contiguous => "dlpack.consumer.values",
+            _ => "dlpack.consumer.strides",
+        };
+        let mut back = export(bridge, result.id(), Request::V1, &mut Obs::default())?;
+        if matches!(&back, Err(e) if e.is_type_error()) {
+            back = export(bridge, result.id(), Request::Legacy, &mut Obs::default())?;
+        }
+        match back {
+            Ok((cap, _, o)) => {
+                match &o.values {
+                    Some(got) => compare(
+                        obs,
+                        rule,
+                        "the library's array, read back",
+                        tensor.expected(),
+                        got,
+                    ),
+                    None => obs.skip(rule, "the library's array could not be read back"),
+                }
+                drop(cap);
+            }
+            Err(e) => obs.skip(
+                rule,
+                format!("the library's array could not be read back: {e}"),
+            ),
+        }
+        if spec.read_only {
+            obs.check("dlpack.consumer.read-only");
+        }
+        Ended::Ran
+    };
+    result.release();
+    bridge.call("gc", &[], "")?;
+    let (v1, l1) = tensor.deleted();
+    if handed {
+        match v1 + l1 {
+            1 => obs.check("dlpack.consumer.deleter-once"),
+            0 => obs.fail("dlpack.consumer.deleter-once", at, "the tensor's deleter was never called (the library's array dropped, garbage collected)"),
+            n => obs.fail("dlpack.consumer.deleter-once", at, format!("the tensor's deleter was called {n} times")),
+        }
+    }
+    Ok(outcome)
+}
+
+/// A case that did not run to a verdict of its rules (skipped, or a
+/// harness error), with why.
+pub fn ended_without_verdict(case: &DlCase, replay: &str, verdict: Verdict, why: String) -> Case {
+    let mut c = judged(case, Obs::default(), Ended::Ran, Instant::now(), replay);
+    c.verdict = verdict;
+    c.message = Some(why);
+    c
+}

@@ -1,0 +1,358 @@
+//! DLPack cases in worker processes: `arrowcert dlpack-worker` loads the
+//! adapter once and runs the plan from a given case on, writing a line to
+//! its results file before each case (`begin`) and after it (`done`, the
+//! case). The orchestrator waits for it; a worker that dies (a library
+//! that wrote into a read-only tensor, read an inaccessible one) or hangs
+//! costs the case it had begun, which is reported as a crash or a timeout
+//! (with the rule the case tests, where the case tests one), and a new
+//! worker goes on from the next case. Each worker runs under the resource
+//! limits of every worker (address space, open files, output size), in a
+//! process group of its own that is killed as a whole, and dies with the
+//! orchestrator.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::report::{Case, RuleViolation, Verdict};
+use crate::roundtrip::Filter;
+use crate::run::proc;
+
+use super::bridge::Bridge;
+use super::engine::{self, DlCase, Kind};
+
+/// Which sides to certify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sides {
+    pub producer: bool,
+    pub consumer: bool,
+}
+
+/// The plan for `sides`, narrowed by `filter`.
+pub fn planned(sides: Sides, filter: &Filter) -> Vec<DlCase> {
+    engine::plan(sides.producer, sides.consumer)
+        .into_iter()
+        .filter(|c| filter.selects(&c.id))
+        .collect()
+}
+
+/// What a run needs.
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    /// The prepared bridge copy of the adapter.
+    pub bridge: PathBuf,
+    pub sides: Sides,
+    pub filter: Filter,
+    pub max_memory_mb: u64,
+    /// A case with no result after this long is a timeout.
+    pub case_timeout_ms: u64,
+    /// The replay command's prefix (`arrowcert certify --dlpack --producer py:X`).
+    pub replay_prefix: String,
+}
+
+/// Runs every planned case in worker processes; returns the cases in plan
+/// order.
+pub fn run(args: &RunArgs) -> Result<Vec<Case>, String> {
+    let plan = planned(args.sides, &args.filter);
+    let scratch = std::env::temp_dir().join(format!(
+        "{}{}-dlpack",
+        proc::SCRATCH_PREFIX,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let result = run_in(args, &plan, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, String> {
+    let mut cases: Vec<Case> = Vec::with_capacity(plan.len());
+    let mut next = 0usize;
+    let mut starts = 0u32;
+    while next < plan.len() {
+        starts += 1;
+        if starts > 200 {
+            return Err("200 DLPack workers died; giving up".into());
+        }
+        let results = scratch.join(format!("results-{starts}"));
+        let output = scratch.join(format!("output-{starts}"));
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("dlpack-worker")
+            .arg("--bridge")
+            .arg(&args.bridge)
+            .arg("--results")
+            .arg(&results)
+            .arg("--from")
+            .arg(next.to_string())
+            .arg("--max-memory-mb")
+            .arg(args.max_memory_mb.to_string())
+            .arg("--replay-prefix")
+            .arg(&args.replay_prefix);
+        if args.sides.producer {
+            cmd.arg("--producer-side");
+        }
+        if args.sides.consumer {
+            cmd.arg("--consumer-side");
+        }
+        for p in &args.filter.patterns {
+            cmd.arg("--filter").arg(p);
+        }
+        if args.filter.exact {
+            cmd.arg("--exact");
+        }
+        for s in &args.filter.skip {
+            cmd.arg("--skip").arg(s);
+        }
+        let out =
+            std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        use std::os::unix::process::CommandExt;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start a DLPack worker: {e}"))?;
+        let pid = child.id();
+        let timeout = Duration::from_millis(args.case_timeout_ms);
+        let mut last_change = Instant::now();
+        let mut last_len = 0u64;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) => {}
+                Err(e) => return Err(format!("waiting for a DLPack worker: {e}")),
+            }
+            let len = std::fs::metadata(&results).map(|m| m.len()).unwrap_or(0);
+            if len != last_len {
+                last_len = len;
+                last_change = Instant::now();
+            } else if last_change.elapsed() > timeout {
+                proc::kill_group(pid);
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // Whatever the worker left behind in its group goes too.
+        proc::kill_group(pid);
+        let (done, begun, fatal) = read_results(&results);
+        let printed = std::fs::read(&output).unwrap_or_default();
+        if let Some(msg) = fatal {
+            return Err(msg);
+        }
+        let had = done.len();
+        cases.extend(done);
+        next += had;
+        match (status, begun) {
+            (Some(s), _) if s.success() && next >= plan.len() => break,
+            (Some(s), _) if s.success() => {
+                return Err(format!("a DLPack worker ended early: {}", tail(&printed)));
+            }
+            (_, Some(i)) if i == next && i < plan.len() => {
+                let how = match status {
+                    None => format!("no result after {} ms: killed", args.case_timeout_ms),
+                    Some(s) => match std::os::unix::process::ExitStatusExt::signal(&s) {
+                        Some(sig) => format!("the worker died of {}", proc::signal_name(sig)),
+                        None => format!(
+                            "the worker exited with {} during the case",
+                            s.code().unwrap_or(-1)
+                        ),
+                    },
+                };
+                cases.push(lost_case(
+                    &plan[i],
+                    status.is_none(),
+                    &how,
+                    &printed,
+                    &args.replay_prefix,
+                ));
+                next += 1;
+            }
+            (s, _) => {
+                return Err(format!(
+                    "a DLPack worker ended before its first case ({}): {}",
+                    s.map_or("timeout".to_string(), |s| s.to_string()),
+                    tail(&printed)
+                ))
+            }
+        }
+    }
+    Ok(cases)
+}
+
+fn tail(printed: &[u8]) -> String {
+    let text = String::from_utf8_lossy(printed);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+/// The finished cases, the index of a case begun and not finished, and a
+/// fatal message, from a worker's results file.
+fn read_results(path: &Path) -> (Vec<Case>, Option<usize>, Option<String>) {
+    let mut done = Vec::new();
+    let mut begun = None;
+    let mut fatal = None;
+    let Ok(f) = std::fs::File::open(path) else {
+        return (done, begun, fatal);
+    };
+    for line in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if let Some(i) = v.get("begin").and_then(|i| i.as_u64()) {
+            begun = Some(i as usize);
+        } else if let Some(c) = v.get("done") {
+            if let Ok(c) = serde_json::from_value::<Case>(c.clone()) {
+                done.push(c);
+                begun = None;
+            }
+        } else if let Some(m) = v.get("fatal").and_then(|m| m.as_str()) {
+            fatal = Some(m.to_string());
+        }
+    }
+    (done, begun, fatal)
+}
+
+/// The rule a crash or hang in this case breaks, when the case tests one
+/// the only way it can fail is by crashing.
+fn crash_rule(case: &DlCase) -> Option<(&'static str, &'static str)> {
+    match &case.kind {
+        Kind::Consumer { spec, .. } if spec.read_only => Some((
+            "dlpack.consumer.read-only",
+            "the tensor's data lies on read-only pages: the crash is a write into it",
+        )),
+        Kind::Consumer { spec, .. } if spec.version.major != 1 => Some((
+            "dlpack.consumer.major-version",
+            "the version 2.0 tensor's data lies on an inaccessible page: the crash is a read of it",
+        )),
+        _ => None,
+    }
+}
+
+fn lost_case(case: &DlCase, timeout: bool, how: &str, printed: &[u8], prefix: &str) -> Case {
+    let mut violations = Vec::new();
+    let mut checked = Vec::new();
+    if let (false, Some((rule, why))) = (timeout, crash_rule(case)) {
+        violations.push(RuleViolation {
+            rule: rule.into(),
+            level: crate::rules::find(rule).map_or("MUST".into(), |r| r.level.to_string()),
+            at: "from_dlpack".into(),
+            evidence: format!("{how}; {why}"),
+        });
+        checked.push(rule.to_string());
+    }
+    let printed = String::from_utf8_lossy(printed);
+    let (path, scenario) = match &case.kind {
+        Kind::Producer { dtype, .. } => ("dlpack_producer", dtype.name().to_string()),
+        Kind::Consumer { spec, .. } => ("dlpack_consumer", spec.dtype.name().to_string()),
+    };
+    Case {
+        id: case.id.clone(),
+        path: path.into(),
+        scenario,
+        batch: None,
+        slice: None,
+        verdict: if timeout {
+            Verdict::Timeout
+        } else {
+            Verdict::Crash
+        },
+        message: Some(how.to_string()),
+        differences: violations
+            .iter()
+            .map(|v| format!("{}: {}", v.rule, v.evidence))
+            .collect(),
+        duration_us: 0,
+        replay: replay_of(prefix, &case.id),
+        output: (!printed.trim().is_empty()).then(|| crate::report::bounded(&printed, 4096)),
+        changed: Vec::new(),
+        checked,
+        violations,
+        not_exercised: Vec::new(),
+    }
+}
+
+/// The command that reruns exactly this case.
+pub fn replay_of(prefix: &str, id: &str) -> String {
+    format!("{prefix} --exact '{id}'")
+}
+
+/// What `arrowcert dlpack-worker` is given.
+pub struct WorkerArgs {
+    pub bridge: PathBuf,
+    pub results: PathBuf,
+    pub from: usize,
+    pub sides: Sides,
+    pub filter: Filter,
+    pub max_memory_mb: u64,
+    pub replay_prefix: String,
+}
+
+/// `arrowcert dlpack-worker`: runs the plan from `from` on, a results line
+/// before and after each case. Exit 0 when every case ran.
+pub fn worker(args: WorkerArgs) -> i32 {
+    let Ok(mut results) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.results)
+    else {
+        return 2;
+    };
+    let mut emit = |v: serde_json::Value| {
+        let _ = writeln!(results, "{v}");
+        let _ = results.flush();
+    };
+    let _ = proc::die_with_parent(None);
+    if let Err(e) = proc::Limits::worker(args.max_memory_mb).apply() {
+        emit(serde_json::json!({"fatal": format!("cannot apply the worker's limits: {e}")}));
+        return 2;
+    }
+    let bridge = match Bridge::open(&args.bridge) {
+        Ok(b) => b,
+        Err(e) => {
+            emit(serde_json::json!({"fatal": e}));
+            return 2;
+        }
+    };
+    let plan = planned(args.sides, &args.filter);
+    for (i, case) in plan.iter().enumerate().skip(args.from) {
+        emit(serde_json::json!({"begin": i}));
+        let served = match case.kind {
+            Kind::Producer { .. } => bridge.offers.iter().any(|o| o == "dlpack_load"),
+            Kind::Consumer { .. } => bridge.offers.iter().any(|o| o == "dlpack_read"),
+        };
+        let replay = replay_of(&args.replay_prefix, &case.id);
+        let c = if served {
+            // arrowcert's own failure is a harness error, never the
+            // library's crash.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                engine::run_case(&bridge, case, &replay)
+            }))
+            .unwrap_or_else(|p| {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                engine::ended_without_verdict(
+                    case,
+                    &replay,
+                    Verdict::HarnessError,
+                    format!("arrowcert panicked: {msg}"),
+                )
+            })
+        } else {
+            let what = match case.kind {
+                Kind::Producer { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
+                Kind::Consumer { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
+            };
+            engine::ended_without_verdict(case, &replay, Verdict::Skip, what.to_string())
+        };
+        emit(serde_json::json!({"done": c}));
+    }
+    0
+}
