@@ -77,6 +77,19 @@ matrix CASES="100" SEED="20261122" *ARGS: build real
     # The published copies of the certification reports.
     for f in reports/runs/certify~*.json; do b=$(basename "$f" .json); role=$(echo "$b" | cut -d~ -f2); lib=$(echo "$b" | cut -d~ -f3); gzip -9 -n -c "$f" > "reports/certify/$role-$lib.json.gz"; done
 
+# The DLPack matrix (docs/DLPACK.md): NumPy, pyarrow, array-api-strict and
+# nanoarrow (pinned in scripts/real/versions.env, installed into
+# target/real/venv) certified through their DLPack adapters
+# (adapters/dlpack/), then every producer -> consumer pair; writes
+# reports/dlpack-matrix.{json,md} and reports/dlpack/*.json, checked
+# against expectations/dlpack-*.json. The GPU run procedure (`just gpu`)
+# has no DLPack part yet: every DLPack case runs on the CPU.
+dlpack-matrix: build
+    bash scripts/real/setup.sh
+    target/debug/arrowcert dlpack-matrix --out reports --expectations expectations
+    # The published copies of the per-library and per-pair reports.
+    for f in reports/dlpack/*.json; do gzip -9 -n -f "$f"; done
+
 # Nightly: many generated scenarios with a fresh seed, plus the gold files.
 certify-nightly CASES="20000" *ARGS: build
     target/debug/arrowcert certify --cases {{CASES}} --gold {{gold}} {{ARGS}}

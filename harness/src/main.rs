@@ -64,6 +64,10 @@ enum Command {
     /// (1: a MUST rule failed, a crash, a hang, an error), not certified
     /// (3: too little could be exercised) or harness error (4).
     Certify(cli::certify::CertifyFlags),
+    /// The DLPack matrix: every library certified through its DLPack
+    /// adapter, then every producer's arrays into every consumer
+    /// (docs/DLPACK.md); writes dlpack-matrix.{json,md}.
+    DlpackMatrix(cli::dlpack::MatrixFlags),
     /// Rerun certification cases exactly (what a certify report's
     /// `replay` commands call): every violation printed in full. Runs in
     /// this process unless -j says otherwise, so a debugger sees the crash.
@@ -129,6 +133,7 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         Command::Merge(f) => cli::matrix::merge_command(f),
         Command::AbiCheck(f) => cli::abi_check::abi_check_command(f),
         Command::Certify(f) => cli::certify::certify_command(f),
+        Command::DlpackMatrix(f) => cli::dlpack::matrix_command(f),
         Command::Replay(f) => cli::certify::replay_command(f),
         Command::FuzzCorpus(f) => cli::fuzz::fuzz_corpus_command(f),
         Command::FuzzReport(f) => cli::fuzz::fuzz_report_command(f),

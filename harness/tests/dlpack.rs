@@ -107,7 +107,15 @@ fn the_reference_passes_every_dlpack_rule() {
         "{:?}\n{text}",
         failed_rules(&r)
     );
-    assert_eq!(r.summary.passed, r.summary.total, "{text}");
+    // It refuses complex numbers with BufferError (so that
+    // dlpack.errors.buffer-error is exercised): those cases are
+    // limitations, every other one passes.
+    assert_eq!(
+        r.summary.passed + r.summary.limitations,
+        r.summary.total,
+        "{text}"
+    );
+    assert_eq!(r.summary.limitations, 10, "{text}");
     // Every rule but strides.not-null (NumPy exports DLPack 1.0, where NULL
     // strides are allowed) was exercised.
     let skipped: Vec<&str> = r
@@ -270,4 +278,33 @@ fn list_prints_the_plan_without_running() {
         "{stdout}"
     );
     assert!(stdout.contains("dlpack/consumer/int32/[5]/contiguous/major-2"));
+}
+
+#[test]
+fn the_dlpack_matrix_matches_its_committed_expectations() {
+    let Some(py) = python() else { return };
+    let out_dir = scratch("dlpack-matrix");
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args(["dlpack-matrix", "--out"])
+        .arg(&out_dir)
+        .arg("--expectations")
+        .arg(workspace_dir().join("expectations"))
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let md = std::fs::read_to_string(out_dir.join("dlpack-matrix.md")).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("dlpack-matrix.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["libraries"].as_array().unwrap().len(), 4, "{md}");
+    // 3 producers x 4 consumers.
+    assert_eq!(json["pairs"].as_array().unwrap().len(), 12, "{md}");
+    assert!(md.contains("MUST dlpack.consumer.rename"), "{md}");
 }

@@ -497,6 +497,16 @@ def _dlpack_read(args, text):
     return obj, _json.dumps(out)
 
 
+def _dlpack_read_object(args, text):
+    """A pair: what another library's array (an object another adapter
+    made) becomes in this library's dlpack_read."""
+    try:
+        obj = ADAPTER.dlpack_read(args[0])
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return obj, "{}"
+
+
 def _dlpack_view(args, text):
     obj = args[0]
     try:
@@ -548,7 +558,8 @@ def _dlpack_offers(args, text):
     return None, _json.dumps({"offers": served})
 
 
-_DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "view": _dlpack_view,
+_DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "read_object": _dlpack_read_object,
+               "view": _dlpack_view,
                "device": _dlpack_device, "export": _dlpack_export, "info": _dlpack_info,
                "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers}
 
@@ -560,7 +571,7 @@ def dlpack_call(op, args, text):
     fn = _DLPACK_OPS.get(op)
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
-    if op in ("view", "device", "export", "info", "take"):
+    if op in ("view", "device", "export", "info", "take", "read_object"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

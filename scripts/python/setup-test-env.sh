@@ -15,7 +15,7 @@ VENV=target/python-test/venv
 if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
-want="nanoarrow==$NANOARROW_PYTHON_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION numpy==$NUMPY_VERSION pyarrow==$PYARROW_VERSION"
+want="nanoarrow==$NANOARROW_PYTHON_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION numpy==$NUMPY_VERSION pyarrow==$PYARROW_VERSION array-api-strict==$ARRAY_API_STRICT_VERSION"
 have=$("$VENV/bin/python" -m pip freeze 2>/dev/null | tr '\n' ' ')
 for pkg in $want; do
     case " $have " in
@@ -23,4 +23,4 @@ for pkg in $want; do
         *) "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary :all: $want; break ;;
     esac
 done
-"$VENV/bin/python" -c "import nanoarrow, numpy, pyarrow; print('setup-test-env: nanoarrow', nanoarrow.__version__, 'numpy', numpy.__version__, 'pyarrow', pyarrow.__version__)"
+"$VENV/bin/python" -c "import nanoarrow, numpy, pyarrow, array_api_strict; print('setup-test-env: nanoarrow', nanoarrow.__version__, 'numpy', numpy.__version__, 'pyarrow', pyarrow.__version__, 'array-api-strict', array_api_strict.__version__)"

@@ -61,14 +61,13 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         producer: args.producer.is_some(),
         consumer: args.consumer.is_some(),
     };
-    let planned = run::planned(sides, &args.filter);
+    let planned = run::planned(sides, false, &args.filter);
     if args.list {
         for c in &planned {
             println!("{}", c.id);
         }
         return Ok(0);
     }
-    let bridge = crate::plugin::python::prepare(&adapter).map_err(BadInput)?;
     let mut prefix = "arrowcert certify --dlpack".to_string();
     if let Some(p) = &args.producer {
         prefix.push_str(&format!(" --producer {p}"));
@@ -76,47 +75,16 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     if let Some(c) = &args.consumer {
         prefix.push_str(&format!(" --consumer {c}"));
     }
-    let started = std::time::SystemTime::now();
-    let clock = std::time::Instant::now();
-    let cases = run::run(&RunArgs {
-        bridge: bridge.clone(),
+    let r = certified(
+        &adapter,
         sides,
-        filter: args.filter.clone(),
-        max_memory_mb: args.max_memory_mb,
-        case_timeout_ms: args.case_timeout_ms,
-        replay_prefix: prefix,
-    })
-    .map_err(BadInput)?;
-    let mut r = Report::begun(
-        "certify --dlpack",
-        std::env::args().collect(),
-        started,
-        "dlpack built-in cases".into(),
-    );
-    r.plugins = vec![identity(&bridge, &adapter)];
-    r.devices = vec!["cpu".into()];
-    r.planned = planned.len() as u64;
-    r.complete = cases.len() == planned.len();
-    r.duration_ms = clock.elapsed().as_millis() as u64;
-    r.finished_at = report::time::rfc3339(std::time::SystemTime::now());
-    r.summary = report::Summary::of(&cases);
-    r.rules = crate::certify::summary::verdicts_of(
-        &cases,
-        crate::rules::dlpack::DLPACK_RULES
-            .iter()
-            .filter(|rule| match rule.side {
-                crate::rules::Side::Producer => sides.producer,
-                crate::rules::Side::Consumer => sides.consumer,
-                crate::rules::Side::Both => true,
-            }),
-    );
-    r.cases = cases;
-    crate::engine::judge(
-        &mut r,
-        DATA_RULES,
+        &args.filter,
+        args.case_timeout_ms,
+        args.max_memory_mb,
         args.expectations.as_ref(),
-        args.filter.narrows(),
-    );
+        prefix,
+    )?;
+
     let judgement = r.outcome.clone().expect("judged");
     print!(
         "{}",
@@ -154,6 +122,59 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     Ok(judgement.exit_code())
 }
 
+/// Certifies `adapter` on `sides`: every case in worker processes, the
+/// report with rule verdicts, judged (with `expectations`).
+fn certified(
+    adapter: &str,
+    sides: Sides,
+    filter: &Filter,
+    case_timeout_ms: u64,
+    max_memory_mb: u64,
+    expectations: Option<&(PathBuf, report::expectations::Expectations)>,
+    replay_prefix: String,
+) -> Result<Report, BadInput> {
+    let planned = run::planned(sides, false, filter);
+    let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
+    let started = std::time::SystemTime::now();
+    let clock = std::time::Instant::now();
+    let cases = run::run(&RunArgs {
+        bridge: bridge.clone(),
+        pair_consumer: None,
+        sides,
+        filter: filter.clone(),
+        max_memory_mb,
+        case_timeout_ms,
+        replay_prefix,
+    })
+    .map_err(BadInput)?;
+    let mut r = Report::begun(
+        "certify --dlpack",
+        std::env::args().collect(),
+        started,
+        "dlpack built-in cases".into(),
+    );
+    r.plugins = vec![identity(&bridge, adapter)];
+    r.devices = vec!["cpu".into()];
+    r.planned = planned.len() as u64;
+    r.complete = cases.len() == planned.len();
+    r.duration_ms = clock.elapsed().as_millis() as u64;
+    r.finished_at = report::time::rfc3339(std::time::SystemTime::now());
+    r.summary = report::Summary::of(&cases);
+    r.rules = crate::certify::summary::verdicts_of(
+        &cases,
+        crate::rules::dlpack::DLPACK_RULES
+            .iter()
+            .filter(|rule| match rule.side {
+                crate::rules::Side::Producer => sides.producer,
+                crate::rules::Side::Consumer => sides.consumer,
+                crate::rules::Side::Both => true,
+            }),
+    );
+    r.cases = cases;
+    crate::engine::judge(&mut r, DATA_RULES, expectations, filter.narrows());
+    Ok(r)
+}
+
 fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
     let name = crate::dlpack::bridge::Bridge::open(bridge)
         .map(|b| b.name.clone())
@@ -176,6 +197,8 @@ fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
 pub struct WorkerFlags {
     #[arg(long)]
     pub bridge: PathBuf,
+    #[arg(long)]
+    pub pair_consumer: Option<PathBuf>,
     #[arg(long)]
     pub results: PathBuf,
     #[arg(long, default_value_t = 0)]
@@ -200,6 +223,7 @@ pub struct WorkerFlags {
 pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
     Ok(run::worker(WorkerArgs {
         bridge: f.bridge,
+        pair_consumer: f.pair_consumer,
         results: f.results,
         from: f.from,
         sides: Sides {
@@ -214,4 +238,309 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         max_memory_mb: f.max_memory_mb,
         replay_prefix: f.replay_prefix,
     }))
+}
+
+/// The flags of `arrowcert dlpack-matrix` (their help is the command's).
+#[derive(clap::Args)]
+pub struct MatrixFlags {
+    /// A library, NAME=py:ADAPTER.py (repeatable; default: the bundled
+    /// DLPack adapters, adapters/dlpack/*.py).
+    #[arg(long = "library", value_name = "NAME=py:FILE")]
+    pub libraries: Vec<String>,
+    /// Where dlpack-matrix.{json,md} and each library's report
+    /// (dlpack/<name>.json) go.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// A directory of expectations: dlpack-<name>.json for each library
+    /// that has known findings (expectations/README.md).
+    #[arg(long)]
+    pub expectations: Option<PathBuf>,
+    /// A case with no result after this long is a timeout.
+    #[arg(long, default_value_t = 60_000)]
+    pub case_timeout_ms: u64,
+    /// Address-space limit of each worker process, in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub max_memory_mb: u64,
+}
+
+/// The bundled DLPack adapters, by name.
+fn bundled() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/dlpack");
+    ["numpy", "pyarrow", "array_api_strict", "nanoarrow"]
+        .iter()
+        .map(|n| {
+            (
+                n.replace('_', "-"),
+                format!("py:{}", dir.join(format!("{n}.py")).display()),
+            )
+        })
+        .collect()
+}
+
+/// One library's line of the matrix.
+#[derive(serde::Serialize)]
+struct LibraryRow {
+    name: String,
+    adapter: String,
+    identity: String,
+    outcome: String,
+    reasons: Vec<String>,
+    produces: bool,
+    consumes: bool,
+    passed: u64,
+    limitations: u64,
+    failed: u64,
+    crashed: u64,
+    /// Rules that failed, with their level.
+    findings: Vec<String>,
+    report: String,
+}
+
+/// One producer -> consumer pair.
+#[derive(serde::Serialize)]
+struct PairRow {
+    producer: String,
+    consumer: String,
+    passed: u64,
+    limitations: u64,
+    failed: u64,
+    crashed: u64,
+    first_failure: Option<String>,
+}
+
+/// `arrowcert dlpack-matrix`: every library certified on its own (both
+/// sides it serves), then every producer's arrays into every consumer.
+pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
+    let libraries: Vec<(String, String)> = if f.libraries.is_empty() {
+        bundled()
+    } else {
+        f.libraries
+            .iter()
+            .map(|l| {
+                l.split_once('=')
+                    .map(|(n, a)| (n.to_string(), a.to_string()))
+                    .ok_or_else(|| BadInput(format!("--library {l}: expected NAME=py:FILE")))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let dir = f.out.join("dlpack");
+    std::fs::create_dir_all(&dir).map_err(|e| BadInput(format!("{}: {e}", dir.display())))?;
+    let both = Sides {
+        producer: true,
+        consumer: true,
+    };
+    let mut rows = Vec::new();
+    let mut failed_run = false;
+    for (name, spec) in &libraries {
+        let adapter = spec
+            .strip_prefix("py:")
+            .ok_or_else(|| BadInput(format!("{name}: {spec} is not a py: adapter")))?;
+        let expectations = match &f.expectations {
+            Some(d) if d.join(format!("dlpack-{name}.json")).is_file() => {
+                super::read_expectations(Some(d.join(format!("dlpack-{name}.json"))))?
+            }
+            _ => None,
+        };
+        let r = certified(
+            adapter,
+            both,
+            &Filter::default(),
+            f.case_timeout_ms,
+            f.max_memory_mb,
+            expectations.as_ref(),
+            format!("arrowcert certify --dlpack --producer {spec} --consumer {spec}"),
+        )?;
+        let path = dir.join(format!("{name}.json"));
+        report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        let j = r.outcome.clone().expect("judged");
+        failed_run |= j.exit_code() != 0;
+        let served = |p: &str| {
+            r.cases
+                .iter()
+                .any(|c| c.path == p && c.verdict != report::Verdict::Skip)
+        };
+        rows.push(LibraryRow {
+            name: name.clone(),
+            adapter: spec.clone(),
+            identity: r
+                .plugins
+                .first()
+                .map(|p| p.name.clone())
+                .unwrap_or_default(),
+            outcome: j.outcome.words().to_string(),
+            reasons: j.reasons.clone(),
+            produces: served("dlpack_producer"),
+            consumes: served("dlpack_consumer"),
+            passed: r.summary.passed,
+            limitations: r.summary.limitations,
+            failed: r.summary.failed,
+            crashed: r.summary.crashed,
+            findings: r
+                .rules
+                .iter()
+                .filter(|x| x.verdict == report::Verdict::Fail)
+                .map(|x| format!("{} {} ({} cases)", x.level, x.rule, x.failed))
+                .collect(),
+            report: format!("dlpack/{name}.json"),
+        });
+        println!(
+            "{name}: {} ({})",
+            j.outcome.words(),
+            super::words::counts(&r.summary, r.duration_ms)
+        );
+    }
+    let mut pairs = Vec::new();
+    for p in rows.iter().filter(|r| r.produces) {
+        for c in rows.iter().filter(|r| r.consumes) {
+            let a = crate::plugin::python::prepare(p.adapter.trim_start_matches("py:"))
+                .map_err(BadInput)?;
+            let b = crate::plugin::python::prepare(c.adapter.trim_start_matches("py:"))
+                .map_err(BadInput)?;
+            let cases = run::run(&RunArgs {
+                bridge: a,
+                pair_consumer: Some(b),
+                sides: both,
+                filter: Filter::default(),
+                max_memory_mb: f.max_memory_mb,
+                case_timeout_ms: f.case_timeout_ms,
+                replay_prefix: format!(
+                    "arrowcert dlpack-matrix --library {}={} --library {}={}",
+                    p.name, p.adapter, c.name, c.adapter
+                ),
+            })
+            .map_err(BadInput)?;
+            let s = report::Summary::of(&cases);
+            let first_failure = cases
+                .iter()
+                .find(|x| {
+                    matches!(
+                        x.verdict,
+                        report::Verdict::Fail
+                            | report::Verdict::Crash
+                            | report::Verdict::Timeout
+                            | report::Verdict::Error
+                    )
+                })
+                .map(|x| format!("{}: {}", x.id, x.message.as_deref().unwrap_or("")));
+            // A pair's known failures: expectations/dlpack-pair-P-C.json.
+            let file = format!("dlpack-pair-{}-{}.json", p.name, c.name);
+            let expectations = match &f.expectations {
+                Some(d) if d.join(&file).is_file() => {
+                    super::read_expectations(Some(d.join(&file)))?
+                }
+                _ => None,
+            };
+            let mut r = Report::begun(
+                "dlpack-matrix",
+                std::env::args().collect(),
+                std::time::SystemTime::now(),
+                "dlpack pairs".into(),
+            );
+            r.planned = cases.len() as u64;
+            r.complete = true;
+            r.summary = s.clone();
+            r.cases = cases;
+            crate::engine::judge(&mut r, &[], expectations.as_ref(), false);
+            let j = r.outcome.clone().expect("judged");
+            if j.exit_code() != 0 && j.outcome != report::outcome::Outcome::NotCertified {
+                failed_run = true;
+                println!("  {} -> {}: {}", p.name, c.name, j.reasons.join("; "));
+            }
+            let path = dir.join(format!("pair-{}-{}.json", p.name, c.name));
+            report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+            println!("{} -> {}: {}", p.name, c.name, super::words::counts(&s, 0));
+            pairs.push(PairRow {
+                producer: p.name.clone(),
+                consumer: c.name.clone(),
+                passed: s.passed,
+                limitations: s.limitations,
+                failed: s.failed,
+                crashed: s.crashed + s.timed_out,
+                first_failure,
+            });
+        }
+    }
+    let json = serde_json::json!({"libraries": rows, "pairs": pairs});
+    let jpath = f.out.join("dlpack-matrix.json");
+    report::write_atomic(
+        &jpath,
+        &serde_json::to_string_pretty(&json).expect("serialisable"),
+    )
+    .map_err(|e| BadInput(format!("{}: {e}", jpath.display())))?;
+    let mpath = f.out.join("dlpack-matrix.md");
+    report::write_atomic(&mpath, &markdown(&rows, &pairs))
+        .map_err(|e| BadInput(format!("{}: {e}", mpath.display())))?;
+    println!("dlpack matrix: {} and {}", jpath.display(), mpath.display());
+    Ok(if failed_run { 1 } else { 0 })
+}
+
+fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
+    let mut md = String::from(
+        "# DLPack matrix\n\nWritten by `arrowcert dlpack-matrix` (`just dlpack-matrix`); \
+         the rules are `arrowcert rules 'dlpack.*'`, the findings are explained in \
+         reports/FINDINGS.md. Each library is certified on its own (the harness as \
+         consumer of its `__dlpack__` and as producer for its `from_dlpack`), then \
+         every producer's arrays go into every consumer's `from_dlpack` and are read \
+         back.\n\n## Libraries\n\n| library | outcome | produces | consumes | passed | limitations | failed | crashed | rules broken |\n|---|---|---|---|---:|---:|---:|---:|---|\n",
+    );
+    for r in rows {
+        md.push_str(&format!(
+            "| {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.name,
+            r.identity,
+            r.outcome,
+            if r.produces { "yes" } else { "no" },
+            if r.consumes { "yes" } else { "no" },
+            r.passed,
+            r.limitations,
+            r.failed,
+            r.crashed,
+            if r.findings.is_empty() {
+                "none".to_string()
+            } else {
+                r.findings.join("; ")
+            }
+        ));
+    }
+    md.push_str("\n## Pairs (producer -> consumer): cases whose values arrived / declined / wrong / crashed\n\n| producer \\ consumer |");
+    let consumers: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.consumes)
+        .map(|r| r.name.as_str())
+        .collect();
+    for c in &consumers {
+        md.push_str(&format!(" {c} |"));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---|".repeat(consumers.len()));
+    md.push('\n');
+    for p in rows.iter().filter(|r| r.produces) {
+        md.push_str(&format!("| {} |", p.name));
+        for c in &consumers {
+            match pairs
+                .iter()
+                .find(|x| x.producer == p.name && x.consumer == *c)
+            {
+                Some(x) => md.push_str(&format!(
+                    " {} / {} / {} / {} |",
+                    x.passed, x.limitations, x.failed, x.crashed
+                )),
+                None => md.push_str(" - |"),
+            }
+        }
+        md.push('\n');
+    }
+    let failures: Vec<&PairRow> = pairs.iter().filter(|p| p.first_failure.is_some()).collect();
+    if !failures.is_empty() {
+        md.push_str("\nFirst failure of each failing pair:\n\n");
+        for p in failures {
+            md.push_str(&format!(
+                "- {} -> {}: {}\n",
+                p.producer,
+                p.consumer,
+                p.first_failure.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    md
 }

@@ -61,6 +61,14 @@ pub enum Kind {
         /// or dropped untaken (its destructor must delete it).
         consume: bool,
     },
+    /// A pair: the producer library's array (`dlpack_load`, a view of it)
+    /// handed to the consumer library's `dlpack_read`; the values must
+    /// arrive.
+    Pair {
+        dtype: DType,
+        shape: Vec<i64>,
+        view: View,
+    },
     /// The library imports one of the harness's tensors (`dlpack_read`).
     Consumer {
         spec: Spec,
@@ -179,6 +187,10 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
                 }
             }
         }
+        // 0-d tensors as NumPy exports them: NULL shape and strides.
+        for dtype in [DType::I32, DType::F64] {
+            add(spec(dtype, &[], Layout::NullStrides), "negotiate", "");
+        }
         let mut ro = spec(DType::I32, &[4, 3], Layout::Contiguous);
         ro.read_only = true;
         add(ro, "versioned", "/read-only");
@@ -224,6 +236,10 @@ impl Obs {
 
 enum Ended {
     Ran,
+    /// A pair's values did not arrive: why.
+    Differs(String),
+    /// A pair's values arrived with a type change: which.
+    Changed(String),
     Limitation(String),
     Error(String),
 }
@@ -255,10 +271,11 @@ impl Drop for Held<'_> {
 }
 
 /// Runs one case against the adapter behind `bridge`.
-pub fn run_case(bridge: &Bridge, case: &DlCase, replay: &str) -> Case {
+pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, replay: &str) -> Case {
     let start = Instant::now();
     let mut obs = Obs::default();
     crate::abi::breadcrumb::step(match case.kind {
+        Kind::Pair { .. } => "dlpack pair",
         Kind::Producer { .. } => "dlpack producer",
         Kind::Consumer { .. } => "dlpack consumer",
     });
@@ -271,7 +288,14 @@ pub fn run_case(bridge: &Bridge, case: &DlCase, replay: &str) -> Case {
             consume,
         } => producer_case(bridge, *dtype, shape, *view, *request, *consume, &mut obs),
         Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
+        Kind::Pair { dtype, shape, view } => match consumer {
+            Some(b) => pair_steps(bridge, b, *dtype, shape, *view).unwrap_or_else(Ended::Error),
+            None => Ended::Error("a pair case needs a consumer library".into()),
+        },
     };
+    if let Some(b) = consumer {
+        let _ = b.call("gc", &[], "");
+    }
     let _ = bridge.call("gc", &[], "");
     judged(case, obs, ended, start, replay)
 }
@@ -288,6 +312,10 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         })
         .collect();
     let must = violations.iter().any(|v| v.level == "MUST");
+    let changed = match &ended {
+        Ended::Changed(m) => vec![m.clone()],
+        _ => Vec::new(),
+    };
     let (verdict, message) = match ended {
         _ if must => (
             Verdict::Fail,
@@ -303,10 +331,16 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
             )),
         ),
         Ended::Ran => (Verdict::Pass, None),
+        Ended::Differs(m) => (Verdict::Fail, Some(m)),
+        Ended::Changed(_) => (Verdict::Pass, None),
         Ended::Limitation(m) => (Verdict::Limitation, Some(m)),
         Ended::Error(m) => (Verdict::Error, Some(m)),
     };
     let (path, scenario) = match &case.kind {
+        Kind::Pair { dtype, shape, .. } => (
+            "dlpack_pair",
+            format!("{}{}", dtype.name(), shape_name(shape)),
+        ),
         Kind::Producer { dtype, shape, .. } => (
             "dlpack_producer",
             format!("{}{}", dtype.name(), shape_name(shape)),
@@ -332,7 +366,7 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         duration_us: start.elapsed().as_micros() as u64,
         replay: replay.to_string(),
         output: None,
-        changed: Vec::new(),
+        changed,
         checked: obs.checked.iter().map(|r| r.to_string()).collect(),
         violations,
         not_exercised: obs
@@ -531,11 +565,36 @@ fn producer_steps(
                     obs.skip("dlpack.copy.flag", format!("copy=True raised {e}"));
                     Ended::Limitation(format!("__dlpack__(copy=True) raised {e}"))
                 }
-                _ if e.is_type_error() && request != Request::Legacy => {
-                    Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
+                _ if e.is_buffer_error() => {
+                    obs.check("dlpack.errors.buffer-error");
+                    Ended::Limitation(format!("__dlpack__ declined: {e}"))
                 }
-                _ if e.is_buffer_error() => Ended::Limitation(format!("__dlpack__ declined: {e}")),
-                _ => Ended::Error(format!("__dlpack__ raised {e}")),
+                _ => {
+                    // A TypeError may only say that the keywords are unknown
+                    // (a producer from before max_version): ask without.
+                    let again = if e.is_type_error() && request != Request::Legacy {
+                        Some(export(bridge, obj, Request::Legacy, &mut Obs::default())?)
+                    } else {
+                        None
+                    };
+                    match again {
+                        Some(Ok(_)) => {
+                            Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
+                        }
+                        Some(Err(e2)) if e2.is_buffer_error() => {
+                            obs.check("dlpack.errors.buffer-error");
+                            Ended::Limitation(format!("__dlpack__ declined: {e2}"))
+                        }
+                        _ => {
+                            obs.fail(
+                                "dlpack.errors.buffer-error",
+                                &at,
+                                format!("__dlpack__ refused the array with {e}, not BufferError"),
+                            );
+                            Ended::Limitation(format!("__dlpack__ raised {e}"))
+                        }
+                    }
+                }
             });
         }
     };
@@ -708,7 +767,13 @@ fn compare(obs: &mut Obs, rule: &'static str, at: &str, expected: &Logical, got:
         obs.fail(
             rule,
             at,
-            format!("shape {:?}, expected {:?}", got.shape, expected.shape),
+            format!(
+                "shape {:?} ({} elements), expected {:?} ({} elements)",
+                got.shape,
+                got.len(),
+                expected.shape,
+                expected.len()
+            ),
         );
     } else if got.dtype != expected.dtype {
         obs.fail(
@@ -814,6 +879,12 @@ fn consumer_steps(
     }
     let outcome = if let Some(e) = &error {
         if !handed && mode != "negotiate" {
+            for rule in ["dlpack.consumer.read-only", "dlpack.consumer.major-version"] {
+                obs.skip(
+                    rule,
+                    "the consumer did not ask for a versioned capsule (max_version)",
+                );
+            }
             Ended::Limitation(format!(
                 "the case needs a {mode} capsule; from_dlpack raised {e}"
             ))
@@ -852,6 +923,7 @@ fn consumer_steps(
         let rule = match spec.layout {
             Layout::ByteOffset => "dlpack.consumer.byte-offset",
             Layout::Contiguous => "dlpack.consumer.values",
+            _ if spec.shape.is_empty() => "dlpack.consumer.values",
             _ => "dlpack.consumer.strides",
         };
         let mut back = export(bridge, result.id(), Request::V1, &mut Obs::default())?;
@@ -861,6 +933,21 @@ fn consumer_steps(
         match back {
             Ok((cap, _, o)) => {
                 match &o.values {
+                    // A consumer whose arrays are one-dimensional (Arrow's)
+                    // holds the tensor's elements in row-major order.
+                    Some(got) if got.shape.len() == 1 && tensor.expected().shape.len() != 1 => {
+                        let flat = Logical {
+                            shape: vec![tensor.expected().len() as i64],
+                            ..tensor.expected().clone()
+                        };
+                        compare(
+                            obs,
+                            rule,
+                            "the library's one-dimensional array, read back",
+                            &flat,
+                            got,
+                        )
+                    }
                     Some(got) => compare(
                         obs,
                         rule,
@@ -902,4 +989,139 @@ pub fn ended_without_verdict(case: &DlCase, replay: &str, verdict: Verdict, why:
     c.verdict = verdict;
     c.message = Some(why);
     c
+}
+
+/// The pair plan: every dtype and shape whole, and the views of two dtypes.
+pub fn plan_pairs() -> Vec<DlCase> {
+    plan(true, false)
+        .into_iter()
+        .filter_map(|c| match c.kind {
+            Kind::Producer {
+                dtype,
+                shape,
+                view,
+                request: Request::V1,
+                consume: true,
+            } => Some(DlCase {
+                id: format!(
+                    "dlpack/pair/{}/{}/{}",
+                    dtype.name(),
+                    shape_name(&shape),
+                    view.name()
+                ),
+                kind: Kind::Pair { dtype, shape, view },
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A pair case: the harness's data into the producer library, its array
+/// (or view) into the consumer library's from_dlpack, and what that made
+/// read back and compared.
+fn pair_steps(
+    a: &Bridge,
+    b: &Bridge,
+    dtype: DType,
+    shape: &[i64],
+    view: View,
+) -> Result<Ended, String> {
+    let source = HarnessTensor::new(Spec {
+        dtype,
+        shape: shape.to_vec(),
+        layout: Layout::Contiguous,
+        read_only: false,
+        version: V1_0,
+        inaccessible: false,
+    })
+    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
+    let args = [
+        source.versioned_ptr() as u64,
+        source.legacy_ptr() as u64,
+        KDL_CPU as u64,
+        0,
+    ];
+    let (h, v) = a.call("load", &args, r#"{"mode": "negotiate"}"#)?;
+    let loaded = Held::new(a, h);
+    if let Some(e) = PyError::of(&v) {
+        return Ok(Ended::Limitation(format!(
+            "the producer cannot hold {}{}: {e}",
+            dtype.name(),
+            shape_name(shape)
+        )));
+    }
+    let mut expected = source.expected().clone();
+    let mut array = Held::new(a, None);
+    if view != View::Whole {
+        let (h, v) = a.call("view", &[loaded.id()], view.name())?;
+        if let Some(e) = PyError::of(&v) {
+            return Ok(Ended::Limitation(format!(
+                "the producer cannot make the view {}: {e}",
+                view.name()
+            )));
+        }
+        array = Held::new(a, h);
+        expected = expected.view(view);
+    }
+    let obj = if array.handle.is_some() {
+        array.id()
+    } else {
+        loaded.id()
+    };
+    let (h, v) = b.call("read_object", &[obj], "")?;
+    let result = Held::new(b, h);
+    if let Some(e) = PyError::of(&v) {
+        return Ok(Ended::Limitation(format!("the consumer declined: {e}")));
+    }
+    let mut scratch = Obs::default();
+    let mut back = export(b, result.id(), Request::V1, &mut scratch)?;
+    if matches!(&back, Err(e) if e.is_type_error()) {
+        back = export(b, result.id(), Request::Legacy, &mut scratch)?;
+    }
+    let got = match back {
+        Ok((_cap, _, o)) => o.values,
+        Err(e) => {
+            return Ok(Ended::Limitation(format!(
+                "the consumer's array cannot be read back: {e}"
+            )))
+        }
+    };
+    let Some(got) = got else {
+        return Ok(Ended::Limitation(
+            "the consumer's array cannot be read back".into(),
+        ));
+    };
+    let want = if got.shape.len() == 1 && expected.shape.len() != 1 {
+        Logical {
+            shape: vec![expected.len() as i64],
+            ..expected.clone()
+        }
+    } else {
+        expected.clone()
+    };
+    let mut cmp = Obs::default();
+    compare(
+        &mut cmp,
+        "dlpack.consumer.values",
+        "the consumer's array",
+        &want,
+        &got,
+    );
+    drop(result);
+    // The same bytes under another dtype of the same width (a library
+    // without a byte-wide bool holds DLPack's bool as uint8) arrived, with
+    // a type change, as Arrow round trips report it.
+    let retyped = got.dtype != want.dtype
+        && got.dtype.size() == want.dtype.size()
+        && got.shape == want.shape
+        && got.values == want.values;
+    Ok(match cmp.violations.first() {
+        None => Ended::Ran,
+        Some(_) if retyped => Ended::Changed(format!(
+            "dtype {} arrived as {}",
+            want.dtype.name(),
+            got.dtype.name()
+        )),
+        Some((_, _, why)) => Ended::Differs(format!("the values did not arrive: {why}")),
+    })
 }

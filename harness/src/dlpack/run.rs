@@ -29,19 +29,23 @@ pub struct Sides {
     pub consumer: bool,
 }
 
-/// The plan for `sides`, narrowed by `filter`.
-pub fn planned(sides: Sides, filter: &Filter) -> Vec<DlCase> {
-    engine::plan(sides.producer, sides.consumer)
-        .into_iter()
-        .filter(|c| filter.selects(&c.id))
-        .collect()
+/// The plan for `sides` (or the pair plan, `pairs`), narrowed by `filter`.
+pub fn planned(sides: Sides, pairs: bool, filter: &Filter) -> Vec<DlCase> {
+    let plan = if pairs {
+        engine::plan_pairs()
+    } else {
+        engine::plan(sides.producer, sides.consumer)
+    };
+    plan.into_iter().filter(|c| filter.selects(&c.id)).collect()
 }
 
 /// What a run needs.
 #[derive(Debug, Clone)]
 pub struct RunArgs {
-    /// The prepared bridge copy of the adapter.
+    /// The prepared bridge copy of the adapter (the producer, for pairs).
     pub bridge: PathBuf,
+    /// Pairs: the consumer library's bridge copy.
+    pub pair_consumer: Option<PathBuf>,
     pub sides: Sides,
     pub filter: Filter,
     pub max_memory_mb: u64,
@@ -54,7 +58,7 @@ pub struct RunArgs {
 /// Runs every planned case in worker processes; returns the cases in plan
 /// order.
 pub fn run(args: &RunArgs) -> Result<Vec<Case>, String> {
-    let plan = planned(args.sides, &args.filter);
+    let plan = planned(args.sides, args.pair_consumer.is_some(), &args.filter);
     let scratch = std::env::temp_dir().join(format!(
         "{}{}-dlpack",
         proc::SCRATCH_PREFIX,
@@ -90,6 +94,9 @@ fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, 
             .arg(args.max_memory_mb.to_string())
             .arg("--replay-prefix")
             .arg(&args.replay_prefix);
+        if let Some(c) = &args.pair_consumer {
+            cmd.arg("--pair-consumer").arg(c);
+        }
         if args.sides.producer {
             cmd.arg("--producer-side");
         }
@@ -247,6 +254,7 @@ fn lost_case(case: &DlCase, timeout: bool, how: &str, printed: &[u8], prefix: &s
     }
     let printed = String::from_utf8_lossy(printed);
     let (path, scenario) = match &case.kind {
+        Kind::Pair { dtype, .. } => ("dlpack_pair", dtype.name().to_string()),
         Kind::Producer { dtype, .. } => ("dlpack_producer", dtype.name().to_string()),
         Kind::Consumer { spec, .. } => ("dlpack_consumer", spec.dtype.name().to_string()),
     };
@@ -284,6 +292,7 @@ pub fn replay_of(prefix: &str, id: &str) -> String {
 /// What `arrowcert dlpack-worker` is given.
 pub struct WorkerArgs {
     pub bridge: PathBuf,
+    pub pair_consumer: Option<PathBuf>,
     pub results: PathBuf,
     pub from: usize,
     pub sides: Sides,
@@ -318,19 +327,31 @@ pub fn worker(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
-    let plan = planned(args.sides, &args.filter);
+    let consumer = match args.pair_consumer.as_deref().map(Bridge::open).transpose() {
+        Ok(c) => c,
+        Err(e) => {
+            emit(serde_json::json!({"fatal": e}));
+            return 2;
+        }
+    };
+    let plan = planned(args.sides, consumer.is_some(), &args.filter);
     for (i, case) in plan.iter().enumerate().skip(args.from) {
         emit(serde_json::json!({"begin": i}));
+        let offers = |b: &Bridge, what: &str| b.offers.iter().any(|o| o == what);
         let served = match case.kind {
-            Kind::Producer { .. } => bridge.offers.iter().any(|o| o == "dlpack_load"),
-            Kind::Consumer { .. } => bridge.offers.iter().any(|o| o == "dlpack_read"),
+            Kind::Producer { .. } => offers(&bridge, "dlpack_load"),
+            Kind::Consumer { .. } => offers(&bridge, "dlpack_read"),
+            Kind::Pair { .. } => {
+                offers(&bridge, "dlpack_load")
+                    && consumer.as_ref().is_some_and(|c| offers(c, "dlpack_read"))
+            }
         };
         let replay = replay_of(&args.replay_prefix, &case.id);
         let c = if served {
             // arrowcert's own failure is a harness error, never the
             // library's crash.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                engine::run_case(&bridge, case, &replay)
+                engine::run_case(&bridge, consumer.as_ref(), case, &replay)
             }))
             .unwrap_or_else(|p| {
                 let msg = p
@@ -347,6 +368,7 @@ pub fn worker(args: WorkerArgs) -> i32 {
             })
         } else {
             let what = match case.kind {
+                Kind::Pair { .. } => "dlpack_load or dlpack_read is not exported by the plugin (a pair needs both)",
                 Kind::Producer { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
                 Kind::Consumer { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
             };

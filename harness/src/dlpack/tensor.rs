@@ -273,7 +273,13 @@ impl HarnessTensor {
             },
             ndim: ndim as i32,
             dtype: spec.dtype.dl(),
-            shape: shape_ptr.cast(),
+            // A 0-d tensor with NULL strides has a NULL shape too ("When
+            // ndim == 0, shape can be set to NULL").
+            shape: if null_strides && ndim == 0 {
+                std::ptr::null_mut()
+            } else {
+                shape_ptr.cast()
+            },
             strides: if null_strides {
                 std::ptr::null_mut()
             } else {

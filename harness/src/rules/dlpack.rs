@@ -173,6 +173,18 @@ pub static DLPACK_RULES: &[Rule] = &[
         observation: "The harness calls __dlpack_device__() and compares the (device_type, device_id) it returns with the device of the tensor __dlpack__ exported without dl_device.",
         inferred: None,
     },
+    Rule {
+        id: "dlpack.errors.buffer-error",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "dlpack",
+        summary: "__dlpack__ refuses data it cannot export with BufferError",
+        spec_file: ARRAY_API,
+        section: "__dlpack__",
+        quote: "Implementations should raise BufferError when the data cannot be exported as DLPack (e.g., incompatible dtype or strides).",
+        observation: "When __dlpack__(max_version=(1, 3)) raises, the harness calls __dlpack__() without keywords too (a TypeError may only mean the keywords are unknown): a refusal of the array must be a BufferError (a subclass counts); a TypeError or any other exception from both calls fails.",
+        inferred: None,
+    },
     // ---- the consumer (`from_dlpack`; the harness is the producer) ----
     Rule {
         id: "dlpack.consumer.rename",
