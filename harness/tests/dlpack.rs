@@ -59,6 +59,8 @@ fn certify(py: &Path, adapter: &Path, mutant: &str, tag: &str) -> (Option<i32>, 
             &spec,
             "--consumer",
             &spec,
+            "--cases",
+            "0",
             "--report",
         ])
         .arg(&report)
@@ -307,4 +309,97 @@ fn the_dlpack_matrix_matches_its_committed_expectations() {
     // 3 producers x 4 consumers.
     assert_eq!(json["pairs"].as_array().unwrap().len(), 12, "{md}");
     assert!(md.contains("MUST dlpack.consumer.rename"), "{md}");
+}
+
+#[test]
+fn generated_cases_find_a_mutant_shrink_it_and_replay_by_id() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let report = scratch("dlpack").join("generated.json");
+    let _ = std::fs::remove_file(&report);
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args([
+            "certify",
+            "--dlpack",
+            "--consumer",
+            &spec,
+            "--cases",
+            "40",
+            "--seed",
+            "7",
+        ])
+        .args(["--shrink-candidates", "30", "--report"])
+        .arg(&report)
+        .env("ARROWCERT_DLPACK_MUTANT", "ignores-strides")
+        .output()
+        .expect("arrowcert runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(r.seed, Some(7));
+    let generated: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with("dlpack/consumer/gen/"))
+        .collect();
+    assert!(generated.len() >= 20, "{} generated cases", generated.len());
+    assert!(
+        generated.iter().any(|c| c
+            .violations
+            .iter()
+            .any(|v| v.rule == "dlpack.consumer.strides")),
+        "no generated case caught the mutant:\n{text}"
+    );
+    let shrunk = r
+        .shrunk
+        .iter()
+        .find(|s| s.target == "dlpack.consumer.strides")
+        .unwrap_or_else(|| panic!("not shrunk: {:?}\n{text}", r.shrunk));
+    assert!(shrunk.tried > 0, "{shrunk:?}");
+    assert!(shrunk.replay.contains(&shrunk.case), "{shrunk:?}");
+    // Its replay reruns it by ID alone, and it still fails.
+    let replay = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args([
+            "certify",
+            "--dlpack",
+            "--consumer",
+            &spec,
+            "--cases",
+            "0",
+            "--exact",
+            &shrunk.case,
+        ])
+        .env("ARROWCERT_DLPACK_MUTANT", "ignores-strides")
+        .output()
+        .unwrap();
+    let rtext = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        rtext.contains("1 cases:") && rtext.contains("dlpack.consumer.strides"),
+        "{rtext}"
+    );
+    // The same seed draws the same cases.
+    let ids = |seed: &str| {
+        let out = Command::new(arrowcert_exe())
+            .args([
+                "certify",
+                "--dlpack",
+                "--consumer",
+                "py:x.py",
+                "--cases",
+                "40",
+                "--seed",
+                seed,
+                "--list",
+                "gen/",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(!ids("7").is_empty());
+    assert_eq!(ids("7"), ids("7"));
+    assert_ne!(ids("7"), ids("8"));
 }

@@ -44,7 +44,7 @@ plugins_build() {
 corpus_build() {
     local gold="$ROOT/../shared/gold/cpp-21.0.0"
     [ -d "$gold" ] || gold=""
-    if [ ! -d "$ROOT/fuzz/seeds/validate" ]; then
+    if [ ! -d "$ROOT/fuzz/seeds/validate" ] || [ ! -d "$ROOT/fuzz/seeds/dlpack_reader" ]; then
         "$ROOT/target/debug/arrowcert" fuzz-corpus --out "$ROOT/fuzz/seeds" ${gold:+--gold "$gold"} --generated 16 >&2
     fi
 }

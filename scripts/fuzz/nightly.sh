@@ -16,6 +16,7 @@ producers=${FUZZ_PRODUCERS:-reference}
 consumers=${FUZZ_CONSUMERS:-reference}
 run() { bash "$ROOT/scripts/fuzz/run.sh" "$@" || true; }
 run validate "" "$seconds" "$runs/validate"
+run dlpack_reader "" "$seconds" "$runs/dlpack_reader"
 for c in $consumers; do run consumer "$c" "$seconds" "$runs/consumer-$(basename "$c" .so | tr ':' '_')"; done
 for p in $producers; do run producer "$p" "$seconds" "$runs/producer-$(basename "$p" .so | tr ':' '_')"; done
 for p in $producers; do run async "$p" "$seconds" "$runs/async-$(basename "$p" .so | tr ':' '_')"; done

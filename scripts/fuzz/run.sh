@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One fuzzing run: scripts/fuzz/run.sh TARGET [PLUGIN] [SECONDS] [OUT]
 #
-# TARGET: validate, consumer, producer or async. PLUGIN (not for
-# validate): `reference` (default), `mutant:NAME`, `async-mutant:NAME` or a
+# TARGET: validate, consumer, producer, async or dlpack_reader. PLUGIN
+# (not for validate and dlpack_reader): `reference` (default), `mutant:NAME`, `async-mutant:NAME` or a
 # library path; for async it is the producer and the consumer stays the
 # reference unless ASYNC_CONSUMER names one. Runs libFuzzer for SECONDS
 # (default 60) over a copy of the seed corpus, minimises every crash it
@@ -11,7 +11,7 @@
 source "$(dirname "$0")/common.sh"
 target=${1:?usage: run.sh TARGET [PLUGIN] [SECONDS] [OUT]}
 plugin=${2:-reference}
-[ "$target" = validate ] && plugin=""
+case "$target" in validate|dlpack_reader) plugin="" ;; esac
 seconds=${3:-60}
 out=${4:-$ROOT/target/fuzz-runs/$target-$(echo "$plugin" | tr ':/' '__')}
 fuzz_setup
@@ -20,13 +20,13 @@ fuzz_build
 corpus_build
 producer="" consumer=""
 case "$target" in
-    validate) ;;
+    validate|dlpack_reader) ;;
     consumer) resolve_plugin consumer "$plugin"; consumer=$PLUGIN_PATH ;;
     producer) resolve_plugin producer "$plugin"; producer=$PLUGIN_PATH ;;
     async)
         resolve_plugin consumer "${ASYNC_CONSUMER:-reference}"; consumer=$PLUGIN_PATH
         resolve_plugin producer "$plugin"; producer=$PLUGIN_PATH ;;
-    *) echo "run.sh: unknown target $target (validate, consumer, producer, async)" >&2; exit 2 ;;
+    *) echo "run.sh: unknown target $target (validate, consumer, producer, async, dlpack_reader)" >&2; exit 2 ;;
 esac
 export ARROWCERT_FUZZ_PRODUCER="$producer" ARROWCERT_FUZZ_CONSUMER="$consumer"
 rm -rf "$out"; mkdir -p "$out/corpus" "$out/crashes" "$out/findings"

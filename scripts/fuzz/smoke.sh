@@ -8,11 +8,11 @@ seconds=${1:-10}
 out="$ROOT/target/fuzz-smoke"
 rm -rf "$out"; mkdir -p "$out"
 status=0
-for t in validate consumer producer async; do
+for t in validate consumer producer async dlpack_reader; do
     bash "$ROOT/scripts/fuzz/run.sh" "$t" reference "$seconds" "$out/$t" || status=1
 done
 "$ROOT/target/debug/arrowcert" fuzz-report --runs "$out" --out "$out/smoke.json" || status=1
-for t in validate consumer producer async; do
+for t in validate consumer producer async dlpack_reader; do
     if ! grep -q '"executions": [1-9]' "$out/$t/run.json"; then
         echo "smoke: the $t target executed nothing" >&2; status=1
     fi

@@ -577,6 +577,9 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             case_timeout_ms,
             max_memory_mb,
             expectations: super::read_expectations(expectations)?,
+            cases,
+            seed: seed.unwrap_or_else(crate::generate::fresh_seed),
+            shrink_candidates: shrink_candidates.min(60),
         });
     }
     run(Args {

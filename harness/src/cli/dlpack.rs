@@ -20,6 +20,11 @@ pub struct Args {
     pub case_timeout_ms: u64,
     pub max_memory_mb: u64,
     pub expectations: Option<(PathBuf, report::expectations::Expectations)>,
+    /// Generated consumer cases (proptest) and their seed.
+    pub cases: u64,
+    pub seed: u64,
+    /// Shrink candidates per failure (0: no shrinking).
+    pub shrink_candidates: usize,
 }
 
 /// The value rules: a DLPack case that checked one compared data.
@@ -61,7 +66,18 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         producer: args.producer.is_some(),
         consumer: args.consumer.is_some(),
     };
-    let planned = run::planned(sides, false, &args.filter);
+    let gen = run::Generated {
+        seed: args.seed,
+        count: args.cases,
+        extra: args
+            .filter
+            .patterns
+            .iter()
+            .filter(|p| p.starts_with(crate::dlpack::engine::GENERATED))
+            .cloned()
+            .collect(),
+    };
+    let planned = run::planned(sides, false, &args.filter, &gen);
     if args.list {
         for c in &planned {
             println!("{}", c.id);
@@ -75,15 +91,28 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     if let Some(c) = &args.consumer {
         prefix.push_str(&format!(" --consumer {c}"));
     }
-    let r = certified(
+    let mut r = certified(
         &adapter,
         sides,
         &args.filter,
+        &gen,
         args.case_timeout_ms,
         args.max_memory_mb,
         args.expectations.as_ref(),
-        prefix,
+        prefix.clone(),
     )?;
+    r.seed = (args.cases > 0 && sides.consumer).then_some(args.seed);
+    if args.shrink_candidates > 0 {
+        r.shrunk = shrink(
+            &adapter,
+            &r,
+            &gen,
+            args.shrink_candidates,
+            &prefix,
+            args.case_timeout_ms,
+            args.max_memory_mb,
+        )?;
+    }
 
     let judgement = r.outcome.clone().expect("judged");
     print!(
@@ -124,22 +153,25 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
 
 /// Certifies `adapter` on `sides`: every case in worker processes, the
 /// report with rule verdicts, judged (with `expectations`).
+#[allow(clippy::too_many_arguments)]
 fn certified(
     adapter: &str,
     sides: Sides,
     filter: &Filter,
+    gen: &run::Generated,
     case_timeout_ms: u64,
     max_memory_mb: u64,
     expectations: Option<&(PathBuf, report::expectations::Expectations)>,
     replay_prefix: String,
 ) -> Result<Report, BadInput> {
-    let planned = run::planned(sides, false, filter);
+    let planned = run::planned(sides, false, filter, gen);
     let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
     let started = std::time::SystemTime::now();
     let clock = std::time::Instant::now();
     let cases = run::run(&RunArgs {
         bridge: bridge.clone(),
         pair_consumer: None,
+        generated: gen.clone(),
         sides,
         filter: filter.clone(),
         max_memory_mb,
@@ -197,6 +229,12 @@ fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
 pub struct WorkerFlags {
     #[arg(long)]
     pub bridge: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 0)]
+    pub cases: u64,
+    #[arg(long)]
+    pub extra: Vec<String>,
     #[arg(long)]
     pub pair_consumer: Option<PathBuf>,
     #[arg(long)]
@@ -223,6 +261,11 @@ pub struct WorkerFlags {
 pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
     Ok(run::worker(WorkerArgs {
         bridge: f.bridge,
+        generated: run::Generated {
+            seed: f.seed,
+            count: f.cases,
+            extra: f.extra,
+        },
         pair_consumer: f.pair_consumer,
         results: f.results,
         from: f.from,
@@ -261,6 +304,12 @@ pub struct MatrixFlags {
     /// Address-space limit of each worker process, in MiB.
     #[arg(long, default_value_t = 8192)]
     pub max_memory_mb: u64,
+    /// Generated consumer cases per library (proptest).
+    #[arg(long, default_value_t = 50)]
+    pub cases: u64,
+    /// Their seed (fixed by default: the committed matrix is reproducible).
+    #[arg(long, default_value_t = 20261126)]
+    pub seed: u64,
 }
 
 /// The bundled DLPack adapters, by name.
@@ -345,6 +394,11 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             adapter,
             both,
             &Filter::default(),
+            &run::Generated {
+                seed: f.seed,
+                count: f.cases,
+                extra: Vec::new(),
+            },
             f.case_timeout_ms,
             f.max_memory_mb,
             expectations.as_ref(),
@@ -399,6 +453,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             let cases = run::run(&RunArgs {
                 bridge: a,
                 pair_consumer: Some(b),
+                generated: run::Generated::default(),
                 sides: both,
                 filter: Filter::default(),
                 max_memory_mb: f.max_memory_mb,
@@ -543,4 +598,115 @@ fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
         }
     }
     md
+}
+
+/// Shrinks the first failure of each rule (and of crashes) among the
+/// generated consumer cases: proptest's walk over the case's value tree,
+/// each candidate run in a worker like any case, at most `budget` of them.
+fn shrink(
+    adapter: &str,
+    r: &Report,
+    gen: &run::Generated,
+    budget: usize,
+    prefix: &str,
+    case_timeout_ms: u64,
+    max_memory_mb: u64,
+) -> Result<Vec<report::ShrunkFailure>, BadInput> {
+    use crate::dlpack::engine;
+    let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
+    let index: std::collections::HashMap<String, u64> = engine::generated(gen.seed, gen.count)
+        .into_iter()
+        .map(|(i, c)| (c.id, i))
+        .collect();
+    let target_of = |c: &report::Case| -> Option<String> {
+        match c.verdict {
+            report::Verdict::Crash | report::Verdict::Timeout => Some("crash".into()),
+            _ => c.violations.first().map(|v| v.rule.clone()),
+        }
+    };
+    let shows = |c: &report::Case, target: &str| match target {
+        "crash" => matches!(c.verdict, report::Verdict::Crash | report::Verdict::Timeout),
+        rule => c.violations.iter().any(|v| v.rule == rule),
+    };
+    let mut done = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with(engine::GENERATED))
+    {
+        let (Some(target), Some(&i)) = (target_of(c), index.get(&c.id)) else {
+            continue;
+        };
+        if !done.insert(target.clone()) || done.len() > 5 {
+            continue;
+        }
+        let run_one = |id: &str| -> Result<Option<report::Case>, BadInput> {
+            let cases = run::run(&RunArgs {
+                bridge: bridge.clone(),
+                pair_consumer: None,
+                generated: run::Generated {
+                    seed: gen.seed,
+                    count: 0,
+                    extra: vec![id.to_string()],
+                },
+                sides: Sides {
+                    producer: false,
+                    consumer: true,
+                },
+                filter: Filter {
+                    patterns: vec![id.to_string()],
+                    exact: true,
+                    skip: Vec::new(),
+                },
+                max_memory_mb,
+                case_timeout_ms,
+                replay_prefix: prefix.to_string(),
+            })
+            .map_err(BadInput)?;
+            Ok(cases.into_iter().next())
+        };
+        let mut tree = engine::generated_tree(gen.seed, i);
+        let mut best = c.clone();
+        let (mut tried, mut steps) = (0u64, 0u64);
+        let mut exhausted = false;
+        if tree.simplify() {
+            loop {
+                if tried as usize >= budget {
+                    exhausted = true;
+                    break;
+                }
+                tried += 1;
+                let id = engine::generated_id(&tree.current());
+                let still = run_one(&id)?.filter(|x| shows(x, &target));
+                if let Some(x) = still {
+                    best = x;
+                    steps += 1;
+                    if !tree.simplify() {
+                        break;
+                    }
+                } else if !tree.complicate() {
+                    break;
+                }
+            }
+        }
+        out.push(report::ShrunkFailure {
+            target: target.clone(),
+            from_case: c.id.clone(),
+            case: best.id.clone(),
+            scenario: best.scenario.clone(),
+            evidence: best
+                .violations
+                .iter()
+                .find(|v| v.rule == target)
+                .map(|v| v.evidence.clone())
+                .or(best.message.clone())
+                .unwrap_or_default(),
+            tried,
+            steps,
+            exhausted,
+            replay: run::replay_of(prefix, &best.id),
+        });
+    }
+    Ok(out)
 }

@@ -1125,3 +1125,142 @@ fn pair_steps(
         Some((_, _, why)) => Ended::Differs(format!("the values did not arrive: {why}")),
     })
 }
+
+// ---- generated consumer cases (proptest): drawn, replayed by ID, shrunk ----
+
+/// The prefix of a generated consumer case's ID; the rest of the ID is the
+/// whole tensor (`<dtype>/<shape>/<layout>/v1.<minor>[/read-only]`), so the
+/// ID alone reruns it.
+pub const GENERATED: &str = "dlpack/consumer/gen/";
+
+/// The ID of a generated consumer case for `spec`.
+pub fn generated_id(spec: &Spec) -> String {
+    format!(
+        "{GENERATED}{}/{}/{}/v{}.{}{}",
+        spec.dtype.name(),
+        shape_name(&spec.shape),
+        spec.layout.name(),
+        spec.version.major,
+        spec.version.minor,
+        if spec.read_only { "/read-only" } else { "" }
+    )
+}
+
+/// The case a generated ID names.
+pub fn parse_generated(id: &str) -> Option<DlCase> {
+    let rest = id.strip_prefix(GENERATED)?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let (dtype, shape, layout, version) =
+        (parts.first()?, parts.get(1)?, parts.get(2)?, parts.get(3)?);
+    let read_only = match parts.get(4) {
+        None => false,
+        Some(&"read-only") => true,
+        _ => return None,
+    };
+    let inner = shape.strip_prefix('[')?.strip_suffix(']')?;
+    let shape: Vec<i64> = if inner.is_empty() {
+        Vec::new()
+    } else {
+        inner
+            .split(',')
+            .map(|d| d.parse().ok())
+            .collect::<Option<_>>()?
+    };
+    let (major, minor) = version.strip_prefix('v')?.split_once('.')?;
+    let spec = Spec {
+        dtype: DType::parse(dtype)?,
+        shape,
+        layout: Layout::parse(layout)?,
+        read_only,
+        version: DLPackVersion {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        },
+        inaccessible: false,
+    };
+    Some(DlCase {
+        id: id.to_string(),
+        kind: Kind::Consumer {
+            mode: if read_only { "versioned" } else { "negotiate" },
+            spec,
+        },
+    })
+}
+
+/// The strategy generated consumer tensors are drawn from: any dtype,
+/// 0 to 3 dimensions of 0 to 5, any layout the shape allows, read-only or
+/// not, version 1.0 to 1.3 (NULL strides only before 1.2). Shrinks toward
+/// int8, fewer and smaller dimensions, compact, writable, 1.0.
+pub fn spec_strategy() -> impl proptest::strategy::Strategy<Value = Spec> {
+    use proptest::prelude::*;
+    (
+        0..DType::ALL.len(),
+        proptest::collection::vec(0i64..=5, 0..=3),
+        0..Layout::ALL.len(),
+        any::<bool>(),
+        0u32..=3,
+    )
+        .prop_map(|(d, shape, l, read_only, minor)| {
+            let mut layout = Layout::ALL[l];
+            if (layout == Layout::Transposed && shape.len() < 2)
+                || (matches!(layout, Layout::Gaps | Layout::Broadcast) && shape.is_empty())
+            {
+                layout = Layout::Contiguous;
+            }
+            let minor = if layout == Layout::NullStrides {
+                minor.min(1)
+            } else {
+                minor
+            };
+            Spec {
+                dtype: DType::ALL[d],
+                shape,
+                layout,
+                read_only,
+                version: DLPackVersion { major: 1, minor },
+                inaccessible: false,
+            }
+        })
+}
+
+/// The value tree of generated case `index` of a run seeded `seed`.
+pub fn generated_tree(
+    seed: u64,
+    index: u64,
+) -> Box<dyn proptest::strategy::ValueTree<Value = Spec>> {
+    use proptest::strategy::Strategy;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    let mut x = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for chunk in bytes.chunks_mut(8) {
+        // splitmix64
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    );
+    Box::new(
+        spec_strategy()
+            .new_tree(&mut runner)
+            .expect("the strategy has no filter"),
+    )
+}
+
+/// `count` generated consumer cases of `seed` (distinct IDs), each with
+/// its index.
+pub fn generated(seed: u64, count: u64) -> Vec<(u64, DlCase)> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for i in 0..count {
+        let id = generated_id(&generated_tree(seed, i).current());
+        if seen.insert(id.clone()) {
+            out.push((i, parse_generated(&id).expect("a generated ID parses")));
+        }
+    }
+    out
+}

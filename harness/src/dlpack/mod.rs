@@ -267,11 +267,12 @@ impl View {
 }
 
 /// Elements of a shape (1 for 0-d; 0 if any dimension is 0 or negative).
+/// Saturates at `usize::MAX` (a shape read from a library may be anything).
 pub fn elements(shape: &[i64]) -> usize {
     shape
         .iter()
         .map(|&d| usize::try_from(d).unwrap_or(0))
-        .product()
+        .fold(1usize, |a, d| a.saturating_mul(d))
 }
 
 /// Compact row-major strides, in elements.

@@ -271,6 +271,11 @@ pub fn gather(
     if n == 0 {
         return Ok(Vec::new());
     }
+    if n.saturating_mul(size as usize) > MAX_SPAN {
+        return Err(format!(
+            "shape {shape:?} has {n} elements (the reader reads up to {MAX_SPAN} bytes of values)"
+        ));
+    }
     // The lowest and highest element offsets (in bytes from `first`).
     let (mut lo, mut hi) = (0i64, 0i64);
     for (&d, &s) in shape.iter().zip(strides) {

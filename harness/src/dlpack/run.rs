@@ -29,13 +29,37 @@ pub struct Sides {
     pub consumer: bool,
 }
 
-/// The plan for `sides` (or the pair plan, `pairs`), narrowed by `filter`.
-pub fn planned(sides: Sides, pairs: bool, filter: &Filter) -> Vec<DlCase> {
-    let plan = if pairs {
+/// Generated consumer cases: `count` drawn with `seed`, and `extra`
+/// generated IDs given as they are (a shrink candidate, a replay).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Generated {
+    pub seed: u64,
+    pub count: u64,
+    pub extra: Vec<String>,
+}
+
+/// The plan for `sides` (or the pair plan, `pairs`), with the generated
+/// consumer cases, narrowed by `filter`.
+pub fn planned(sides: Sides, pairs: bool, filter: &Filter, gen: &Generated) -> Vec<DlCase> {
+    let mut plan = if pairs {
         engine::plan_pairs()
     } else {
         engine::plan(sides.producer, sides.consumer)
     };
+    if sides.consumer && !pairs {
+        plan.extend(
+            engine::generated(gen.seed, gen.count)
+                .into_iter()
+                .map(|(_, c)| c),
+        );
+        for id in &gen.extra {
+            if let Some(c) = engine::parse_generated(id) {
+                if plan.iter().all(|p| p.id != c.id) {
+                    plan.push(c);
+                }
+            }
+        }
+    }
     plan.into_iter().filter(|c| filter.selects(&c.id)).collect()
 }
 
@@ -46,6 +70,7 @@ pub struct RunArgs {
     pub bridge: PathBuf,
     /// Pairs: the consumer library's bridge copy.
     pub pair_consumer: Option<PathBuf>,
+    pub generated: Generated,
     pub sides: Sides,
     pub filter: Filter,
     pub max_memory_mb: u64,
@@ -58,7 +83,12 @@ pub struct RunArgs {
 /// Runs every planned case in worker processes; returns the cases in plan
 /// order.
 pub fn run(args: &RunArgs) -> Result<Vec<Case>, String> {
-    let plan = planned(args.sides, args.pair_consumer.is_some(), &args.filter);
+    let plan = planned(
+        args.sides,
+        args.pair_consumer.is_some(),
+        &args.filter,
+        &args.generated,
+    );
     let scratch = std::env::temp_dir().join(format!(
         "{}{}-dlpack",
         proc::SCRATCH_PREFIX,
@@ -96,6 +126,13 @@ fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, 
             .arg(&args.replay_prefix);
         if let Some(c) = &args.pair_consumer {
             cmd.arg("--pair-consumer").arg(c);
+        }
+        cmd.arg("--seed")
+            .arg(args.generated.seed.to_string())
+            .arg("--cases")
+            .arg(args.generated.count.to_string());
+        for id in &args.generated.extra {
+            cmd.arg("--extra").arg(id);
         }
         if args.sides.producer {
             cmd.arg("--producer-side");
@@ -293,6 +330,7 @@ pub fn replay_of(prefix: &str, id: &str) -> String {
 pub struct WorkerArgs {
     pub bridge: PathBuf,
     pub pair_consumer: Option<PathBuf>,
+    pub generated: Generated,
     pub results: PathBuf,
     pub from: usize,
     pub sides: Sides,
@@ -334,7 +372,12 @@ pub fn worker(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
-    let plan = planned(args.sides, consumer.is_some(), &args.filter);
+    let plan = planned(
+        args.sides,
+        consumer.is_some(),
+        &args.filter,
+        &args.generated,
+    );
     for (i, case) in plan.iter().enumerate().skip(args.from) {
         emit(serde_json::json!({"begin": i}));
         let offers = |b: &Bridge, what: &str| b.offers.iter().any(|o| o == what);

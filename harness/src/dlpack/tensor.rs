@@ -143,6 +143,11 @@ pub struct HarnessTensor {
     expected: Logical,
 }
 
+/// The deleter of the harness's versioned tensors: counts, poisons once.
+///
+/// # Safety
+/// `m` must be one of the harness's versioned tensors, not yet dropped
+/// (its `manager_ctx` is its `Counts`).
 unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
     // SAFETY: `m` is one of our versioned tensors (the only structures this
     // deleter is put in), alive until the HarnessTensor is dropped;
@@ -155,6 +160,10 @@ unsafe extern "C" fn delete_versioned(m: *mut DLManagedTensorVersioned) {
     }
 }
 
+/// The deleter of the harness's legacy tensors.
+///
+/// # Safety
+/// As [`delete_versioned`], for a legacy tensor.
 unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
     // SAFETY: as in delete_versioned, for the legacy structure.
     unsafe {
@@ -167,6 +176,10 @@ unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
 
 /// Overwrites the data with [`DELETED_BYTE`]: a consumer still reading it
 /// reads that.
+///
+/// # Safety
+/// `c` must be the `Counts` of a live tensor, whose (data, data_len) is
+/// its whole mapping.
 unsafe fn poison(c: &Counts) {
     if c.data == 0 || c.data_len == 0 {
         return;

@@ -35,6 +35,11 @@ fn record(ptr: usize) -> Option<(usize, bool)> {
     (n == 0).then_some((w.original, w.versioned))
 }
 
+/// The deleter the harness puts in a watched versioned tensor.
+///
+/// # Safety
+/// Called as the tensor's deleter: `m` is the watched tensor, whose
+/// original deleter (recorded by [`watch`]) it may be passed to once.
 unsafe extern "C" fn trampoline_versioned(m: *mut DLManagedTensorVersioned) {
     if let Some((original, _)) = record(m as usize) {
         // SAFETY: `original` is the deleter the library put in this tensor
@@ -47,6 +52,10 @@ unsafe extern "C" fn trampoline_versioned(m: *mut DLManagedTensorVersioned) {
     }
 }
 
+/// The deleter the harness puts in a watched legacy tensor.
+///
+/// # Safety
+/// As [`trampoline_versioned`], for a `DLManagedTensor`.
 unsafe extern "C" fn trampoline_legacy(m: *mut DLManagedTensor) {
     if let Some((original, _)) = record(m as usize) {
         // SAFETY: as in trampoline_versioned, for the legacy structure.

@@ -15,6 +15,9 @@
 //!   producer plugin is certified on it ([`cases`], [`producer`]).
 //! - [`Target::Async`]: bytes become an async schedule and a delivery; both
 //!   sides' async rules are checked.
+//! - [`Target::DlpackReader`]: bytes become a DLPack managed tensor with
+//!   arbitrary members and pointers; the harness's capsule reader must read
+//!   exactly what is there, and never crash ([`dlpack`]).
 //!
 //! Inputs read their choices first and their scenario last ([`input`]), so
 //! a seed file can be an IPC stream behind a few header bytes.
@@ -29,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cases;
+pub mod dlpack;
 pub mod input;
 pub mod producer;
 pub mod validate;
@@ -46,14 +50,17 @@ pub enum Target {
     Consumer,
     Producer,
     Async,
+    /// DLPack's capsule reader on arbitrary managed tensors ([`dlpack`]).
+    DlpackReader,
 }
 
 impl Target {
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Target::Validate,
         Target::Consumer,
         Target::Producer,
         Target::Async,
+        Target::DlpackReader,
     ];
 
     /// The target's name (its cargo-fuzz binary).
@@ -63,6 +70,7 @@ impl Target {
             Target::Consumer => "consumer",
             Target::Producer => "producer",
             Target::Async => "async",
+            Target::DlpackReader => "dlpack_reader",
         }
     }
 
@@ -174,6 +182,7 @@ pub fn check(target: Target, data: &[u8], plugins: &Plugins) -> Outcome {
             None => Outcome::Ignored("no producer plugin".into()),
         },
         Target::Async => cases::asynchronous(plugins, data),
+        Target::DlpackReader => dlpack::check(data),
     }
 }
 
@@ -262,6 +271,11 @@ pub fn seed(target: Target, variant: u8, scenario: &[u8]) -> Vec<u8> {
         // A schedule of first request, refill, extraction, no slowness, no
         // refusal, no cancel; a delivery on one thread.
         Target::Async => vec![4 + variant % 12, 3, 3, 1, 1, 1, 1, variant & 0x0d, 2],
+        // No scenario: the seeds of dlpack::seeds, picked by variant.
+        Target::DlpackReader => {
+            let seeds = dlpack::seeds();
+            return seeds[variant as usize % seeds.len()].1.clone();
+        }
     };
     out.extend_from_slice(scenario);
     out
@@ -298,8 +312,14 @@ pub fn corpus(
             ));
         }
     }
-    let mut out = Vec::new();
-    for t in Target::ALL {
+    let mut out: Vec<(Target, String, Vec<u8>)> = dlpack::seeds()
+        .into_iter()
+        .map(|(name, bytes)| (Target::DlpackReader, name, bytes))
+        .collect();
+    for t in Target::ALL
+        .into_iter()
+        .filter(|&t| t != Target::DlpackReader)
+    {
         for (k, (name, part)) in parts.iter().enumerate() {
             for v in 0..2u8 {
                 let variant = (k as u8).wrapping_mul(2).wrapping_add(v);

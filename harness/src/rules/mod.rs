@@ -807,7 +807,11 @@ mod tests {
                 "array.release.walks-children",
             ]
         );
-        assert_eq!(matching("*").len(), RULES.len());
+        assert_eq!(
+            matching("*").len(),
+            RULES.len() + dlpack::DLPACK_RULES.len()
+        );
+        assert_eq!(matching("dlpack.*").len(), dlpack::DLPACK_RULES.len());
         assert!(matching("array.*").iter().all(|r| r.area == "array"));
         assert_eq!(matching("array.null-count").len(), 1);
         assert!(matching("array.null").is_empty());

@@ -1,0 +1,300 @@
+//! The `dlpack_reader` fuzz target's oracle: bytes become a managed tensor
+//! (legacy or versioned) whose members are arbitrary (any ndim, dtype,
+//! version, flags, byte_offset, shape and strides values) and whose
+//! pointers lead into buffers of the input, to NULL, one past their end,
+//! or to unmapped addresses. The harness's capsule reader
+//! ([`crate::dlpack::reader`]) must never crash or panic on it, must name
+//! only DLPack rules, must read a well-formed tensor, and every element it
+//! reads must be the bytes an independent index walk finds in the input.
+
+use std::time::Instant;
+
+use super::Outcome;
+use crate::abi::dlpack::{
+    DLManagedTensor, DLManagedTensorVersioned, LEGACY_TENSOR_OFFSET, VERSIONED_TENSOR_OFFSET,
+};
+use crate::dlpack::reader;
+use crate::dlpack::{elements, for_each_index, row_major_strides, DType};
+use crate::report::{Case, Verdict};
+
+/// An address no process maps (the first page), and one far away.
+const WILD: [usize; 2] = [0x10, 0xdead_beef_0000];
+
+struct Input<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl Input<'_> {
+    fn byte(&mut self) -> u8 {
+        let b = self.data.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        b
+    }
+    fn rest(&self) -> &[u8] {
+        self.data.get(self.at..).unwrap_or(&[])
+    }
+}
+
+/// How a pointer member is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ptr {
+    Valid,
+    Null,
+    Wild(usize),
+    PastEnd,
+}
+
+fn ptr_mode(bits: u8, salt: u8) -> Ptr {
+    match bits & 3 {
+        0 => Ptr::Valid,
+        1 => Ptr::Null,
+        2 => Ptr::Wild(WILD[(salt & 1) as usize]),
+        _ => Ptr::PastEnd,
+    }
+}
+
+fn address(mode: Ptr, buf: &[u8]) -> usize {
+    match mode {
+        Ptr::Valid => buf.as_ptr() as usize,
+        Ptr::Null => 0,
+        Ptr::Wild(a) => a,
+        Ptr::PastEnd => buf.as_ptr() as usize + buf.len(),
+    }
+}
+
+fn i64_bytes(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+/// Checks one input.
+pub fn check(bytes: &[u8]) -> Outcome {
+    let start = Instant::now();
+    let mut input = Input { data: bytes, at: 0 };
+    let kind = input.byte();
+    let versioned = kind & 1 != 0;
+    let (shape_mode, strides_mode, data_mode) = (
+        ptr_mode(kind >> 1, kind),
+        ptr_mode(kind >> 3, kind >> 1),
+        ptr_mode(kind >> 5, kind >> 2),
+    );
+    let major2 = kind & 0x80 != 0;
+    let ndim = (input.byte() % 9) as i32 - 2;
+    let dtype_pick = input.byte() % 16;
+    let dtype = DType::ALL.get(dtype_pick as usize).copied();
+    let minor = (input.byte() % 5) as u32;
+    let byte_offset = input.byte() as u64;
+    let flags = input.byte() as u64;
+    let n = ndim.max(0) as usize;
+    let shape: Vec<i64> = (0..n).map(|_| (input.byte() % 8) as i64 - 1).collect();
+    let strides: Vec<i64> = (0..n).map(|_| (input.byte() % 9) as i64 - 4).collect();
+    let arena = input.rest().to_vec();
+    let shape_buf = i64_bytes(&shape);
+    let strides_buf = i64_bytes(&strides);
+    let data_addr = address(data_mode, &arena);
+    let dl = dtype
+        .map(DType::dl)
+        .unwrap_or(crate::abi::dlpack::DLDataType {
+            code: 200,
+            bits: 8,
+            lanes: 1,
+        });
+    // The DLTensor's bytes, member by member at their offsets.
+    let mut tensor = vec![0u8; std::mem::size_of::<crate::abi::dlpack::DLTensor>()];
+    let put = |buf: &mut Vec<u8>, at: usize, b: &[u8]| buf[at..at + b.len()].copy_from_slice(b);
+    put(&mut tensor, 0, &data_addr.to_ne_bytes());
+    put(&mut tensor, 8, &1i32.to_ne_bytes());
+    put(&mut tensor, 12, &0i32.to_ne_bytes());
+    put(&mut tensor, 16, &ndim.to_ne_bytes());
+    put(&mut tensor, 20, &[dl.code, dl.bits]);
+    put(&mut tensor, 22, &dl.lanes.to_ne_bytes());
+    put(
+        &mut tensor,
+        24,
+        &address(shape_mode, &shape_buf).to_ne_bytes(),
+    );
+    put(
+        &mut tensor,
+        32,
+        &address(strides_mode, &strides_buf).to_ne_bytes(),
+    );
+    put(&mut tensor, 40, &byte_offset.to_ne_bytes());
+    let managed = if versioned {
+        let mut m = vec![0u8; std::mem::size_of::<DLManagedTensorVersioned>()];
+        put(&mut m, 0, &(if major2 { 2u32 } else { 1 }).to_ne_bytes());
+        put(&mut m, 4, &minor.to_ne_bytes());
+        put(&mut m, 24, &flags.to_ne_bytes());
+        put(&mut m, VERSIONED_TENSOR_OFFSET, &tensor);
+        m
+    } else {
+        let mut m = vec![0u8; std::mem::size_of::<DLManagedTensor>()];
+        put(&mut m, LEGACY_TENSOR_OFFSET, &tensor);
+        m
+    };
+    let (obs, findings) = reader::read(managed.as_ptr() as usize, versioned);
+
+    let mut problems = Vec::new();
+    for f in &findings {
+        if crate::rules::dlpack::DLPACK_RULES
+            .iter()
+            .all(|r| r.id != f.rule)
+        {
+            problems.push(format!("the reader names {}, not a DLPack rule", f.rule));
+        }
+    }
+    let strides_eff = match strides_mode {
+        Ptr::Null => row_major_strides(&shape),
+        _ => strides.clone(),
+    };
+    let size = dtype.map_or(1, DType::size) as i64;
+    // Where each element lies in the arena, if it lies there whole.
+    let element_at = |idx: &[i64]| -> Option<usize> {
+        let off = byte_offset as i64
+            + idx
+                .iter()
+                .zip(&strides_eff)
+                .map(|(i, s)| i * s)
+                .sum::<i64>()
+                * size;
+        (data_mode == Ptr::Valid && off >= 0 && off + size <= arena.len() as i64)
+            .then_some(off as usize)
+    };
+    // Shape and strides the reader could follow to the input's own
+    // values (a pointer past their end or to a wild address reads
+    // whatever lies there, which is not this oracle's to predict).
+    let members_known =
+        ndim <= 0 || (shape_mode == Ptr::Valid && matches!(strides_mode, Ptr::Valid | Ptr::Null));
+    match obs.as_ref().and_then(|o| o.values.as_ref()) {
+        Some(_) if !members_known => {}
+        Some(v) => {
+            let sz = v.dtype.size();
+            if v.values.len() != elements(&v.shape) * sz || v.shape != shape {
+                problems.push(format!(
+                    "the reader returned {} bytes for shape {:?} (input shape {shape:?})",
+                    v.values.len(),
+                    v.shape
+                ));
+            } else {
+                let mut k = 0usize;
+                for_each_index(&shape, |idx| {
+                    if let Some(at) = element_at(idx) {
+                        if v.values[k * sz..(k + 1) * sz] != arena[at..at + sz]
+                            && problems.len() < 3
+                        {
+                            problems.push(format!(
+                                "element {idx:?}: the reader read other bytes than the input holds"
+                            ));
+                        }
+                    }
+                    k += 1;
+                });
+            }
+        }
+        None => {
+            // A well-formed tensor must be read: a version-1 (or legacy)
+            // tensor of a known dtype with valid shape and strides (or NULL
+            // strides where allowed) whose every element lies in the arena.
+            let mut all_inside = true;
+            for_each_index(&shape, |idx| all_inside &= element_at(idx).is_some());
+            let well_formed = dtype.is_some()
+                && !(versioned && major2)
+                && ndim >= 0
+                && (ndim == 0 || shape_mode == Ptr::Valid)
+                && (ndim == 0
+                    || strides_mode == Ptr::Valid
+                    || (strides_mode == Ptr::Null && !(versioned && minor >= 2)))
+                && (elements(&shape) == 0 || (all_inside && data_mode == Ptr::Valid))
+                && shape.iter().all(|&d| d >= 0);
+            if well_formed {
+                problems.push(format!(
+                    "a well-formed tensor was not read (findings: {:?})",
+                    findings.iter().map(|f| f.rule).collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    let id = format!(
+        "dlpack_reader/{}",
+        bytes
+            .iter()
+            .take(12)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    let verdict = if problems.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    Outcome::Checked(Box::new(Case {
+        id,
+        path: "dlpack_reader".into(),
+        scenario: String::new(),
+        batch: None,
+        slice: None,
+        verdict,
+        message: (!problems.is_empty())
+            .then(|| "the DLPack capsule reader misread its input".into()),
+        differences: problems,
+        duration_us: start.elapsed().as_micros() as u64,
+        replay: super::cases::replay_prefix(super::Target::DlpackReader),
+        output: None,
+        changed: Vec::new(),
+        checked: vec!["fuzz.dlpack-reader.reads-what-is-there".into()],
+        violations: Vec::new(),
+        not_exercised: Vec::new(),
+    }))
+}
+
+/// Seeds: every dtype in a few shapes, well-formed and not.
+pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (d, _) in DType::ALL.iter().enumerate() {
+        for (name, kind, ndim, shape, strides) in [
+            ("v1-2d", 0b0000_0001u8, 4u8, vec![4u8, 3], vec![7u8, 5]),
+            ("legacy-1d", 0b0000_0000, 3, vec![6], vec![5]),
+            ("null-strides", 0b0000_1001, 4, vec![3, 2], vec![0, 0]),
+            ("0d", 0b0000_0001, 2, vec![], vec![]),
+            ("wild-data", 0b0100_0001, 3, vec![5], vec![5]),
+        ] {
+            let mut b = vec![kind, ndim, d as u8, 3, 0, 0];
+            b.extend(shape);
+            b.extend(strides);
+            b.extend((0..96u8).map(|x| x.wrapping_mul(37)));
+            out.push((format!("{name}-{}", DType::ALL[d].name()), b));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_are_read_right_and_arbitrary_bytes_never_crash_the_reader() {
+        for (name, s) in seeds() {
+            match check(&s) {
+                Outcome::Checked(c) => {
+                    assert_eq!(c.verdict, Verdict::Pass, "{name}: {:?}", c.differences)
+                }
+                Outcome::Ignored(why) => panic!("{name}: {why}"),
+            }
+        }
+        // Every first byte (every pointer mode, both kinds, major 2), over
+        // a few bodies.
+        for kind in 0..=255u8 {
+            for body in [
+                &[4u8, 1, 4, 8, 0, 3, 2, 5, 5][..],
+                &[8, 9, 1, 255, 3, 7, 7, 7, 7, 0, 1, 2, 3],
+            ] {
+                let mut b = vec![kind];
+                b.extend_from_slice(body);
+                b.extend(0..64u8);
+                if let Outcome::Checked(c) = check(&b) {
+                    assert_eq!(c.verdict, Verdict::Pass, "{b:?}: {:?}", c.differences);
+                }
+            }
+        }
+    }
+}
