@@ -470,10 +470,11 @@ def _dlpack_tensor(args, text):
     return HarnessTensor(args[0], args[1], args[2], args[3], opts.get("mode", "negotiate"))
 
 
-def _dlpack_load(args, text):
+def _with_tensor(args, text, fn):
+    """fn(the harness's tensor): its object, and what the tensor saw."""
     t = _dlpack_tensor(args, text)
     try:
-        obj = ADAPTER.dlpack_load(t)
+        obj = fn(t)
     except Exception as e:
         out = {"error": _describe_error(e), "harness": t.report()}
         t.capsules.clear()
@@ -481,20 +482,14 @@ def _dlpack_load(args, text):
     out = {"harness": t.report()}
     t.capsules.clear()
     return obj, _json.dumps(out)
+
+
+def _dlpack_load(args, text):
+    return _with_tensor(args, text, ADAPTER.dlpack_load)
 
 
 def _dlpack_read(args, text):
-    t = _dlpack_tensor(args, text)
-    try:
-        obj = ADAPTER.dlpack_read(t)
-    except Exception as e:
-        out = {"error": _describe_error(e), "harness": t.report()}
-        t.capsules.clear()
-        del e
-        return None, _json.dumps(out)
-    out = {"harness": t.report()}
-    t.capsules.clear()
-    return obj, _json.dumps(out)
+    return _with_tensor(args, text, ADAPTER.dlpack_read)
 
 
 def _dlpack_read_object(args, text):

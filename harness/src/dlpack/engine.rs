@@ -244,6 +244,82 @@ enum Ended {
     Error(String),
 }
 
+/// The harness's data loaded into a producer library (which copies it),
+/// and the view of it the case asks for: the library's objects (the
+/// loaded array, the view if any) and the values the view holds.
+struct Loaded<'a> {
+    _source: HarnessTensor,
+    loaded: Held<'a>,
+    array: Held<'a>,
+    expected: Logical,
+}
+
+impl Loaded<'_> {
+    /// The object to export: the view, else the loaded array.
+    fn obj(&self) -> u64 {
+        if self.array.handle.is_some() {
+            self.array.id()
+        } else {
+            self.loaded.id()
+        }
+    }
+}
+
+/// Loads `dtype` in `shape` into `bridge`'s library and makes `view` of
+/// it; `Err(Ended)` when the library cannot (a limitation, `who` says
+/// whose).
+fn load_view<'a>(
+    bridge: &'a Bridge,
+    dtype: DType,
+    shape: &[i64],
+    view: View,
+    who: &str,
+) -> Result<Result<Loaded<'a>, Ended>, String> {
+    let source = HarnessTensor::new(Spec {
+        dtype,
+        shape: shape.to_vec(),
+        layout: Layout::Contiguous,
+        read_only: false,
+        version: V1_0,
+        inaccessible: false,
+    })
+    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
+    let args = [
+        source.versioned_ptr() as u64,
+        source.legacy_ptr() as u64,
+        KDL_CPU as u64,
+        0,
+    ];
+    let (h, v) = bridge.call("load", &args, r#"{"mode": "negotiate"}"#)?;
+    let loaded = Held::new(bridge, h);
+    if let Some(e) = PyError::of(&v) {
+        return Ok(Err(Ended::Limitation(format!(
+            "{who} cannot hold {}{}: {e}",
+            dtype.name(),
+            shape_name(shape)
+        ))));
+    }
+    let mut expected = source.expected().clone();
+    let mut array = Held::new(bridge, None);
+    if view != View::Whole {
+        let (h, v) = bridge.call("view", &[loaded.id()], view.name())?;
+        if let Some(e) = PyError::of(&v) {
+            return Ok(Err(Ended::Limitation(format!(
+                "{who} cannot make the view {}: {e}",
+                view.name()
+            ))));
+        }
+        array = Held::new(bridge, h);
+        expected = expected.view(view);
+    }
+    Ok(Ok(Loaded {
+        _source: source,
+        loaded,
+        array,
+        expected,
+    }))
+}
+
 /// A handle released when it goes out of scope.
 struct Held<'a> {
     bridge: &'a Bridge,
@@ -474,48 +550,12 @@ fn producer_steps(
     obs: &mut Obs,
 ) -> Result<Ended, String> {
     // The harness's data, loaded into the library (which must copy it).
-    let source = HarnessTensor::new(Spec {
-        dtype,
-        shape: shape.to_vec(),
-        layout: Layout::Contiguous,
-        read_only: false,
-        version: V1_0,
-        inaccessible: false,
-    })
-    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
-    let args = [
-        source.versioned_ptr() as u64,
-        source.legacy_ptr() as u64,
-        KDL_CPU as u64,
-        0,
-    ];
-    let (h, v) = bridge.call("load", &args, r#"{"mode": "negotiate"}"#)?;
-    let mut loaded = Held::new(bridge, h);
-    if let Some(e) = PyError::of(&v) {
-        return Ok(Ended::Limitation(format!(
-            "the library cannot hold {}{}: {e}",
-            dtype.name(),
-            shape_name(shape)
-        )));
-    }
-    let mut expected = source.expected().clone();
-    let mut array = Held::new(bridge, None);
-    if view != View::Whole {
-        let (h, v) = bridge.call("view", &[loaded.id()], view.name())?;
-        if let Some(e) = PyError::of(&v) {
-            return Ok(Ended::Limitation(format!(
-                "the library cannot make the view {}: {e}",
-                view.name()
-            )));
-        }
-        array = Held::new(bridge, h);
-        expected = expected.view(view);
-    }
-    let obj = if array.handle.is_some() {
-        array.id()
-    } else {
-        loaded.id()
+    let mut l = match load_view(bridge, dtype, shape, view, "the library")? {
+        Ok(l) => l,
+        Err(ended) => return Ok(ended),
     };
+    let expected = l.expected.clone();
+    let obj = l.obj();
     // __dlpack_device__, to compare with the capsule's device.
     let (_, dev) = bridge.call("device", &[obj], "")?;
     let device = dev["device"].as_array().map(|d| {
@@ -692,8 +732,8 @@ fn producer_steps(
             return Err("the capsule could not be renamed".into());
         }
         cap.release();
-        array.release();
-        loaded.release();
+        l.array.release();
+        l.loaded.release();
         bridge.call("gc", &[], "")?;
         if watch.calls() == 0 {
             obs.check("dlpack.capsule.used-untouched");
@@ -1026,48 +1066,12 @@ fn pair_steps(
     shape: &[i64],
     view: View,
 ) -> Result<Ended, String> {
-    let source = HarnessTensor::new(Spec {
-        dtype,
-        shape: shape.to_vec(),
-        layout: Layout::Contiguous,
-        read_only: false,
-        version: V1_0,
-        inaccessible: false,
-    })
-    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
-    let args = [
-        source.versioned_ptr() as u64,
-        source.legacy_ptr() as u64,
-        KDL_CPU as u64,
-        0,
-    ];
-    let (h, v) = a.call("load", &args, r#"{"mode": "negotiate"}"#)?;
-    let loaded = Held::new(a, h);
-    if let Some(e) = PyError::of(&v) {
-        return Ok(Ended::Limitation(format!(
-            "the producer cannot hold {}{}: {e}",
-            dtype.name(),
-            shape_name(shape)
-        )));
-    }
-    let mut expected = source.expected().clone();
-    let mut array = Held::new(a, None);
-    if view != View::Whole {
-        let (h, v) = a.call("view", &[loaded.id()], view.name())?;
-        if let Some(e) = PyError::of(&v) {
-            return Ok(Ended::Limitation(format!(
-                "the producer cannot make the view {}: {e}",
-                view.name()
-            )));
-        }
-        array = Held::new(a, h);
-        expected = expected.view(view);
-    }
-    let obj = if array.handle.is_some() {
-        array.id()
-    } else {
-        loaded.id()
+    let l = match load_view(a, dtype, shape, view, "the producer")? {
+        Ok(l) => l,
+        Err(ended) => return Ok(ended),
     };
+    let expected = l.expected.clone();
+    let obj = l.obj();
     let (h, v) = b.call("read_object", &[obj], "")?;
     let result = Held::new(b, h);
     if let Some(e) = PyError::of(&v) {

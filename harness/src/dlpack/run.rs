@@ -290,35 +290,21 @@ fn lost_case(case: &DlCase, timeout: bool, how: &str, printed: &[u8], prefix: &s
         checked.push(rule.to_string());
     }
     let printed = String::from_utf8_lossy(printed);
-    let (path, scenario) = match &case.kind {
-        Kind::Pair { dtype, .. } => ("dlpack_pair", dtype.name().to_string()),
-        Kind::Producer { dtype, .. } => ("dlpack_producer", dtype.name().to_string()),
-        Kind::Consumer { spec, .. } => ("dlpack_consumer", spec.dtype.name().to_string()),
+    let verdict = if timeout {
+        Verdict::Timeout
+    } else {
+        Verdict::Crash
     };
-    Case {
-        id: case.id.clone(),
-        path: path.into(),
-        scenario,
-        batch: None,
-        slice: None,
-        verdict: if timeout {
-            Verdict::Timeout
-        } else {
-            Verdict::Crash
-        },
-        message: Some(how.to_string()),
-        differences: violations
-            .iter()
-            .map(|v| format!("{}: {}", v.rule, v.evidence))
-            .collect(),
-        duration_us: 0,
-        replay: replay_of(prefix, &case.id),
-        output: (!printed.trim().is_empty()).then(|| crate::report::bounded(&printed, 4096)),
-        changed: Vec::new(),
-        checked,
-        violations,
-        not_exercised: Vec::new(),
-    }
+    let mut c =
+        engine::ended_without_verdict(case, &replay_of(prefix, &case.id), verdict, how.to_string());
+    c.differences = violations
+        .iter()
+        .map(|v| format!("{}: {}", v.rule, v.evidence))
+        .collect();
+    c.output = (!printed.trim().is_empty()).then(|| crate::report::bounded(&printed, 4096));
+    c.checked = checked;
+    c.violations = violations;
+    c
 }
 
 /// The command that reruns exactly this case.
