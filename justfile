@@ -77,8 +77,8 @@ matrix CASES="100" SEED="20261122" *ARGS: build real
     # The published copies of the certification reports.
     for f in reports/runs/certify~*.json; do b=$(basename "$f" .json); role=$(echo "$b" | cut -d~ -f2); lib=$(echo "$b" | cut -d~ -f3); gzip -9 -n -c "$f" > "reports/certify/$role-$lib.json.gz"; done
 
-# The DLPack matrix (docs/DLPACK.md): NumPy, pyarrow, array-api-strict and
-# nanoarrow (pinned in scripts/real/versions.env, installed into
+# The DLPack matrix (docs/DLPACK.md): NumPy, pyarrow, array-api-strict, JAX
+# (CPU) and nanoarrow (pinned in scripts/real/versions.env, installed into
 # target/real/venv) certified through their DLPack adapters
 # (adapters/dlpack/), then every producer -> consumer pair; writes
 # reports/dlpack-matrix.{json,md} and reports/dlpack/*.json, checked

@@ -289,7 +289,19 @@ fn the_dlpack_matrix_matches_its_committed_expectations() {
     let out = Command::new(arrowcert_exe())
         .arg("--python")
         .arg(&py)
-        .args(["dlpack-matrix", "--out"])
+        .arg("dlpack-matrix")
+        .args(
+            ["numpy", "pyarrow", "array_api_strict", "nanoarrow"].map(|n| {
+                format!(
+                    "--library={}=py:{}",
+                    n.replace('_', "-"),
+                    workspace_dir()
+                        .join(format!("adapters/dlpack/{n}.py"))
+                        .display()
+                )
+            }),
+        )
+        .arg("--out")
         .arg(&out_dir)
         .arg("--expectations")
         .arg(workspace_dir().join("expectations"))

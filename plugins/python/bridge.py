@@ -542,6 +542,19 @@ def _dlpack_take(args, text):
     return None, _json.dumps({"name": C.capsule_take(args[0])})
 
 
+def _dlpack_weakref(args, text):
+    """A weak reference to the object (None when it takes none)."""
+    import weakref
+    try:
+        return weakref.ref(args[0]), "{}"
+    except TypeError as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+
+
+def _dlpack_alive(args, text):
+    return None, _json.dumps({"alive": args[0]() is not None})
+
+
 def _dlpack_gc(args, text):
     import gc
     gc.collect()
@@ -556,7 +569,8 @@ def _dlpack_offers(args, text):
 _DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "read_object": _dlpack_read_object,
                "view": _dlpack_view,
                "device": _dlpack_device, "export": _dlpack_export, "info": _dlpack_info,
-               "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers}
+               "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers,
+               "weakref": _dlpack_weakref, "alive": _dlpack_alive}
 
 
 def dlpack_call(op, args, text):
@@ -566,7 +580,7 @@ def dlpack_call(op, args, text):
     fn = _DLPACK_OPS.get(op)
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
-    if op in ("view", "device", "export", "info", "take", "read_object"):
+    if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

@@ -21,7 +21,7 @@ if [ ! -x "$REAL/venv/bin/python" ]; then
     "$PY" -m venv "$REAL/venv"
 fi
 VPY="$REAL/venv/bin/python"
-want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION pyogrio==$PYOGRIO_VERSION numpy==$NUMPY_VERSION array-api-strict==$ARRAY_API_STRICT_VERSION"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION pyogrio==$PYOGRIO_VERSION numpy==$NUMPY_VERSION array-api-strict==$ARRAY_API_STRICT_VERSION jax==$JAX_VERSION jaxlib==$JAX_VERSION"
 have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
 missing=0
 for pkg in $want; do
@@ -51,6 +51,6 @@ if [ ! -d "$REAL/nanoarrow-src" ]; then
     rm -rf "$tmp"
 fi
 "$VPY" - <<'PYEOF'
-import pyarrow, polars, duckdb, nanoarrow, arro3.core, pandas, datafusion, pyogrio, numpy, array_api_strict
-print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}, nanoarrow {nanoarrow.__version__}, arro3-core {arro3.core.__version__}, pandas {pandas.__version__}, datafusion {datafusion.__version__}, pyogrio {pyogrio.__version__} (GDAL {pyogrio.__gdal_version_string__}), numpy {numpy.__version__}, array-api-strict {array_api_strict.__version__}")
+import pyarrow, polars, duckdb, nanoarrow, arro3.core, pandas, datafusion, pyogrio, numpy, array_api_strict, jax
+print(f"setup: pyarrow {pyarrow.__version__} ({pyarrow.get_library_dirs()[0]}), polars {polars.__version__}, duckdb {duckdb.__version__}, nanoarrow {nanoarrow.__version__}, arro3-core {arro3.core.__version__}, pandas {pandas.__version__}, datafusion {datafusion.__version__}, pyogrio {pyogrio.__version__} (GDAL {pyogrio.__gdal_version_string__}), numpy {numpy.__version__}, array-api-strict {array_api_strict.__version__}, jax {jax.__version__}")
 PYEOF

@@ -287,7 +287,8 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
 #[derive(clap::Args)]
 pub struct MatrixFlags {
     /// A library, NAME=py:ADAPTER.py (repeatable; default: the bundled
-    /// DLPack adapters, adapters/dlpack/*.py).
+    /// DLPack adapters, adapters/dlpack/*.py: NumPy, pyarrow,
+    /// array-api-strict, JAX, nanoarrow).
     #[arg(long = "library", value_name = "NAME=py:FILE")]
     pub libraries: Vec<String>,
     /// Where dlpack-matrix.{json,md} and each library's report
@@ -315,7 +316,7 @@ pub struct MatrixFlags {
 /// The bundled DLPack adapters, by name.
 fn bundled() -> Vec<(String, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/dlpack");
-    ["numpy", "pyarrow", "array_api_strict", "nanoarrow"]
+    ["numpy", "pyarrow", "array_api_strict", "jax", "nanoarrow"]
         .iter()
         .map(|n| {
             (

@@ -783,14 +783,49 @@ fn producer_steps(
         // deletes it once, as a consumer does.
         unsafe { trampoline::delete(ptr, versioned) };
     } else {
+        // The library's array, weakly: a destructor may delete the tensor
+        // by calling the deleter function itself rather than through the
+        // member the trampoline sits in; the tensor's manager_ctx holding
+        // the array, the array dies exactly when the tensor is deleted.
+        let (w, _) = bridge.call("weakref", &[obj], "")?;
+        let weak = Held::new(bridge, w);
         cap.release();
         bridge.call("gc", &[], "")?;
-        match watch.calls() {
+        let calls = watch.calls();
+        let array_alive = |bridge: &Bridge| -> Result<Option<bool>, String> {
+            if weak.handle.is_none() {
+                return Ok(None);
+            }
+            let (_, v) = bridge.call("alive", &[weak.id()], "")?;
+            Ok(v["alive"].as_bool())
+        };
+        match calls {
             1 => obs.check("dlpack.capsule.destructor"),
+            0 => {
+                // Drop the library's own references too: if the array then
+                // lives on, only the undeleted tensor can hold it.
+                l.array.release();
+                l.loaded.release();
+                bridge.call("gc", &[], "")?;
+                match array_alive(bridge)? {
+                    Some(true) => obs.fail(
+                        "dlpack.capsule.destructor",
+                        &at,
+                        "dropping the untaken capsule did not delete the tensor: its deleter was not called through the member, and the array it holds is still alive once every other reference is gone",
+                    ),
+                    Some(false) => obs.check("dlpack.capsule.destructor"),
+                    None => obs.skip(
+                        "dlpack.capsule.destructor",
+                        "the destructor did not call the deleter member, and the array takes no weak reference to see whether the tensor was deleted otherwise",
+                    ),
+                }
+            }
             n => obs.fail(
                 "dlpack.capsule.destructor",
                 &at,
-                format!("dropping the untaken capsule called the tensor's deleter {n} time(s), not once"),
+                format!(
+                    "dropping the untaken capsule called the tensor's deleter {n} times, not once"
+                ),
             ),
         }
     }

@@ -38,7 +38,7 @@ pub static DLPACK_RULES: &[Rule] = &[
         spec_file: PYTHON_SPEC,
         section: "Implementation",
         quote: "The producer must set the PyCapsule name to \"dltensor\" so that it can be inspected by name, and set PyCapsule_Destructor that calls the deleter of the DLManagedTensor when the \"dltensor\"-named capsule is no longer needed.",
-        observation: "The harness replaces the tensor's deleter member with a counting trampoline that calls the original, leaves the capsule's name as it is and drops the capsule: the trampoline must have run exactly once. (A destructor that frees the tensor without going through its deleter member is seen as not calling it.)",
+        observation: "The harness replaces the tensor's deleter member with a counting trampoline that calls the original, leaves the capsule's name as it is and drops the capsule: the trampoline must have run once. A destructor may call the deleter function itself rather than through the member: when the trampoline did not run, the harness drops every other reference to the library's array and looks at a weak reference to it: the tensor holds the array until it is deleted, so an array still alive means the tensor was never deleted (a fail); an array that takes no weak reference leaves the rule not exercised.",
         inferred: None,
     },
     Rule {
