@@ -276,20 +276,26 @@ pub fn gather(
             "shape {shape:?} has {n} elements (the reader reads up to {MAX_SPAN} bytes of values)"
         ));
     }
-    // The lowest and highest element offsets (in bytes from `first`).
+    // The lowest and highest element offsets (in bytes from `first`),
+    // every step checked: strides are the library's.
+    let overflow = || format!("strides {strides:?} with shape {shape:?} overflow");
     let (mut lo, mut hi) = (0i64, 0i64);
     for (&d, &s) in shape.iter().zip(strides) {
-        let far = (d - 1).checked_mul(s).and_then(|x| x.checked_mul(size));
-        let Some(far) = far else {
-            return Err(format!("strides {strides:?} with shape {shape:?} overflow"));
-        };
+        let far = (d - 1)
+            .checked_mul(s)
+            .and_then(|x| x.checked_mul(size))
+            .ok_or_else(overflow)?;
         if far < 0 {
-            lo += far;
+            lo = lo.checked_add(far).ok_or_else(overflow)?;
         } else {
-            hi += far;
+            hi = hi.checked_add(far).ok_or_else(overflow)?;
         }
     }
-    let span = (hi - lo + size) as usize;
+    let span = hi
+        .checked_sub(lo)
+        .and_then(|x| x.checked_add(size))
+        .and_then(|x| usize::try_from(x).ok())
+        .ok_or_else(overflow)?;
     if span > MAX_SPAN {
         return Err(format!(
             "the tensor spans {span} bytes (the reader reads up to {MAX_SPAN})"

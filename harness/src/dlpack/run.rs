@@ -192,7 +192,9 @@ fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, 
         cases.extend(done);
         next += had;
         match (status, begun) {
-            (Some(s), _) if s.success() && next >= plan.len() => break,
+            // Every case has its result: how the worker ended after the
+            // last one (a library's static destructors) changes nothing.
+            _ if next >= plan.len() => break,
             (Some(s), _) if s.success() => {
                 return Err(format!("a DLPack worker ended early: {}", tail(&printed)));
             }
@@ -264,6 +266,11 @@ fn read_results(path: &Path) -> (Vec<Case>, Option<usize>, Option<String>) {
 /// The rule a crash or hang in this case breaks, when the case tests one
 /// the only way it can fail is by crashing.
 fn crash_rule(case: &DlCase) -> Option<(&'static str, &'static str)> {
+    // Only the planned (compact, one-layout) cases are charged: a crash of
+    // a generated read-only tensor may come from its layout.
+    if case.id.starts_with(engine::GENERATED) {
+        return None;
+    }
     match &case.kind {
         Kind::Consumer { spec, .. } if spec.read_only => Some((
             "dlpack.consumer.read-only",
@@ -405,5 +412,9 @@ pub fn worker(args: WorkerArgs) -> i32 {
         };
         emit(serde_json::json!({"done": c}));
     }
-    0
+    // Leave without unloading the bridge or running the libraries' static
+    // destructors (no Py_Finalize): capsules a library kept may still
+    // point into the bridge.
+    drop(results);
+    proc::exit_now(0)
 }

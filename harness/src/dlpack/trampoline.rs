@@ -81,9 +81,13 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        // Forget the address (a later tensor may be allocated there); the
-        // trampoline stays in the structure, and a late call is ignored.
-        watched().remove(&self.ptr);
+        // A tensor already deleted is forgotten (a later tensor may be
+        // allocated at its address, and is watched afresh). One not
+        // deleted yet keeps its entry: its capsule may still call the
+        // trampoline, which must forward to the library's deleter.
+        if self.calls() > 0 {
+            watched().remove(&self.ptr);
+        }
     }
 }
 

@@ -87,7 +87,15 @@ pub fn check(bytes: &[u8]) -> Outcome {
     let flags = input.byte() as u64;
     let n = ndim.max(0) as usize;
     let shape: Vec<i64> = (0..n).map(|_| (input.byte() % 8) as i64 - 1).collect();
-    let strides: Vec<i64> = (0..n).map(|_| (input.byte() % 9) as i64 - 4).collect();
+    // Small strides, and (from the top bytes) extreme ones that overflow
+    // any offset arithmetic that is not checked.
+    let strides: Vec<i64> = (0..n)
+        .map(|_| match input.byte() {
+            250..=252 => 1 << 62,
+            253..=255 => -(1 << 62),
+            b => (b % 9) as i64 - 4,
+        })
+        .collect();
     let arena = input.rest().to_vec();
     let shape_buf = i64_bytes(&shape);
     let strides_buf = i64_bytes(&strides);
@@ -149,13 +157,10 @@ pub fn check(bytes: &[u8]) -> Outcome {
     let size = dtype.map_or(1, DType::size) as i64;
     // Where each element lies in the arena, if it lies there whole.
     let element_at = |idx: &[i64]| -> Option<usize> {
-        let off = byte_offset as i64
-            + idx
-                .iter()
-                .zip(&strides_eff)
-                .map(|(i, s)| i * s)
-                .sum::<i64>()
-                * size;
+        let mut off = byte_offset as i64;
+        for (i, s) in idx.iter().zip(&strides_eff) {
+            off = off.checked_add(i.checked_mul(*s)?.checked_mul(size)?)?;
+        }
         (data_mode == Ptr::Valid && off >= 0 && off + size <= arena.len() as i64)
             .then_some(off as usize)
     };
@@ -279,6 +284,16 @@ mod tests {
                     assert_eq!(c.verdict, Verdict::Pass, "{name}: {:?}", c.differences)
                 }
                 Outcome::Ignored(why) => panic!("{name}: {why}"),
+            }
+        }
+        // Strides near 2^62 (the reader's offset arithmetic must not
+        // overflow on them): read or refused, never a panic.
+        for kind in [0u8, 1, 9] {
+            let mut b = vec![kind, 6, 4, 3, 0, 0, 3, 3, 3, 3, 250, 251, 252, 250];
+            b.extend(0..64u8);
+            match check(&b) {
+                Outcome::Checked(c) => assert_eq!(c.verdict, Verdict::Pass, "{:?}", c.differences),
+                Outcome::Ignored(why) => panic!("{why}"),
             }
         }
         // Every first byte (every pointer mode, both kinds, major 2), over
