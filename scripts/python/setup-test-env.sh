@@ -15,7 +15,7 @@ VENV=target/python-test/venv
 if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
-want="nanoarrow==$NANOARROW_PYTHON_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION numpy==$NUMPY_VERSION pyarrow==$PYARROW_VERSION array-api-strict==$ARRAY_API_STRICT_VERSION"
+want="nanoarrow==$NANOARROW_PYTHON_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION numpy==$NUMPY_VERSION pyarrow==$PYARROW_VERSION array_api_strict==$ARRAY_API_STRICT_VERSION"
 have=$("$VENV/bin/python" -m pip freeze 2>/dev/null | tr '\n' ' ')
 for pkg in $want; do
     case " $have " in

@@ -21,7 +21,7 @@ if [ ! -x "$REAL/venv/bin/python" ]; then
     "$PY" -m venv "$REAL/venv"
 fi
 VPY="$REAL/venv/bin/python"
-want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION pyogrio==$PYOGRIO_VERSION numpy==$NUMPY_VERSION array-api-strict==$ARRAY_API_STRICT_VERSION jax==$JAX_VERSION jaxlib==$JAX_VERSION"
+want="pyarrow==$PYARROW_VERSION polars==$POLARS_VERSION duckdb==$DUCKDB_VERSION nlohmann-json==$NLOHMANN_JSON_VERSION nanoarrow==$NANOARROW_PYTHON_VERSION arro3-core==$ARRO3_CORE_VERSION pandas==$PANDAS_VERSION adbc-driver-sqlite==$ADBC_DRIVER_SQLITE_VERSION adbc-driver-postgresql==$ADBC_DRIVER_POSTGRESQL_VERSION datafusion==$DATAFUSION_VERSION pyogrio==$PYOGRIO_VERSION numpy==$NUMPY_VERSION array_api_strict==$ARRAY_API_STRICT_VERSION jax==$JAX_VERSION jaxlib==$JAX_VERSION"
 have=$("$VPY" -m pip freeze 2>/dev/null | tr '\n' ' ')
 missing=0
 for pkg in $want; do
