@@ -381,7 +381,8 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
             view,
             request,
             consume,
-        } => producer_case(bridge, *dtype, shape, *view, *request, *consume, &mut obs),
+        } => producer_steps(bridge, *dtype, shape, *view, *request, *consume, &mut obs)
+            .unwrap_or_else(Ended::Error),
         Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
         Kind::Pair { dtype, shape, view } => match consumer {
             Some(b) => pair_steps(bridge, b, *dtype, shape, *view).unwrap_or_else(Ended::Error),
@@ -542,21 +543,6 @@ fn export<'a>(
         }
     }
     Ok(Ok((cap, versioned, o)))
-}
-
-fn producer_case(
-    bridge: &Bridge,
-    dtype: DType,
-    shape: &[i64],
-    view: View,
-    request: Request,
-    consume: bool,
-    obs: &mut Obs,
-) -> Ended {
-    match producer_steps(bridge, dtype, shape, view, request, consume, obs) {
-        Ok(e) => e,
-        Err(e) => Ended::Error(e),
-    }
 }
 
 fn producer_steps(
