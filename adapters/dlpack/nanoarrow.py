@@ -47,3 +47,10 @@ class _Holder:
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
+
+
+def dlpack_to_arrow(tensor):
+    # DLPack in, Arrow out (docs/DLPACK.md, "Across the protocols"): the
+    # Arrow device array nanoarrow makes of the tensor, judged by the Arrow
+    # rules; what it did with the capsule, by the DLPack consumer rules.
+    return device.c_device_array(_DLPackOnly(tensor))

@@ -691,6 +691,42 @@ static PyObject* helper_capsule_take(PyObject* self, PyObject* args) {
   return PyUnicode_FromString(to);
 }
 
+/* C.capsule_move(capsule, name, address): moves the Arrow structure in a
+   library's capsule named `name` (arrow_schema, arrow_array,
+   arrow_device_array) to the harness's memory at `address`, as a consumer
+   of the PyCapsule interface moves it out; the capsule's copy is marked
+   released, so that its destructor leaves it alone. */
+static PyObject* helper_capsule_move(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  const char* name;
+  unsigned long long addr;
+  if (!PyArg_ParseTuple(args, "OsK", &cap, &name, &addr)) return NULL;
+  void* out = (void*)(uintptr_t)addr;
+  if (out == NULL) {
+    PyErr_SetString(PyExc_ValueError, "NULL structure");
+    return NULL;
+  }
+  int rc;
+  if (strcmp(name, "arrow_schema") == 0)
+    rc = move_out(cap, "arrow_schema", out, sizeof(struct ArrowSchema),
+                  offsetof(struct ArrowSchema, release));
+  else if (strcmp(name, "arrow_array") == 0)
+    rc = move_out(cap, "arrow_array", out, sizeof(struct ArrowArray), offsetof(struct ArrowArray, release));
+  else if (strcmp(name, "arrow_device_array") == 0)
+    rc = move_out(cap, "arrow_device_array", out, sizeof(struct ArrowDeviceArray),
+                  offsetof(struct ArrowDeviceArray, array) + offsetof(struct ArrowArray, release));
+  else {
+    PyErr_Format(PyExc_ValueError, "unknown capsule kind %s", name);
+    return NULL;
+  }
+  if (rc != 0) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, last_error ? last_error : "the move failed");
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef helper_methods[] = {
     {"capsule", helper_capsule, METH_VARARGS, "capsule(address, name)"},
     {"stream_schema", helper_stream_schema, METH_VARARGS, "stream_schema(address)"},
@@ -703,6 +739,7 @@ static PyMethodDef helper_methods[] = {
     {"dlpack_capsule", helper_dlpack_capsule, METH_VARARGS, "dlpack_capsule(address, versioned)"},
     {"capsule_info", helper_capsule_info, METH_VARARGS, "capsule_info(obj)"},
     {"capsule_take", helper_capsule_take, METH_VARARGS, "capsule_take(capsule)"},
+    {"capsule_move", helper_capsule_move, METH_VARARGS, "capsule_move(capsule, name, address)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef helper_module = {PyModuleDef_HEAD_INIT, "_arrowcert_bridge_c", NULL, -1,

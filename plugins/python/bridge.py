@@ -555,6 +555,63 @@ def _dlpack_alive(args, text):
     return None, _json.dumps({"alive": args[0]() is not None})
 
 
+def _dlpack_to_arrow(args, text):
+    """DLPack in, Arrow out: the adapter's dlpack_to_arrow of the harness's
+    tensor (args[:4]), its Arrow export moved to the harness's ArrowSchema
+    (args[4]) and ArrowDeviceArray (args[5]). The library's objects are
+    dropped here: what the moved structures need they must hold."""
+    def convert(t):
+        obj = ADAPTER.dlpack_to_arrow(t)
+        if hasattr(obj, "__arrow_c_device_array__"):
+            s, a = obj.__arrow_c_device_array__()
+            kind = "arrow_device_array"
+        elif hasattr(obj, "__arrow_c_array__"):
+            s, a = obj.__arrow_c_array__()
+            kind = "arrow_array"
+        else:
+            raise TypeError(f"dlpack_to_arrow returned a {type(obj).__name__}, "
+                            "with neither __arrow_c_device_array__ nor __arrow_c_array__")
+        C.capsule_move(s, "arrow_schema", args[4])
+        try:
+            # An ArrowArray goes where the ArrowDeviceArray's array member
+            # lies (its first member).
+            C.capsule_move(a, kind, args[5])
+        except Exception:
+            _release_moved_schema(args[4])
+            raise
+        return kind
+
+    t = _dlpack_tensor(args[:4], text)
+    try:
+        kind = convert(t)
+    except Exception as e:
+        out = {"error": _describe_error(e), "harness": t.report()}
+        t.capsules.clear()
+        return None, _json.dumps(out)
+    out = {"harness": t.report(), "moved": kind}
+    t.capsules.clear()
+    return None, _json.dumps(out)
+
+
+def _release_moved_schema(addr):
+    import ctypes
+    release = ctypes.c_void_p.from_address(addr + 56).value
+    if release:
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(release)(addr)
+
+
+def _dlpack_from_arrow(args, text):
+    """Arrow in, DLPack out: the adapter's arrow_to_dlpack of the harness's
+    ArrowSchema (args[0]) and ArrowArray (args[1]), offered through the
+    PyCapsule interface; the object it returns (its __dlpack__ is
+    certified)."""
+    try:
+        obj = ADAPTER.arrow_to_dlpack(HarnessArray(args[0], args[1]))
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return obj, "{}"
+
+
 def _dlpack_gc(args, text):
     import gc
     gc.collect()
@@ -562,7 +619,8 @@ def _dlpack_gc(args, text):
 
 
 def _dlpack_offers(args, text):
-    served = [k for k in ("dlpack_load", "dlpack_read") if hasattr(ADAPTER, k)]
+    served = [k for k in ("dlpack_load", "dlpack_read", "dlpack_to_arrow", "arrow_to_dlpack")
+              if hasattr(ADAPTER, k)]
     return None, _json.dumps({"offers": served})
 
 
@@ -570,7 +628,8 @@ _DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "read_object": _dlpac
                "view": _dlpack_view,
                "device": _dlpack_device, "export": _dlpack_export, "info": _dlpack_info,
                "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers,
-               "weakref": _dlpack_weakref, "alive": _dlpack_alive}
+               "weakref": _dlpack_weakref, "alive": _dlpack_alive,
+               "to_arrow": _dlpack_to_arrow, "from_arrow": _dlpack_from_arrow}
 
 
 def dlpack_call(op, args, text):

@@ -192,6 +192,21 @@ fn certified(
     r.duration_ms = clock.elapsed().as_millis() as u64;
     r.finished_at = report::time::rfc3339(std::time::SystemTime::now());
     r.summary = report::Summary::of(&cases);
+    // The Arrow rules the cases across the protocols judged (to-arrow,
+    // from-arrow) join the DLPack ones; those no case touched are not
+    // the run's.
+    let touched: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .flat_map(|c| {
+            c.checked
+                .iter()
+                .map(String::as_str)
+                .chain(c.violations.iter().map(|v| v.rule.as_str()))
+        })
+        .collect();
+    let arrow_rules = crate::rules::RULES
+        .iter()
+        .filter(|rule| touched.contains(rule.id));
     r.rules = crate::certify::summary::verdicts_of(
         &cases,
         crate::rules::dlpack::DLPACK_RULES
@@ -200,7 +215,8 @@ fn certified(
                 crate::rules::Side::Producer => sides.producer,
                 crate::rules::Side::Consumer => sides.consumer,
                 crate::rules::Side::Both => true,
-            }),
+            })
+            .chain(arrow_rules),
     );
     r.cases = cases;
     crate::engine::judge(&mut r, DATA_RULES, expectations, filter.narrows());

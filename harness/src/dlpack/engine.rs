@@ -10,6 +10,7 @@ use crate::report::{Case, NotExercised, RuleViolation, Verdict};
 use crate::rules;
 
 use super::bridge::{Bridge, Handle, PyError};
+use super::crossing;
 use super::reader::{self, Observed};
 use super::tensor::{HarnessTensor, Layout, Spec};
 use super::trampoline;
@@ -76,6 +77,29 @@ pub enum Kind {
         /// when max_version allows), `versioned` only, `legacy` only.
         mode: &'static str,
     },
+    /// DLPack in, Arrow out: one of the harness's tensors into the
+    /// library's `dlpack_to_arrow` (see [`crossing`]).
+    ToArrow { spec: Spec },
+    /// Arrow in, DLPack out: one of the harness's Arrow arrays into the
+    /// library's `arrow_to_dlpack`, its `__dlpack__` then asked with
+    /// `request` (see [`crossing`]).
+    FromArrow {
+        array: crossing::ArrowInput,
+        request: Request,
+        consume: bool,
+    },
+}
+
+impl Kind {
+    /// The adapter function the case needs.
+    pub fn needs(&self) -> &'static str {
+        match self {
+            Kind::Producer { .. } | Kind::Pair { .. } => "dlpack_load",
+            Kind::Consumer { .. } => "dlpack_read",
+            Kind::ToArrow { .. } => "dlpack_to_arrow",
+            Kind::FromArrow { .. } => "arrow_to_dlpack",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +108,7 @@ pub struct DlCase {
     pub kind: Kind,
 }
 
-fn shape_name(shape: &[i64]) -> String {
+pub(super) fn shape_name(shape: &[i64]) -> String {
     format!(
         "[{}]",
         shape
@@ -204,30 +228,115 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
             "/legacy",
         );
     }
+    if consumer {
+        out.extend(plan_to_arrow());
+    }
+    if producer {
+        out.extend(plan_from_arrow());
+    }
+    out
+}
+
+/// DLPack in, Arrow out (`dlpack_to_arrow`): every dtype as a vector, and
+/// the layouts, sizes and flags of two.
+fn plan_to_arrow() -> Vec<DlCase> {
+    let mut out = Vec::new();
+    let mut add = |dtype: DType, shape: &[i64], layout: Layout, read_only: bool| {
+        let spec = Spec {
+            dtype,
+            shape: shape.to_vec(),
+            layout,
+            read_only,
+            version: V1_0,
+            inaccessible: false,
+        };
+        out.push(DlCase {
+            id: format!(
+                "dlpack/to-arrow/{}/{}/{}{}",
+                dtype.name(),
+                shape_name(shape),
+                layout.name(),
+                if read_only { "/read-only" } else { "" }
+            ),
+            kind: Kind::ToArrow { spec },
+        });
+    };
+    for dtype in DType::ALL {
+        add(dtype, &[7], Layout::Contiguous, false);
+    }
+    for dtype in [DType::I32, DType::F64] {
+        add(dtype, &[0], Layout::Contiguous, false);
+        add(dtype, &[4, 3], Layout::Contiguous, false);
+        add(dtype, &[4, 3], Layout::Transposed, false);
+        add(dtype, &[7], Layout::Gaps, false);
+        add(dtype, &[7], Layout::ByteOffset, false);
+        add(dtype, &[], Layout::NullStrides, false);
+    }
+    add(DType::I32, &[7], Layout::Contiguous, true);
+    out
+}
+
+/// Arrow in, DLPack out (`arrow_to_dlpack`): every type Arrow shares with
+/// DLPack, then one with an offset, a null, no values, and each request.
+fn plan_from_arrow() -> Vec<DlCase> {
+    let mut out = Vec::new();
+    let mut add = |array: crossing::ArrowInput, request: Request, consume: bool| {
+        out.push(DlCase {
+            id: format!(
+                "dlpack/from-arrow/{}/{}{}",
+                array.name(),
+                request.name(),
+                if consume { "" } else { "/untaken" }
+            ),
+            kind: Kind::FromArrow {
+                array,
+                request,
+                consume,
+            },
+        });
+    };
+    let input = |dtype, length, offset, nulls| crossing::ArrowInput {
+        dtype,
+        length,
+        offset,
+        nulls,
+    };
+    for dtype in DType::ALL {
+        if crossing::arrow_format(dtype).is_some() {
+            add(input(dtype, 7, 0, false), Request::V1, true);
+        }
+    }
+    add(input(DType::I32, 0, 0, false), Request::V1, true);
+    add(input(DType::I32, 7, 2, false), Request::V1, true);
+    add(input(DType::I32, 7, 0, true), Request::V1, true);
+    add(input(DType::I32, 7, 0, false), Request::V1, false);
+    for request in [Request::Legacy, Request::Copy, Request::Cuda] {
+        add(input(DType::I32, 7, 0, false), request, true);
+    }
     out
 }
 
 /// What a case saw.
 #[derive(Default)]
-struct Obs {
+pub(super) struct Obs {
     /// A capsule over the harness's tensor may outlive the case unrenamed
     /// (its destructor would still delete the tensor): keep it allocated.
-    keep_tensor: bool,
-    checked: BTreeSet<&'static str>,
-    violations: Vec<(&'static str, String, String)>,
-    not_exercised: Vec<(&'static str, String)>,
+    pub(super) keep_tensor: bool,
+    pub(super) checked: BTreeSet<&'static str>,
+    pub(super) violations: Vec<(&'static str, String, String)>,
+    pub(super) not_exercised: Vec<(&'static str, String)>,
 }
 
 impl Obs {
-    fn check(&mut self, rule: &'static str) {
+    pub(super) fn check(&mut self, rule: &'static str) {
         self.checked.insert(rule);
     }
-    fn fail(&mut self, rule: &'static str, at: &str, evidence: impl Into<String>) {
+    pub(super) fn fail(&mut self, rule: &'static str, at: &str, evidence: impl Into<String>) {
         self.checked.insert(rule);
         self.violations
             .push((rule, at.to_string(), evidence.into()));
     }
-    fn skip(&mut self, rule: &'static str, why: impl Into<String>) {
+    pub(super) fn skip(&mut self, rule: &'static str, why: impl Into<String>) {
         self.not_exercised.push((rule, why.into()));
     }
     fn findings(&mut self, at: &str, f: Vec<reader::Finding>) {
@@ -237,7 +346,7 @@ impl Obs {
     }
 }
 
-enum Ended {
+pub(super) enum Ended {
     Ran,
     /// A pair's values did not arrive: why.
     Differs(String),
@@ -250,12 +359,12 @@ enum Ended {
 /// The harness's data loaded into a producer library (which copies it),
 /// and the view of it the case asks for: the library's objects (the
 /// loaded array, the view if any) and the values the view holds.
-struct Loaded<'a> {
-    loaded: Held<'a>,
-    array: Held<'a>,
-    expected: Logical,
+pub(super) struct Loaded<'a> {
+    pub(super) loaded: Held<'a>,
+    pub(super) array: Held<'a>,
+    pub(super) expected: Logical,
     /// Dropped after the library's objects (see Drop).
-    source: Option<HarnessTensor>,
+    pub(super) source: Option<HarnessTensor>,
 }
 
 impl Drop for Loaded<'_> {
@@ -340,19 +449,19 @@ fn load_view<'a>(
 }
 
 /// A handle released when it goes out of scope.
-struct Held<'a> {
-    bridge: &'a Bridge,
-    handle: Option<Handle>,
+pub(super) struct Held<'a> {
+    pub(super) bridge: &'a Bridge,
+    pub(super) handle: Option<Handle>,
 }
 
 impl<'a> Held<'a> {
-    fn new(bridge: &'a Bridge, handle: Option<Handle>) -> Held<'a> {
+    pub(super) fn new(bridge: &'a Bridge, handle: Option<Handle>) -> Held<'a> {
         Held { bridge, handle }
     }
-    fn id(&self) -> u64 {
+    pub(super) fn id(&self) -> u64 {
         self.handle.map_or(0, |h| h.0)
     }
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         if let Some(h) = self.handle.take() {
             self.bridge.drop_handle(h);
         }
@@ -373,6 +482,8 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         Kind::Pair { .. } => "dlpack pair",
         Kind::Producer { .. } => "dlpack producer",
         Kind::Consumer { .. } => "dlpack consumer",
+        Kind::ToArrow { .. } => "dlpack to arrow",
+        Kind::FromArrow { .. } => "dlpack from arrow",
     });
     let ended = match &case.kind {
         Kind::Producer {
@@ -384,6 +495,13 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         } => producer_steps(bridge, *dtype, shape, *view, *request, *consume, &mut obs)
             .unwrap_or_else(Ended::Error),
         Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
+        Kind::ToArrow { spec } => crossing::to_arrow_case(bridge, spec, &mut obs),
+        Kind::FromArrow {
+            array,
+            request,
+            consume,
+        } => crossing::from_arrow_steps(bridge, array, *request, *consume, &mut obs)
+            .unwrap_or_else(Ended::Error),
         Kind::Pair { dtype, shape, view } => match consumer {
             Some(b) => pair_steps(bridge, b, *dtype, shape, *view).unwrap_or_else(Ended::Error),
             None => Ended::Error("a pair case needs a consumer library".into()),
@@ -445,6 +563,11 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
             "dlpack_consumer",
             format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
         ),
+        Kind::ToArrow { spec } => (
+            "dlpack_to_arrow",
+            format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
+        ),
+        Kind::FromArrow { array, .. } => ("dlpack_from_arrow", array.name()),
     };
     Case {
         id: case.id.clone(),
@@ -559,6 +682,20 @@ fn producer_steps(
         Ok(l) => l,
         Err(ended) => return Ok(ended),
     };
+    exported_steps(bridge, &mut l, dtype, request, consume, obs)
+}
+
+/// The producer rules on the library's object `l` (an array it made of
+/// `dtype` data): `__dlpack__` with `request`'s keywords, the capsule read,
+/// then taken (`consume`) or dropped untaken.
+pub(super) fn exported_steps(
+    bridge: &Bridge,
+    l: &mut Loaded<'_>,
+    dtype: DType,
+    request: Request,
+    consume: bool,
+    obs: &mut Obs,
+) -> Result<Ended, String> {
     let expected = l.expected.clone();
     let obj = l.obj();
     // __dlpack_device__, to compare with the capsule's device.
@@ -579,15 +716,15 @@ fn producer_steps(
     // The copy=None capsule stays alive until the copy=True one was read:
     // freed, its buffer's address could be given to the copy.
     let mut reference = None;
-    let mut _reference_cap = None;
+    let mut reference_cap = None;
     if request == Request::Copy {
         match export(bridge, obj, Request::V1, obs)? {
-            Ok((cap, _, o)) => {
+            Ok((cap, versioned, o)) => {
                 // A copy=None export that copied proves nothing about aliasing.
                 if o.flags & FLAG_IS_COPIED == 0 {
                     reference = Some(o.first_byte());
                 }
-                _reference_cap = Some(cap);
+                reference_cap = Some((cap, versioned));
             }
             Err(e) => {
                 return Ok(Ended::Limitation(format!(
@@ -660,6 +797,12 @@ fn producer_steps(
             });
         }
     };
+    // The copy=None capsule, read and kept until now: taken and deleted,
+    // as a consumer does with what it asked for (dropped untaken, it would
+    // judge the destructor again, in a case about copies).
+    if let Some((c, v)) = reference_cap.take() {
+        take_and_delete(bridge, c, v)?;
+    }
     if let Some(v) = o.version.filter(|v| v.major != 1) {
         return Ok(Ended::Limitation(format!(
             "a version {}.{} tensor (the harness reads major version 1 only)",
@@ -854,12 +997,33 @@ fn producer_steps(
     Ok(Ended::Ran)
 }
 
+/// Takes the capsule `cap` (renames it used_...) and deletes its tensor,
+/// as a consumer done with it does.
+fn take_and_delete(bridge: &Bridge, mut cap: Held<'_>, versioned: bool) -> Result<(), String> {
+    let ptr = capsule_pointer(bridge, cap.id())?;
+    let (_, t) = bridge.call("take", &[cap.id()], "")?;
+    if t["name"].is_null() || ptr == 0 {
+        return Err("the capsule could not be taken".into());
+    }
+    cap.release();
+    // SAFETY: the harness renamed the capsule (it owns the tensor now, and
+    // the capsule's destructor leaves it alone) and deletes it this once.
+    unsafe { trampoline::delete(ptr, versioned) };
+    Ok(())
+}
+
 fn capsule_pointer(bridge: &Bridge, cap: u64) -> Result<usize, String> {
     let (_, v) = bridge.call("info", &[cap], "")?;
     Ok(capsule_of(&v).2)
 }
 
-fn compare(obs: &mut Obs, rule: &'static str, at: &str, expected: &Logical, got: &Logical) {
+pub(super) fn compare(
+    obs: &mut Obs,
+    rule: &'static str,
+    at: &str,
+    expected: &Logical,
+    got: &Logical,
+) {
     if got.shape != expected.shape {
         obs.fail(
             rule,
@@ -897,6 +1061,58 @@ fn compare(obs: &mut Obs, rule: &'static str, at: &str, expected: &Logical, got:
     }
 }
 
+/// What the harness's tensor saw in a consumer's call `at` (the step's
+/// answer `v`): its `__dlpack__` calls judged (`stream`), and the names of
+/// the capsules it handed out, as they are now. A capsule still unrenamed
+/// may outlive the case, its destructor deleting the tensor: the tensor is
+/// then kept.
+pub(super) fn harness_side(v: &serde_json::Value, at: &str, obs: &mut Obs) -> Vec<Option<String>> {
+    let calls = v["harness"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<Option<String>> = v["harness"]["capsules"]
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    for c in &calls {
+        if c["stream"].is_null() {
+            obs.check("dlpack.consumer.stream-none");
+        } else {
+            obs.fail(
+                "dlpack.consumer.stream-none",
+                at,
+                format!(
+                    "__dlpack__ of a CPU tensor called with stream={}",
+                    c["stream"]
+                ),
+            );
+        }
+    }
+    obs.keep_tensor |= names
+        .iter()
+        .any(|n| !n.as_deref().is_some_and(|n| n.starts_with("used_")));
+    names
+}
+
+/// A consumer that returned took the tensor: the capsule must be renamed.
+pub(super) fn renamed(names: &[Option<String>], at: &str, obs: &mut Obs) {
+    match names.first().cloned().flatten() {
+        Some(n) if n.starts_with("used_") => obs.check("dlpack.consumer.rename"),
+        Some(n) => obs.fail(
+            "dlpack.consumer.rename",
+            at,
+            format!("after {at} returned, the capsule is still named {n:?}"),
+        ),
+        None if !names.is_empty() => obs.fail(
+            "dlpack.consumer.rename",
+            at,
+            format!("after {at} returned, the capsule has no name"),
+        ),
+        None => {}
+    }
+}
+
 fn consumer_case(bridge: &Bridge, spec: &Spec, mode: &str, obs: &mut Obs) -> Ended {
     let tensor = match HarnessTensor::new(spec.clone()) {
         Ok(t) => t,
@@ -929,33 +1145,9 @@ fn consumer_steps(
     let (h, v) = bridge.call("read", &args, &format!(r#"{{"mode": "{mode}"}}"#))?;
     let mut result = Held::new(bridge, h);
     let at = "from_dlpack";
-    let calls = v["harness"]["calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let names: Vec<Option<String>> = v["harness"]["capsules"]
-        .as_array()
-        .map(|a| a.iter().map(|n| n.as_str().map(String::from)).collect())
-        .unwrap_or_default();
-    for c in &calls {
-        if c["stream"].is_null() {
-            obs.check("dlpack.consumer.stream-none");
-        } else {
-            obs.fail(
-                "dlpack.consumer.stream-none",
-                at,
-                format!(
-                    "__dlpack__ of a CPU tensor called with stream={}",
-                    c["stream"]
-                ),
-            );
-        }
-    }
+    let names = harness_side(&v, at, obs);
     let error = PyError::of(&v);
     let handed = !names.is_empty();
-    obs.keep_tensor = names
-        .iter()
-        .any(|n| !n.as_deref().is_some_and(|n| n.starts_with("used_")));
     let major2 = spec.version.major != 1;
     if major2 {
         if handed {
@@ -1004,21 +1196,7 @@ fn consumer_steps(
             ))
         }
     } else {
-        // Taken: renamed used_...
-        match names.first().cloned().flatten() {
-            Some(n) if n.starts_with("used_") => obs.check("dlpack.consumer.rename"),
-            Some(n) => obs.fail(
-                "dlpack.consumer.rename",
-                at,
-                format!("after from_dlpack returned, the capsule is still named {n:?}"),
-            ),
-            None if handed => obs.fail(
-                "dlpack.consumer.rename",
-                at,
-                "after from_dlpack returned, the capsule has no name",
-            ),
-            None => {}
-        }
+        renamed(&names, at, obs);
         // Read the library's array back through its own __dlpack__.
         let rule = match spec.layout {
             Layout::ByteOffset => "dlpack.consumer.byte-offset",

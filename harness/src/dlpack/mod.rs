@@ -8,6 +8,7 @@
 //! of its own lineage, so a library that crashes costs one case.
 
 pub mod bridge;
+pub mod crossing;
 pub mod engine;
 pub mod reader;
 pub mod run;

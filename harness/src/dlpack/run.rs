@@ -375,12 +375,11 @@ pub fn worker(args: WorkerArgs) -> i32 {
         emit(serde_json::json!({"begin": i}));
         let offers = |b: &Bridge, what: &str| b.offers.iter().any(|o| o == what);
         let served = match case.kind {
-            Kind::Producer { .. } => offers(&bridge, "dlpack_load"),
-            Kind::Consumer { .. } => offers(&bridge, "dlpack_read"),
             Kind::Pair { .. } => {
                 offers(&bridge, "dlpack_load")
                     && consumer.as_ref().is_some_and(|c| offers(c, "dlpack_read"))
             }
+            ref k => offers(&bridge, k.needs()),
         };
         let replay = replay_of(&args.replay_prefix, &case.id);
         let c = if served {
@@ -407,6 +406,8 @@ pub fn worker(args: WorkerArgs) -> i32 {
                 Kind::Pair { .. } => "dlpack_load or dlpack_read is not exported by the plugin (a pair needs both)",
                 Kind::Producer { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
                 Kind::Consumer { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
+                Kind::ToArrow { .. } => "dlpack_to_arrow is not exported by the plugin (the adapter does not turn DLPack into Arrow)",
+                Kind::FromArrow { .. } => "arrow_to_dlpack is not exported by the plugin (the adapter does not turn Arrow into DLPack)",
             };
             engine::ended_without_verdict(case, &replay, Verdict::Skip, what.to_string())
         };

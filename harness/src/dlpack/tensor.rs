@@ -359,6 +359,11 @@ impl HarnessTensor {
         self.region.ptr as usize
     }
 
+    /// The addresses of the data mapping (whole pages).
+    pub fn data_range(&self) -> std::ops::Range<usize> {
+        self.region.ptr as usize..self.region.ptr as usize + self.region.len
+    }
+
     /// Leaves everything allocated: a consumer that never called a
     /// deleter may still hold the structures and read the data.
     pub fn leak(self) {

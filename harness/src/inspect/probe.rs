@@ -128,6 +128,20 @@ unsafe extern "C" fn borrowed_release(a: *mut ArrowArray) {
     unsafe { (*a).release = None }
 }
 
+/// The buffer pointers of an array that passed [`check_array`] (its own,
+/// not its children's).
+pub fn buffer_addresses(array: &ArrowArray) -> Vec<usize> {
+    if array.buffers.is_null() || array.n_buffers <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: a validated array (caller): `buffers` points to `n_buffers`
+    // readable pointers, read here as plain values.
+    unsafe { std::slice::from_raw_parts(array.buffers, array.n_buffers as usize) }
+        .iter()
+        .map(|p| *p as usize)
+        .collect()
+}
+
 /// Reads a validated array into arrow-rs without taking it: arrow-rs gets a
 /// bitwise copy whose release only marks the copy released, so the
 /// producer's structure stays live (and is released by its owner later).
