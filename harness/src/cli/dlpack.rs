@@ -353,6 +353,9 @@ struct LibraryRow {
     reasons: Vec<String>,
     produces: bool,
     consumes: bool,
+    /// Across the protocols: `to Arrow` (DLPack in, Arrow out), `from
+    /// Arrow`, both or neither, with the cases that passed of those run.
+    across: String,
     passed: u64,
     limitations: u64,
     failed: u64,
@@ -442,6 +445,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             reasons: j.reasons.clone(),
             produces: served("dlpack_producer"),
             consumes: served("dlpack_consumer"),
+            across: across(&r.cases),
             passed: r.summary.passed,
             limitations: r.summary.limitations,
             failed: r.summary.failed,
@@ -546,6 +550,35 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
     Ok(if failed_run { 1 } else { 0 })
 }
 
+/// The matrix's word for a library's cases across the protocols: which
+/// directions it serves, each with passed / run (skipped cases not run).
+fn across(cases: &[report::Case]) -> String {
+    let words: Vec<String> = [
+        ("dlpack_to_arrow", "to Arrow"),
+        ("dlpack_from_arrow", "from Arrow"),
+    ]
+    .iter()
+    .filter_map(|(path, word)| {
+        let run: Vec<&report::Case> = cases
+            .iter()
+            .filter(|c| c.path == *path && c.verdict != report::Verdict::Skip)
+            .collect();
+        (!run.is_empty()).then(|| {
+            let passed = run
+                .iter()
+                .filter(|c| c.verdict == report::Verdict::Pass)
+                .count();
+            format!("{word} {passed}/{}", run.len())
+        })
+    })
+    .collect();
+    if words.is_empty() {
+        "no".into()
+    } else {
+        words.join(", ")
+    }
+}
+
 fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
     let mut md = String::from(
         "# DLPack matrix\n\nWritten by `arrowcert dlpack-matrix` (`just dlpack-matrix`); \
@@ -553,16 +586,20 @@ fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
          reports/FINDINGS.md. Each library is certified on its own (the harness as \
          consumer of its `__dlpack__` and as producer for its `from_dlpack`), then \
          every producer's arrays go into every consumer's `from_dlpack` and are read \
-         back.\n\n## Libraries\n\n| library | outcome | produces | consumes | passed | limitations | failed | crashed | rules broken |\n|---|---|---|---|---:|---:|---:|---:|---|\n",
+         back. \"across\" is the library's crossing of the two protocols (docs/DLPACK.md): \
+         DLPack in and Arrow out (\"to Arrow\"), Arrow in and DLPack out (\"from \
+         Arrow\"), judged by both rule sets, with the cases that passed of those run.\n\n\
+         ## Libraries\n\n| library | outcome | produces | consumes | across | passed | limitations | failed | crashed | rules broken |\n|---|---|---|---|---|---:|---:|---:|---:|---|\n",
     );
     for r in rows {
         md.push_str(&format!(
-            "| {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.name,
             r.identity,
             r.outcome,
             if r.produces { "yes" } else { "no" },
             if r.consumes { "yes" } else { "no" },
+            r.across,
             r.passed,
             r.limitations,
             r.failed,
