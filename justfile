@@ -46,6 +46,17 @@ gpu CASES="20":
         --require-device cuda --device cuda --device cuda-host --device cuda-managed \
         --cases {{CASES}} --seed 1 --report reports/gpu/cuda-reference.json
     bash scripts/gpu-mutants.sh target/release
+    # DLPack on CUDA (docs/DLPACK.md): the harness's tensors in device
+    # memory into the reference fixture (it copies them back through the
+    # driver) and into NumPy (which refuses device tensors: limitations,
+    # so that run is not certified and may exit non-zero).
+    target/release/arrowcert --python target/python-test/venv/bin/python certify --dlpack \
+        --require-device cuda --device cuda \
+        --consumer py:harness/tests/fixtures/dlpack/mutants.py 'dlpack/consumer/cuda/' \
+        --report reports/gpu/dlpack-reference.json
+    -target/release/arrowcert --python target/python-test/venv/bin/python certify --dlpack \
+        --device cuda --consumer py:adapters/dlpack/numpy.py 'dlpack/consumer/cuda/' \
+        --report reports/gpu/dlpack-numpy.json
 
 # Build the real-library adapters (Arrow C++, nanoarrow, pyarrow, polars,
 # duckdb) into target/real/lib/: installs the pinned libraries into a
@@ -82,8 +93,8 @@ matrix CASES="100" SEED="20261122" *ARGS: build real
 # target/real/venv) certified through their DLPack adapters
 # (adapters/dlpack/), then every producer -> consumer pair; writes
 # reports/dlpack-matrix.{json,md} and reports/dlpack/*.json, checked
-# against expectations/dlpack-*.json. The GPU run procedure (`just gpu`)
-# has no DLPack part yet: every DLPack case runs on the CPU.
+# against expectations/dlpack-*.json. Every case of the matrix runs on the
+# CPU; the DLPack CUDA cases are part of `just gpu`.
 dlpack-matrix: build
     bash scripts/real/setup.sh
     target/debug/arrowcert dlpack-matrix --out reports --expectations expectations

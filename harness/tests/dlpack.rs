@@ -443,3 +443,79 @@ fn generated_cases_find_a_mutant_shrink_it_and_replay_by_id() {
     assert_eq!(ids("7"), ids("7"));
     assert_ne!(ids("7"), ids("8"));
 }
+
+/// `--device emulated`: the harness's tensors in the emulated device's
+/// memory (DLPack device type kDLExtDev) go through the consumer steps; the
+/// reference reads them, a mutant is still caught there, and `--device
+/// cuda` on a machine without a driver skips each case with the reason
+/// (`--require-device cuda` refuses to run: exit 2).
+#[test]
+fn device_cases_run_on_the_emulated_device_and_skip_cuda_with_the_reason() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let run = |mutant: &str, device: &str, tag: &str| {
+        let report = scratch("dlpack-device").join(format!("{tag}.json"));
+        let out = Command::new(arrowcert_exe())
+            .arg("--python")
+            .arg(&py)
+            .args([
+                "certify",
+                "--dlpack",
+                "--consumer",
+                &spec,
+                "--device",
+                device,
+            ])
+            .arg(format!("dlpack/consumer/{device}/"))
+            .arg("--report")
+            .arg(&report)
+            .env("ARROWCERT_DLPACK_MUTANT", mutant)
+            .output()
+            .expect("arrowcert runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (out.status.code(), r, text)
+    };
+    let (code, r, text) = run("", "emulated", "reference");
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(r.summary.total, 9, "{text}");
+    assert_eq!(r.summary.passed, 9, "{text}");
+    assert!(failed_rules(&r).is_empty(), "{text}");
+    assert_eq!(r.devices, vec!["cpu".to_string(), "emulated".to_string()]);
+    let (_, r, text) = run("ignores-byte-offset", "emulated", "mutant");
+    assert_eq!(
+        failed_rules(&r),
+        BTreeSet::from(["dlpack.consumer.byte-offset".to_string()]),
+        "{text}"
+    );
+    if arrowcert::device::available(arrowcert::device::Kind::Cuda).is_err() {
+        let (code, r, text) = run("", "cuda", "cuda");
+        assert_ne!(code, Some(0), "nothing ran: {text}");
+        assert_eq!(r.summary.skipped, r.summary.total, "{text}");
+        assert!(r.summary.total > 0);
+        for c in &r.cases {
+            assert!(
+                c.message.as_deref().unwrap_or("").contains("CUDA"),
+                "{}: {:?}",
+                c.id,
+                c.message
+            );
+        }
+        let out = Command::new(arrowcert_exe())
+            .arg("--python")
+            .arg(&py)
+            .args([
+                "certify",
+                "--dlpack",
+                "--consumer",
+                &spec,
+                "--require-device",
+                "cuda",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

@@ -567,7 +567,19 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         dlpack,
     } = f;
     if dlpack {
+        let mut kinds = device_kinds(&devices, "--device")?;
+        let required = device_kinds(&require_devices, "--require-device")?;
+        kinds.extend(required.iter().copied());
+        kinds.retain(|k| *k != crate::device::Kind::Cpu);
+        kinds.dedup();
+        if kinds.len() > 1 {
+            return Err(BadInput(
+                "--dlpack runs one device besides the CPU at a time (--device)".into(),
+            ));
+        }
         return super::dlpack::certify(super::dlpack::Args {
+            device: kinds.first().copied(),
+            require_device: !required.is_empty(),
             producer,
             consumer,
             report,

@@ -25,6 +25,10 @@ pub struct Args {
     pub seed: u64,
     /// Shrink candidates per failure (0: no shrinking).
     pub shrink_candidates: usize,
+    /// A device besides the CPU for consumer cases (`--device`).
+    pub device: Option<crate::device::Kind>,
+    /// `--require-device`: the run fails (exit 2) without it.
+    pub require_device: bool,
 }
 
 /// The value rules: a DLPack case that checked one compared data.
@@ -62,9 +66,14 @@ fn adapter(args: &Args) -> Result<String, BadInput> {
 /// `arrowcert certify --dlpack ...`.
 pub fn certify(args: Args) -> Result<i32, BadInput> {
     let adapter = adapter(&args)?;
+    if let (true, Some(d)) = (args.require_device, args.device) {
+        crate::device::available(d)
+            .map_err(|why| BadInput(format!("--require-device {d}: {why}")))?;
+    }
     let sides = Sides {
         producer: args.producer.is_some(),
         consumer: args.consumer.is_some(),
+        device: args.device,
     };
     let gen = run::Generated {
         seed: args.seed,
@@ -186,7 +195,14 @@ fn certified(
         "dlpack built-in cases".into(),
     );
     r.plugins = vec![identity(&bridge, adapter)];
-    r.devices = vec!["cpu".into()];
+    r.devices = std::iter::once("cpu".to_string())
+        .chain(
+            sides
+                .device
+                .filter(|d| *d != crate::device::Kind::Cpu)
+                .map(|d| d.name().to_string()),
+        )
+        .collect();
     r.planned = planned.len() as u64;
     r.complete = cases.len() == planned.len();
     r.duration_ms = clock.elapsed().as_millis() as u64;
@@ -262,6 +278,8 @@ pub struct WorkerFlags {
     #[arg(long)]
     pub consumer_side: bool,
     #[arg(long)]
+    pub device: Option<String>,
+    #[arg(long)]
     pub filter: Vec<String>,
     #[arg(long)]
     pub exact: bool,
@@ -288,6 +306,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         sides: Sides {
             producer: f.producer_side,
             consumer: f.consumer_side,
+            device: f.device.as_deref().and_then(crate::device::Kind::parse),
         },
         filter: Filter {
             patterns: f.filter,
@@ -397,6 +416,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
     let both = Sides {
         producer: true,
         consumer: true,
+        device: None,
     };
     let mut rows = Vec::new();
     let mut failed_run = false;
@@ -707,6 +727,7 @@ fn shrink(
                 sides: Sides {
                     producer: false,
                     consumer: true,
+                    device: None,
                 },
                 filter: Filter {
                     patterns: vec![id.to_string()],

@@ -174,7 +174,7 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
     let (h, v) = bridge.call("to_arrow", &args, r#"{"mode": "negotiate"}"#)?;
     drop(Held::new(bridge, h));
     let at = "dlpack_to_arrow";
-    let names = harness_side(&v, at, obs);
+    let names = harness_side(&v, at, KDL_CPU, obs);
     let handed = !names.is_empty();
     let mut ended = Ended::Ran;
     // Whether the harness released the Arrow export (a deleter still owed

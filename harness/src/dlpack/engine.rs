@@ -77,6 +77,13 @@ pub enum Kind {
         /// when max_version allows), `versioned` only, `legacy` only.
         mode: &'static str,
     },
+    /// A consumer case on a device: the harness's tensor with its data in
+    /// `device`'s memory (CUDA, or the harness's emulated device), skipped
+    /// with the reason where this machine has no such device.
+    OnDevice {
+        spec: Spec,
+        device: crate::device::Kind,
+    },
     /// DLPack in, Arrow out: one of the harness's tensors into the
     /// library's `dlpack_to_arrow` (see [`crossing`]).
     ToArrow { spec: Spec },
@@ -95,7 +102,7 @@ impl Kind {
     pub fn needs(&self) -> &'static str {
         match self {
             Kind::Producer { .. } | Kind::Pair { .. } => "dlpack_load",
-            Kind::Consumer { .. } => "dlpack_read",
+            Kind::Consumer { .. } | Kind::OnDevice { .. } => "dlpack_read",
             Kind::ToArrow { .. } => "dlpack_to_arrow",
             Kind::FromArrow { .. } => "arrow_to_dlpack",
         }
@@ -353,6 +360,8 @@ pub(super) enum Ended {
     /// A pair's values arrived with a type change: which.
     Changed(String),
     Limitation(String),
+    /// The case cannot run on this machine (no such device): why.
+    Skipped(String),
     Error(String),
 }
 
@@ -482,6 +491,7 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         Kind::Pair { .. } => "dlpack pair",
         Kind::Producer { .. } => "dlpack producer",
         Kind::Consumer { .. } => "dlpack consumer",
+        Kind::OnDevice { .. } => "dlpack consumer on a device",
         Kind::ToArrow { .. } => "dlpack to arrow",
         Kind::FromArrow { .. } => "dlpack from arrow",
     });
@@ -495,6 +505,7 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         } => producer_steps(bridge, *dtype, shape, *view, *request, *consume, &mut obs)
             .unwrap_or_else(Ended::Error),
         Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
+        Kind::OnDevice { spec, device } => device_consumer_case(bridge, spec, *device, &mut obs),
         Kind::ToArrow { spec } => crossing::to_arrow_case(bridge, spec, &mut obs),
         Kind::FromArrow {
             array,
@@ -548,6 +559,7 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         Ended::Differs(m) => (Verdict::Fail, Some(m)),
         Ended::Changed(_) => (Verdict::Pass, None),
         Ended::Limitation(m) => (Verdict::Limitation, Some(m)),
+        Ended::Skipped(m) => (Verdict::Skip, Some(m)),
         Ended::Error(m) => (Verdict::Error, Some(m)),
     };
     let (path, scenario) = match &case.kind {
@@ -562,6 +574,15 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         Kind::Consumer { spec, .. } => (
             "dlpack_consumer",
             format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
+        ),
+        Kind::OnDevice { spec, device } => (
+            "dlpack_consumer",
+            format!(
+                "{}{} on {}",
+                spec.dtype.name(),
+                shape_name(&spec.shape),
+                device.name()
+            ),
         ),
         Kind::ToArrow { spec } => (
             "dlpack_to_arrow",
@@ -1066,7 +1087,12 @@ pub(super) fn compare(
 /// the capsules it handed out, as they are now. A capsule still unrenamed
 /// may outlive the case, its destructor deleting the tensor: the tensor is
 /// then kept.
-pub(super) fn harness_side(v: &serde_json::Value, at: &str, obs: &mut Obs) -> Vec<Option<String>> {
+pub(super) fn harness_side(
+    v: &serde_json::Value,
+    at: &str,
+    device_type: i32,
+    obs: &mut Obs,
+) -> Vec<Option<String>> {
     let calls = v["harness"]["calls"]
         .as_array()
         .cloned()
@@ -1075,7 +1101,13 @@ pub(super) fn harness_side(v: &serde_json::Value, at: &str, obs: &mut Obs) -> Ve
         .as_array()
         .map(|a| a.iter().map(|n| n.as_str().map(String::from)).collect())
         .unwrap_or_default();
-    for c in &calls {
+    if device_type != KDL_CPU && !calls.is_empty() {
+        obs.skip(
+            "dlpack.consumer.stream-none",
+            format!("the tensor is on device type {device_type}: the rule is the CPU's (a device's streams are its own)"),
+        );
+    }
+    for c in calls.iter().filter(|_| device_type == KDL_CPU) {
         if c["stream"].is_null() {
             obs.check("dlpack.consumer.stream-none");
         } else {
@@ -1113,6 +1145,72 @@ pub(super) fn renamed(names: &[Option<String>], at: &str, obs: &mut Obs) {
     }
 }
 
+/// The device consumer cases (`dlpack/consumer/<device>/...`): vectors of
+/// four dtypes, then int32 in the layouts a device tensor may have.
+pub fn plan_device(device: crate::device::Kind) -> Vec<DlCase> {
+    let mut out = Vec::new();
+    let mut add = |dtype: DType, shape: &[i64], layout: Layout| {
+        out.push(DlCase {
+            id: format!(
+                "dlpack/consumer/{}/{}/{}/{}",
+                device.name(),
+                dtype.name(),
+                shape_name(shape),
+                layout.name()
+            ),
+            kind: Kind::OnDevice {
+                spec: Spec {
+                    dtype,
+                    shape: shape.to_vec(),
+                    layout,
+                    read_only: false,
+                    version: V1_0,
+                    inaccessible: false,
+                },
+                device,
+            },
+        })
+    };
+    for dtype in [DType::I32, DType::F64, DType::U8, DType::F16] {
+        add(dtype, &[7], Layout::Contiguous);
+    }
+    add(DType::I32, &[0], Layout::Contiguous);
+    add(DType::I32, &[4, 3], Layout::Contiguous);
+    add(DType::I32, &[4, 3], Layout::Transposed);
+    add(DType::I32, &[7], Layout::Gaps);
+    add(DType::I32, &[7], Layout::ByteOffset);
+    out
+}
+
+/// A consumer case whose tensor is on `device`: skipped where this
+/// machine has no such device (the reason given), else the consumer
+/// steps with the data in device memory.
+fn device_consumer_case(
+    bridge: &Bridge,
+    spec: &Spec,
+    device: crate::device::Kind,
+    obs: &mut Obs,
+) -> Ended {
+    let dev = match crate::device::backend(device) {
+        Ok(d) => d,
+        Err(why) => return Ended::Skipped(why),
+    };
+    let tensor = match HarnessTensor::on_device(spec.clone(), dev, device) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ended::Error(format!(
+                "the harness could not place its tensor on {device}: {e}"
+            ))
+        }
+    };
+    let ended = consumer_steps(bridge, &tensor, "negotiate", obs);
+    let (v, l) = tensor.deleted();
+    if v + l == 0 || obs.keep_tensor {
+        tensor.leak(); // the library may still hold it
+    }
+    ended.unwrap_or_else(Ended::Error)
+}
+
 fn consumer_case(bridge: &Bridge, spec: &Spec, mode: &str, obs: &mut Obs) -> Ended {
     let tensor = match HarnessTensor::new(spec.clone()) {
         Ok(t) => t,
@@ -1136,16 +1234,17 @@ fn consumer_steps(
     obs: &mut Obs,
 ) -> Result<Ended, String> {
     let spec = &tensor.spec;
+    let (device_type, device_id) = tensor.device();
     let args = [
         tensor.versioned_ptr() as u64,
         tensor.legacy_ptr() as u64,
-        KDL_CPU as u64,
-        0,
+        device_type as u64,
+        device_id as u64,
     ];
     let (h, v) = bridge.call("read", &args, &format!(r#"{{"mode": "{mode}"}}"#))?;
     let mut result = Held::new(bridge, h);
     let at = "from_dlpack";
-    let names = harness_side(&v, at, obs);
+    let names = harness_side(&v, at, device_type, obs);
     let error = PyError::of(&v);
     let handed = !names.is_empty();
     let major2 = spec.version.major != 1;
@@ -1208,6 +1307,15 @@ fn consumer_steps(
         if matches!(&back, Err(e) if e.is_type_error()) {
             back = export(bridge, result.id(), Request::Legacy, &mut Obs::default())?;
         }
+        // An array on the tensor's device is read there.
+        let back = back.map(|(cap, v, mut o)| {
+            if let (None, Some(dev)) = (&o.values, tensor.device_backend()) {
+                if o.device.device_type == device_type {
+                    o.values = reader::values_on(&o, &*dev).ok();
+                }
+            }
+            (cap, v, o)
+        });
         match back {
             Ok((cap, _, o)) => {
                 match &o.values {

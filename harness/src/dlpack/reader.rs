@@ -266,6 +266,36 @@ pub fn gather(
     shape: &[i64],
     strides: &[i64],
 ) -> Result<Vec<u8>, String> {
+    gather_with(first, dtype, shape, strides, hostmem::read)
+}
+
+/// The values of a tensor `o` on a device, read through `dev` (one copy of
+/// the span its shape and strides cover, then a gather).
+pub fn values_on(o: &Observed, dev: &dyn crate::device::Device) -> Result<Logical, String> {
+    let dtype = DType::from_dl(o.dtype).ok_or("a dtype the harness does not compare")?;
+    let shape = o.shape.clone().unwrap_or_default();
+    let strides = o
+        .strides
+        .clone()
+        .unwrap_or_else(|| row_major_strides(&shape));
+    let values = gather_with(o.first_byte(), dtype, &shape, &strides, |at, len| {
+        dev.copy_to_host(at, len).ok()
+    })?;
+    Ok(Logical {
+        dtype,
+        shape,
+        values,
+    })
+}
+
+/// [`gather`], reading the span with `read` (address, length).
+fn gather_with(
+    first: usize,
+    dtype: DType,
+    shape: &[i64],
+    strides: &[i64],
+    read: impl Fn(usize, usize) -> Option<Vec<u8>>,
+) -> Result<Vec<u8>, String> {
     let size = dtype.size() as i64;
     let n = elements(shape);
     if n == 0 {
@@ -307,7 +337,7 @@ pub fn gather(
             "data {first:#x} with strides {strides:?} starts below address 0"
         ));
     };
-    let Some(bytes) = hostmem::read(start as usize, span) else {
+    let Some(bytes) = read(start as usize, span) else {
         return Err(format!(
             "data: the {span} bytes at {start:#x} its shape {shape:?} and strides {strides:?} cover are not readable"
         ));

@@ -27,6 +27,9 @@ use super::engine::{self, DlCase, Kind};
 pub struct Sides {
     pub producer: bool,
     pub consumer: bool,
+    /// A device besides the CPU whose consumer cases join the plan
+    /// (`--device`): skipped with the reason where the machine has none.
+    pub device: Option<crate::device::Kind>,
 }
 
 /// Generated consumer cases: `count` drawn with `seed`, and `extra`
@@ -46,6 +49,11 @@ pub fn planned(sides: Sides, pairs: bool, filter: &Filter, gen: &Generated) -> V
     } else {
         engine::plan(sides.producer, sides.consumer)
     };
+    if let (true, false, Some(d)) = (sides.consumer, pairs, sides.device) {
+        if d != crate::device::Kind::Cpu {
+            plan.extend(engine::plan_device(d));
+        }
+    }
     if sides.consumer && !pairs {
         plan.extend(
             engine::generated(gen.seed, gen.count)
@@ -139,6 +147,9 @@ fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, 
         }
         if args.sides.consumer {
             cmd.arg("--consumer-side");
+        }
+        if let Some(d) = args.sides.device {
+            cmd.arg("--device").arg(d.name());
         }
         for p in &args.filter.patterns {
             cmd.arg("--filter").arg(p);
@@ -405,7 +416,7 @@ pub fn worker(args: WorkerArgs) -> i32 {
             let what = match case.kind {
                 Kind::Pair { .. } => "dlpack_load or dlpack_read is not exported by the plugin (a pair needs both)",
                 Kind::Producer { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
-                Kind::Consumer { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
+                Kind::Consumer { .. } | Kind::OnDevice { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
                 Kind::ToArrow { .. } => "dlpack_to_arrow is not exported by the plugin (the adapter does not turn DLPack into Arrow)",
                 Kind::FromArrow { .. } => "arrow_to_dlpack is not exported by the plugin (the adapter does not turn Arrow into DLPack)",
             };

@@ -8,6 +8,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use crate::abi::dlpack::{
     DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_READ_ONLY,
@@ -15,6 +16,7 @@ use crate::abi::dlpack::{
 };
 
 use super::{elements, for_each_index, row_major_strides, DType, Logical};
+use crate::device::{Device, Kind as DeviceKind};
 
 /// The byte a deleted tensor's data is overwritten with.
 pub const DELETED_BYTE: u8 = 0xDB;
@@ -77,13 +79,15 @@ pub struct Spec {
 }
 
 /// Deleter calls, per structure; lives in `manager_ctx`.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Counts {
     versioned: AtomicU32,
     legacy: AtomicU32,
     /// The data mapping, to poison on the first deletion.
     data: usize,
     data_len: usize,
+    /// Data on a device instead: its backend, address and length.
+    device: Option<(Arc<dyn Device>, usize, usize)>,
 }
 
 /// A mapping of whole pages.
@@ -141,6 +145,9 @@ pub struct HarnessTensor {
     legacy: *mut DLManagedTensor,
     counts: *mut Counts,
     expected: Logical,
+    /// The device copy of the data, when the tensor is on a device: freed
+    /// with the tensor.
+    on_device: Option<(Arc<dyn Device>, DeviceKind, usize, usize)>,
 }
 
 /// The deleter of the harness's versioned tensors: counts, poisons once.
@@ -181,6 +188,12 @@ unsafe extern "C" fn delete_legacy(m: *mut DLManagedTensor) {
 /// `c` must be the `Counts` of a live tensor, whose (data, data_len) is
 /// its whole mapping.
 unsafe fn poison(c: &Counts) {
+    if let Some((dev, addr, len)) = &c.device {
+        // A deleter may run on any thread; a failed write leaves the data
+        // as it was (only the poisoning is lost).
+        let _ = dev.copy_from_host(*addr, &vec![DELETED_BYTE; *len]);
+        return;
+    }
     if c.data == 0 || c.data_len == 0 {
         return;
     }
@@ -326,7 +339,68 @@ impl HarnessTensor {
             legacy,
             counts,
             expected,
+            on_device: None,
         })
+    }
+
+    /// The tensor of `spec` with its data on the device `kind` of `dev`
+    /// (the same layout, copied there): its `device` is `kind`'s (DLPack
+    /// numbers its device types as Arrow does: kDLCUDA 2, kDLExtDev 12 for
+    /// the harness's emulated device), device id 0; its deleters poison
+    /// the device copy.
+    pub fn on_device(
+        spec: Spec,
+        dev: Arc<dyn Device>,
+        kind: DeviceKind,
+    ) -> Result<HarnessTensor, String> {
+        let mut t = HarnessTensor::new(spec).map_err(|e| format!("mmap: {e}"))?;
+        // SAFETY: counts was made by Box::into_raw in new() and lives until
+        // the tensor is dropped; nobody else holds it yet.
+        let counts = unsafe { &mut *t.counts };
+        let len = counts.data_len;
+        let mut addr = 0;
+        if len > 0 {
+            addr = dev.alloc(kind, len)?;
+            // SAFETY: the host mapping holds `len` initialised bytes (new()
+            // wrote the whole storage).
+            let host = unsafe { std::slice::from_raw_parts(t.region.ptr, len) };
+            if let Err(e) = dev.copy_from_host(addr, host) {
+                let _ = dev.free(addr);
+                return Err(e);
+            }
+            counts.device = Some((dev.clone(), addr, len));
+            counts.data = 0;
+            counts.data_len = 0;
+        }
+        let device = DLDevice {
+            device_type: kind.device_type(),
+            device_id: 0,
+        };
+        // SAFETY: both managed tensors were made by Box::into_raw in new()
+        // and are not handed out yet.
+        unsafe {
+            for tensor in [&mut (*t.versioned).dl_tensor, &mut (*t.legacy).dl_tensor] {
+                tensor.device = device;
+                if len > 0 {
+                    tensor.data = addr as *mut c_void;
+                }
+            }
+        }
+        t.on_device = Some((dev, kind, addr, len));
+        Ok(t)
+    }
+
+    /// The (DLPack) device type and id of the tensor's data.
+    pub fn device(&self) -> (i32, i32) {
+        match &self.on_device {
+            Some((_, kind, _, _)) => (kind.device_type(), 0),
+            None => (KDL_CPU, 0),
+        }
+    }
+
+    /// The device backend the data is on (`None`: host memory).
+    pub fn device_backend(&self) -> Option<Arc<dyn Device>> {
+        self.on_device.as_ref().map(|d| d.0.clone())
     }
 
     /// The `DLManagedTensorVersioned` to hand over.
@@ -359,9 +433,13 @@ impl HarnessTensor {
         self.region.ptr as usize
     }
 
-    /// The addresses of the data mapping (whole pages).
+    /// The addresses of the data (the whole host mapping, or the device
+    /// allocation).
     pub fn data_range(&self) -> std::ops::Range<usize> {
-        self.region.ptr as usize..self.region.ptr as usize + self.region.len
+        match &self.on_device {
+            Some((_, _, addr, len)) => *addr..*addr + *len,
+            None => self.region.ptr as usize..self.region.ptr as usize + self.region.len,
+        }
     }
 
     /// Leaves everything allocated: a consumer that never called a
@@ -382,6 +460,11 @@ impl Drop for HarnessTensor {
             drop(Box::from_raw(self.shape));
             drop(Box::from_raw(self.strides));
             drop(Box::from_raw(self.counts));
+        }
+        if let Some((dev, _, addr, len)) = self.on_device.take() {
+            if len > 0 {
+                let _ = dev.free(addr);
+            }
         }
     }
 }
@@ -445,6 +528,36 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_tensor_on_the_emulated_device_is_read_there_and_poisoned_there() {
+        let kind = DeviceKind::Emulated;
+        let dev = crate::device::backend(kind).unwrap();
+        for layout in [Layout::Contiguous, Layout::Gaps, Layout::ByteOffset] {
+            let t = HarnessTensor::on_device(spec(DType::I32, &[5], layout), dev.clone(), kind)
+                .unwrap();
+            assert_eq!(t.device(), (12, 0)); // kDLExtDev
+            let (obs, findings) = reader::read(t.versioned_ptr(), true);
+            assert!(findings.is_empty(), "{findings:?}");
+            let obs = obs.unwrap();
+            assert_eq!(obs.device.device_type, 12);
+            assert!(
+                obs.values.is_none(),
+                "device memory is not read as host memory"
+            );
+            assert!(t.data_range().contains(&obs.data));
+            let got = reader::values_on(&obs, &*dev).unwrap();
+            assert_eq!(&got, t.expected(), "{layout:?}");
+            let m = t.versioned_ptr() as *mut DLManagedTensorVersioned;
+            // SAFETY: our own tensor; its deleter is ours.
+            unsafe { ((*m).deleter.unwrap())(m) };
+            let after = reader::values_on(&obs, &*dev).unwrap();
+            assert!(
+                after.values.iter().all(|&b| b == DELETED_BYTE),
+                "{layout:?}"
+            );
         }
     }
 
