@@ -519,3 +519,74 @@ fn device_cases_run_on_the_emulated_device_and_skip_cuda_with_the_reason() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+/// Generated producer cases: dtypes, shapes (0-d and zero-size too), views
+/// and every max_version (none, 1.0, 1.3, a later minor, a later major) and
+/// copy=True; a mutant is caught, shrunk and replayed by its ID, and the
+/// reference passes them all.
+#[test]
+fn generated_producer_cases_find_a_mutant_shrink_it_and_replay_by_id() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let run = |mutant: &str, extra: &[&str], tag: &str| {
+        let report = scratch("dlpack-gen-producer").join(format!("{tag}.json"));
+        let _ = std::fs::remove_file(&report);
+        let out = Command::new(arrowcert_exe())
+            .arg("--python")
+            .arg(&py)
+            .args(["certify", "--dlpack", "--producer", &spec])
+            .args(extra)
+            .arg("--report")
+            .arg(&report)
+            .env("ARROWCERT_DLPACK_MUTANT", mutant)
+            .output()
+            .expect("arrowcert runs");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (r, text)
+    };
+    let drawn = ["--cases", "40", "--seed", "11", "dlpack/producer/gen/"];
+    let (r, text) = run("", &drawn, "reference");
+    assert_eq!(r.summary.total, r.cases.len() as u64);
+    assert!(r.cases.len() >= 30, "{text}");
+    assert!(failed_rules(&r).is_empty(), "{text}");
+    let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
+    for word in ["/v1.99", "/v2.0", "/legacy", "/copy", "/untaken"] {
+        assert!(
+            ids.iter().any(|id| id.contains(word)),
+            "no {word} case: {ids:?}"
+        );
+    }
+    let mut shrink = drawn.to_vec();
+    shrink.extend(["--shrink-candidates", "30"]);
+    let (r, text) = run("strides-in-bytes", &shrink, "mutant");
+    assert_eq!(
+        failed_rules(&r),
+        BTreeSet::from(["dlpack.tensor.describes".to_string()]),
+        "{text}"
+    );
+    let shrunk = r
+        .shrunk
+        .iter()
+        .find(|s| s.target == "dlpack.tensor.describes")
+        .unwrap_or_else(|| panic!("not shrunk: {:?}\n{text}", r.shrunk));
+    assert!(
+        shrunk.case.starts_with("dlpack/producer/gen/"),
+        "{shrunk:?}"
+    );
+    assert!(shrunk.tried > 0, "{shrunk:?}");
+    // Its ID alone reruns it, and it still fails.
+    let (r, text) = run(
+        "strides-in-bytes",
+        &["--cases", "0", "--exact", &shrunk.case],
+        "replay",
+    );
+    assert_eq!(r.cases.len(), 1, "{text}");
+    assert!(
+        r.cases[0]
+            .violations
+            .iter()
+            .any(|v| v.rule == "dlpack.tensor.describes"),
+        "{text}"
+    );
+}

@@ -20,7 +20,7 @@ pub struct Args {
     pub case_timeout_ms: u64,
     pub max_memory_mb: u64,
     pub expectations: Option<(PathBuf, report::expectations::Expectations)>,
-    /// Generated consumer cases (proptest) and their seed.
+    /// Generated cases of each side certified (proptest) and their seed.
     pub cases: u64,
     pub seed: u64,
     /// Shrink candidates per failure (0: no shrinking).
@@ -82,7 +82,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
             .filter
             .patterns
             .iter()
-            .filter(|p| p.starts_with(crate::dlpack::engine::GENERATED))
+            .filter(|p| crate::dlpack::engine::GenSide::of(p).is_some())
             .cloned()
             .collect(),
     };
@@ -110,7 +110,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         args.expectations.as_ref(),
         prefix.clone(),
     )?;
-    r.seed = (args.cases > 0 && sides.consumer).then_some(args.seed);
+    r.seed = (args.cases > 0).then_some(args.seed);
     if args.shrink_candidates > 0 {
         r.shrunk = shrink(
             &adapter,
@@ -340,7 +340,7 @@ pub struct MatrixFlags {
     /// Address-space limit of each worker process, in MiB.
     #[arg(long, default_value_t = 8192)]
     pub max_memory_mb: u64,
-    /// Generated consumer cases per library (proptest).
+    /// Generated cases per library and side (proptest).
     #[arg(long, default_value_t = 50)]
     pub cases: u64,
     /// Their seed (fixed by default: the committed matrix is reproducible).
@@ -675,7 +675,7 @@ fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
 }
 
 /// Shrinks the first failure of each rule (and of crashes) among the
-/// generated consumer cases: proptest's walk over the case's value tree,
+/// generated cases (of either side): proptest's walk over the case's value tree,
 /// each candidate run in a worker like any case, at most `budget` of them.
 fn shrink(
     adapter: &str,
@@ -688,10 +688,15 @@ fn shrink(
 ) -> Result<Vec<report::ShrunkFailure>, BadInput> {
     use crate::dlpack::engine;
     let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
-    let index: std::collections::HashMap<String, u64> = engine::generated(gen.seed, gen.count)
-        .into_iter()
-        .map(|(i, c)| (c.id, i))
-        .collect();
+    let index: std::collections::HashMap<String, (u64, engine::GenSide)> =
+        [engine::GenSide::Consumer, engine::GenSide::Producer]
+            .into_iter()
+            .flat_map(|side| {
+                engine::generated(gen.seed, gen.count, side)
+                    .into_iter()
+                    .map(move |(i, c)| (c.id, (i, side)))
+            })
+            .collect();
     let target_of = |c: &report::Case| -> Option<String> {
         match c.verdict {
             report::Verdict::Crash | report::Verdict::Timeout => Some("crash".into()),
@@ -707,9 +712,9 @@ fn shrink(
     for c in r
         .cases
         .iter()
-        .filter(|c| c.id.starts_with(engine::GENERATED))
+        .filter(|c| engine::GenSide::of(&c.id).is_some())
     {
-        let (Some(target), Some(&i)) = (target_of(c), index.get(&c.id)) else {
+        let (Some(target), Some(&(i, side))) = (target_of(c), index.get(&c.id)) else {
             continue;
         };
         if !done.insert(target.clone()) || done.len() > 5 {
@@ -725,8 +730,8 @@ fn shrink(
                     extra: vec![id.to_string()],
                 },
                 sides: Sides {
-                    producer: false,
-                    consumer: true,
+                    producer: side == engine::GenSide::Producer,
+                    consumer: side == engine::GenSide::Consumer,
                     device: None,
                 },
                 filter: Filter {
@@ -741,7 +746,7 @@ fn shrink(
             .map_err(BadInput)?;
             Ok(cases.into_iter().next())
         };
-        let mut tree = engine::generated_tree(gen.seed, i);
+        let mut tree = engine::generated_tree(gen.seed, i, side);
         let mut best = c.clone();
         let (mut tried, mut steps) = (0u64, 0u64);
         let mut exhausted = false;
@@ -752,7 +757,7 @@ fn shrink(
                     break;
                 }
                 tried += 1;
-                let id = engine::generated_id(&tree.current());
+                let id = tree.current();
                 let still = run_one(&id)?.filter(|x| shows(x, &target));
                 if let Some(x) = still {
                     best = x;

@@ -27,6 +27,13 @@ pub enum Request {
     Copy,
     /// `max_version=(1, 3), dl_device=(kDLCUDA, 0)` of a CPU array.
     Cuda,
+    /// `max_version=(1, 0)`: the oldest versioned consumer.
+    V10,
+    /// `max_version=(1, 99)`: a consumer of a later minor version (the
+    /// producer answers with its own; minor versions are ABI-compatible).
+    HigherMinor,
+    /// `max_version=(2, 0)`: a consumer of a later major version.
+    HigherMajor,
 }
 
 impl Request {
@@ -36,7 +43,25 @@ impl Request {
             Request::V1 => "v1",
             Request::Copy => "copy",
             Request::Cuda => "cuda",
+            Request::V10 => "v1.0",
+            Request::HigherMinor => "v1.99",
+            Request::HigherMajor => "v2.0",
         }
+    }
+
+    /// Every request, in plan order.
+    pub const ALL: [Request; 7] = [
+        Request::Legacy,
+        Request::V1,
+        Request::Copy,
+        Request::Cuda,
+        Request::V10,
+        Request::HigherMinor,
+        Request::HigherMajor,
+    ];
+
+    pub fn parse(s: &str) -> Option<Request> {
+        Request::ALL.into_iter().find(|r| r.name() == s)
     }
 
     fn kwargs(self) -> &'static str {
@@ -45,6 +70,9 @@ impl Request {
             Request::V1 => r#"{"max_version": [1, 3]}"#,
             Request::Copy => r#"{"max_version": [1, 3], "copy": true}"#,
             Request::Cuda => r#"{"max_version": [1, 3], "dl_device": [2, 0]}"#,
+            Request::V10 => r#"{"max_version": [1, 0]}"#,
+            Request::HigherMinor => r#"{"max_version": [1, 99]}"#,
+            Request::HigherMajor => r#"{"max_version": [2, 0]}"#,
         }
     }
 }
@@ -1476,7 +1504,7 @@ fn pair_steps(
     })
 }
 
-// ---- generated consumer cases (proptest): drawn, replayed by ID, shrunk ----
+// ---- generated cases (proptest): drawn, replayed by ID, shrunk ----
 
 /// The prefix of a generated consumer case's ID; the rest of the ID is the
 /// whole tensor (`<dtype>/<shape>/<layout>/v1.<minor>[/read-only]`), so the
@@ -1496,8 +1524,11 @@ pub fn generated_id(spec: &Spec) -> String {
     )
 }
 
-/// The case a generated ID names.
+/// The case a generated ID names (a consumer's or a producer's).
 pub fn parse_generated(id: &str) -> Option<DlCase> {
+    if id.starts_with(GENERATED_PRODUCER) {
+        return parse_generated_producer(id);
+    }
     let rest = id.strip_prefix(GENERATED)?;
     let parts: Vec<&str> = rest.split('/').collect();
     let (dtype, shape, layout, version) =
@@ -1507,15 +1538,7 @@ pub fn parse_generated(id: &str) -> Option<DlCase> {
         Some(&"read-only") => true,
         _ => return None,
     };
-    let inner = shape.strip_prefix('[')?.strip_suffix(']')?;
-    let shape: Vec<i64> = if inner.is_empty() {
-        Vec::new()
-    } else {
-        inner
-            .split(',')
-            .map(|d| d.parse().ok())
-            .collect::<Option<_>>()?
-    };
+    let shape = parse_shape(shape)?;
     let (major, minor) = version.strip_prefix('v')?.split_once('.')?;
     let spec = Spec {
         dtype: DType::parse(dtype)?,
@@ -1535,6 +1558,110 @@ pub fn parse_generated(id: &str) -> Option<DlCase> {
             spec,
         },
     })
+}
+
+/// `[4,0]` as a shape.
+fn parse_shape(s: &str) -> Option<Vec<i64>> {
+    let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+    if inner.is_empty() {
+        return Some(Vec::new());
+    }
+    inner.split(',').map(|d| d.parse().ok()).collect()
+}
+
+/// The prefix of a generated producer case's ID; the rest is the whole
+/// case (`<dtype>/<shape>/<view>/<request>[/untaken]`).
+pub const GENERATED_PRODUCER: &str = "dlpack/producer/gen/";
+
+/// The ID of a generated producer case.
+pub fn generated_producer_id(
+    dtype: DType,
+    shape: &[i64],
+    view: View,
+    request: Request,
+    consume: bool,
+) -> String {
+    format!(
+        "{GENERATED_PRODUCER}{}/{}/{}/{}{}",
+        dtype.name(),
+        shape_name(shape),
+        view.name(),
+        request.name(),
+        if consume { "" } else { "/untaken" }
+    )
+}
+
+fn parse_generated_producer(id: &str) -> Option<DlCase> {
+    let parts: Vec<&str> = id.strip_prefix(GENERATED_PRODUCER)?.split('/').collect();
+    let consume = match parts.get(4) {
+        None => true,
+        Some(&"untaken") => false,
+        _ => return None,
+    };
+    Some(DlCase {
+        id: id.to_string(),
+        kind: Kind::Producer {
+            dtype: DType::parse(parts.first()?)?,
+            shape: parse_shape(parts.get(1)?)?,
+            view: View::parse(parts.get(2)?)?,
+            request: Request::parse(parts.get(3)?)?,
+            consume,
+        },
+    })
+}
+
+/// The strategy generated producer cases are drawn from: any dtype, 0 to 3
+/// dimensions of 0 to 5, a view the shape allows, every request but the
+/// CUDA one (the fixed plan has it) with each `max_version` (none, 1.0,
+/// 1.3, a later minor, a later major) and `copy=True`, the capsule taken
+/// or not. Shrinks toward int8, fewer and smaller dimensions, the whole
+/// array, the legacy request, taken. Values are case IDs.
+pub fn producer_strategy() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let requests = [
+        Request::Legacy,
+        Request::V10,
+        Request::V1,
+        Request::HigherMinor,
+        Request::HigherMajor,
+        Request::Copy,
+    ];
+    (
+        0..DType::ALL.len(),
+        proptest::collection::vec(0i64..=5, 0..=3),
+        0usize..4,
+        0..requests.len(),
+        any::<bool>(),
+    )
+        .prop_map(move |(d, shape, v, r, untaken)| {
+            let view = match v {
+                1 if !shape.is_empty() => View::Step,
+                2 if !shape.is_empty() => View::Offset,
+                3 if shape.len() >= 2 => View::Transpose,
+                _ => View::Whole,
+            };
+            generated_producer_id(DType::ALL[d], &shape, view, requests[r], !untaken)
+        })
+}
+
+/// Which side's generated cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenSide {
+    Consumer,
+    Producer,
+}
+
+impl GenSide {
+    /// The side of a generated ID, if it is one.
+    pub fn of(id: &str) -> Option<GenSide> {
+        if id.starts_with(GENERATED) {
+            Some(GenSide::Consumer)
+        } else if id.starts_with(GENERATED_PRODUCER) {
+            Some(GenSide::Producer)
+        } else {
+            None
+        }
+    }
 }
 
 /// The strategy generated consumer tensors are drawn from: any dtype,
@@ -1573,15 +1700,22 @@ pub fn spec_strategy() -> impl proptest::strategy::Strategy<Value = Spec> {
         })
 }
 
-/// The value tree of generated case `index` of a run seeded `seed`.
+/// The value tree (of case IDs) of generated case `index` of `side` in a
+/// run seeded `seed`.
 pub fn generated_tree(
     seed: u64,
     index: u64,
-) -> Box<dyn proptest::strategy::ValueTree<Value = Spec>> {
+    side: GenSide,
+) -> Box<dyn proptest::strategy::ValueTree<Value = String>> {
     use proptest::strategy::Strategy;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let mut bytes = [0u8; 32];
-    let mut x = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // The producer side's draws are their own (another stream of seeds).
+    let salt = match side {
+        GenSide::Consumer => 0,
+        GenSide::Producer => 0x5052_4f44_5543_4552, // "PRODUCER"
+    };
+    let mut x = seed ^ salt ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for chunk in bytes.chunks_mut(8) {
         // splitmix64
         x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -1594,20 +1728,28 @@ pub fn generated_tree(
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
     );
-    Box::new(
-        spec_strategy()
-            .new_tree(&mut runner)
-            .expect("the strategy has no filter"),
-    )
+    match side {
+        GenSide::Consumer => Box::new(
+            spec_strategy()
+                .prop_map(|s| generated_id(&s))
+                .new_tree(&mut runner)
+                .expect("the strategy has no filter"),
+        ),
+        GenSide::Producer => Box::new(
+            producer_strategy()
+                .new_tree(&mut runner)
+                .expect("the strategy has no filter"),
+        ),
+    }
 }
 
-/// `count` generated consumer cases of `seed` (distinct IDs), each with
+/// `count` generated cases of `side` of `seed` (distinct IDs), each with
 /// its index.
-pub fn generated(seed: u64, count: u64) -> Vec<(u64, DlCase)> {
+pub fn generated(seed: u64, count: u64, side: GenSide) -> Vec<(u64, DlCase)> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for i in 0..count {
-        let id = generated_id(&generated_tree(seed, i).current());
+        let id = generated_tree(seed, i, side).current();
         if seen.insert(id.clone()) {
             out.push((i, parse_generated(&id).expect("a generated ID parses")));
         }

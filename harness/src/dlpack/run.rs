@@ -32,7 +32,7 @@ pub struct Sides {
     pub device: Option<crate::device::Kind>,
 }
 
-/// Generated consumer cases: `count` drawn with `seed`, and `extra`
+/// Generated cases (of each side certified): `count` drawn with `seed`, and `extra`
 /// generated IDs given as they are (a shrink candidate, a replay).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Generated {
@@ -56,12 +56,26 @@ pub fn planned(sides: Sides, pairs: bool, filter: &Filter, gen: &Generated) -> V
     }
     if sides.consumer && !pairs {
         plan.extend(
-            engine::generated(gen.seed, gen.count)
+            engine::generated(gen.seed, gen.count, engine::GenSide::Consumer)
                 .into_iter()
                 .map(|(_, c)| c),
         );
+    }
+    if sides.producer && !pairs {
+        plan.extend(
+            engine::generated(gen.seed, gen.count, engine::GenSide::Producer)
+                .into_iter()
+                .map(|(_, c)| c),
+        );
+    }
+    if !pairs {
         for id in &gen.extra {
-            if let Some(c) = engine::parse_generated(id) {
+            let wanted = match engine::GenSide::of(id) {
+                Some(engine::GenSide::Consumer) => sides.consumer,
+                Some(engine::GenSide::Producer) => sides.producer,
+                None => false,
+            };
+            if let Some(c) = engine::parse_generated(id).filter(|_| wanted) {
                 if plan.iter().all(|p| p.id != c.id) {
                     plan.push(c);
                 }
@@ -279,7 +293,7 @@ fn read_results(path: &Path) -> (Vec<Case>, Option<usize>, Option<String>) {
 fn crash_rule(case: &DlCase) -> Option<(&'static str, &'static str)> {
     // Only the planned (compact, one-layout) cases are charged: a crash of
     // a generated read-only tensor may come from its layout.
-    if case.id.starts_with(engine::GENERATED) {
+    if engine::GenSide::of(&case.id).is_some() {
         return None;
     }
     match &case.kind {
