@@ -34,6 +34,8 @@ pub enum Request {
     HigherMinor,
     /// `max_version=(2, 0)`: a consumer of a later major version.
     HigherMajor,
+    /// `max_version=(1, 3), copy=False`.
+    NoCopy,
 }
 
 impl Request {
@@ -46,11 +48,12 @@ impl Request {
             Request::V10 => "v1.0",
             Request::HigherMinor => "v1.99",
             Request::HigherMajor => "v2.0",
+            Request::NoCopy => "no-copy",
         }
     }
 
     /// Every request, in plan order.
-    pub const ALL: [Request; 7] = [
+    pub const ALL: [Request; 8] = [
         Request::Legacy,
         Request::V1,
         Request::Copy,
@@ -58,6 +61,7 @@ impl Request {
         Request::V10,
         Request::HigherMinor,
         Request::HigherMajor,
+        Request::NoCopy,
     ];
 
     pub fn parse(s: &str) -> Option<Request> {
@@ -73,6 +77,7 @@ impl Request {
             Request::V10 => r#"{"max_version": [1, 0]}"#,
             Request::HigherMinor => r#"{"max_version": [1, 99]}"#,
             Request::HigherMajor => r#"{"max_version": [2, 0]}"#,
+            Request::NoCopy => r#"{"max_version": [1, 3], "copy": false}"#,
         }
     }
 }
@@ -105,6 +110,10 @@ pub enum Kind {
         /// when max_version allows), `versioned` only, `legacy` only.
         mode: &'static str,
     },
+    /// The producer's deleter frees what each export holds
+    /// (`dlpack.deleter.frees`): load, export, take, drop, delete, over
+    /// and over, the bytes held counted by the allocation tracker.
+    Frees { dtype: DType, shape: Vec<i64> },
     /// A consumer case on a device: the harness's tensor with its data in
     /// `device`'s memory (CUDA, or the harness's emulated device), skipped
     /// with the reason where this machine has no such device.
@@ -129,7 +138,7 @@ impl Kind {
     /// The adapter function the case needs.
     pub fn needs(&self) -> &'static str {
         match self {
-            Kind::Producer { .. } | Kind::Pair { .. } => "dlpack_load",
+            Kind::Producer { .. } | Kind::Pair { .. } | Kind::Frees { .. } => "dlpack_load",
             Kind::Consumer { .. } | Kind::OnDevice { .. } => "dlpack_read",
             Kind::ToArrow { .. } => "dlpack_to_arrow",
             Kind::FromArrow { .. } => "arrow_to_dlpack",
@@ -196,13 +205,28 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
             }
         }
         for shape in [&[7i64][..], &[4, 3]] {
-            for request in [Request::Legacy, Request::Copy, Request::Cuda] {
+            for request in [
+                Request::Legacy,
+                Request::Copy,
+                Request::NoCopy,
+                Request::Cuda,
+                Request::V10,
+                Request::HigherMinor,
+                Request::HigherMajor,
+            ] {
                 add(DType::F32, shape, View::Whole, request, true);
             }
             for request in [Request::Legacy, Request::V1] {
                 add(DType::F32, shape, View::Whole, request, false);
             }
         }
+        out.push(DlCase {
+            id: "dlpack/producer/float64/[1024]/whole/v1/frees".into(),
+            kind: Kind::Frees {
+                dtype: DType::F64,
+                shape: vec![1024],
+            },
+        });
     }
     if consumer {
         let mut add = |spec: Spec, mode: &'static str, variant: &str| {
@@ -520,6 +544,7 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         Kind::Producer { .. } => "dlpack producer",
         Kind::Consumer { .. } => "dlpack consumer",
         Kind::OnDevice { .. } => "dlpack consumer on a device",
+        Kind::Frees { .. } => "dlpack frees",
         Kind::ToArrow { .. } => "dlpack to arrow",
         Kind::FromArrow { .. } => "dlpack from arrow",
     });
@@ -534,6 +559,9 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
             .unwrap_or_else(Ended::Error),
         Kind::Consumer { spec, mode } => consumer_case(bridge, spec, mode, &mut obs),
         Kind::OnDevice { spec, device } => device_consumer_case(bridge, spec, *device, &mut obs),
+        Kind::Frees { dtype, shape } => {
+            frees_steps(bridge, *dtype, shape, &mut obs).unwrap_or_else(Ended::Error)
+        }
         Kind::ToArrow { spec } => crossing::to_arrow_case(bridge, spec, &mut obs),
         Kind::FromArrow {
             array,
@@ -602,6 +630,10 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         Kind::Consumer { spec, .. } => (
             "dlpack_consumer",
             format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
+        ),
+        Kind::Frees { dtype, shape } => (
+            "dlpack_producer",
+            format!("{}{}", dtype.name(), shape_name(shape)),
         ),
         Kind::OnDevice { spec, device } => (
             "dlpack_consumer",
@@ -766,6 +798,38 @@ pub(super) fn exported_steps(
     // freed, its buffer's address could be given to the copy.
     let mut reference = None;
     let mut reference_cap = None;
+    // copy=False: a first copy=False export, held while the second is
+    // made: two exports of one array that copy neither point at the same
+    // data (the first held, its address cannot be reused).
+    let mut no_copy_reference: Option<(Held, bool, reader::Observed)> = None;
+    if request == Request::NoCopy {
+        match export(bridge, obj, Request::NoCopy, obs)? {
+            Ok(first) => no_copy_reference = Some(first),
+            Err(e) if e.is_buffer_error() => {
+                obs.check("dlpack.copy.false-no-copy");
+                return Ok(Ended::Limitation(format!(
+                    "__dlpack__(copy=False) declined: {e}"
+                )));
+            }
+            Err(e) if e.is_type_error() => {
+                obs.skip(
+                    "dlpack.copy.false-no-copy",
+                    format!("__dlpack__ does not take copy ({e})"),
+                );
+                return Ok(Ended::Limitation(format!(
+                    "__dlpack__ does not take copy ({e})"
+                )));
+            }
+            Err(e) => {
+                obs.fail(
+                    "dlpack.copy.false-no-copy",
+                    "__dlpack__(no-copy)",
+                    format!("copy=False raised {e}, not BufferError"),
+                );
+                return Ok(Ended::Ran);
+            }
+        }
+    }
     if request == Request::Copy {
         match export(bridge, obj, Request::V1, obs)? {
             Ok((cap, versioned, o)) => {
@@ -899,7 +963,42 @@ pub(super) fn exported_steps(
             }
         }
         Request::Copy => obs.skip("dlpack.copy.flag", "copy=True returned a legacy capsule"),
+        Request::NoCopy => {
+            let first = no_copy_reference.as_ref().map(|(_, _, f)| f);
+            if versioned && o.flags & FLAG_IS_COPIED != 0 {
+                obs.fail(
+                    "dlpack.copy.false-no-copy",
+                    &at,
+                    format!(
+                        "flags {:#x}: copy=False exported a tensor flagged IS_COPIED",
+                        o.flags
+                    ),
+                );
+            } else if let (Some(first), false) = (first, expected.is_empty()) {
+                if first.first_byte() != o.first_byte() {
+                    obs.fail(
+                        "dlpack.copy.false-no-copy",
+                        &at,
+                        format!(
+                            "two copy=False exports of the array point at different data ({:#x}, then {:#x}, the first still held): at least one is a copy",
+                            first.first_byte(),
+                            o.first_byte()
+                        ),
+                    );
+                } else {
+                    obs.check("dlpack.copy.false-no-copy");
+                }
+            } else {
+                obs.skip(
+                    "dlpack.copy.false-no-copy",
+                    "the array has no elements (no data to compare)",
+                );
+            }
+        }
         _ => {}
+    }
+    if let Some((c, v, _)) = no_copy_reference.take() {
+        take_and_delete(bridge, c, v)?;
     }
     if request != Request::Cuda {
         if let Some((t, i)) = device {
@@ -1041,6 +1140,65 @@ pub(super) fn exported_steps(
                     "dropping the untaken capsule called the tensor's deleter {n} times, not once"
                 ),
             ),
+        }
+    }
+    Ok(Ended::Ran)
+}
+
+/// The frees case: the export sequence, repeated under the allocation
+/// tracker's count (the Arrow `*.release.frees` accounting, no verdict
+/// without growth in every measured repetition of two rounds).
+fn frees_steps(
+    bridge: &Bridge,
+    dtype: DType,
+    shape: &[i64],
+    obs: &mut Obs,
+) -> Result<Ended, String> {
+    use crate::certify::leaks;
+    let rule = "dlpack.deleter.frees";
+    if !crate::plugin::tracker::present() {
+        obs.skip(rule, leaks::NO_COUNTER);
+        return Ok(Ended::Skipped(leaks::NO_COUNTER.into()));
+    }
+    let counters = [leaks::Counter::new(
+        leaks::TRACKER,
+        crate::plugin::tracker::live_bytes,
+    )];
+    // One export, taken and deleted, every object dropped. `Err` stops the
+    // measurement: an export that fails is the other rules' to judge.
+    let once = || -> Result<(), String> {
+        let l = match load_view(bridge, dtype, shape, View::Whole, "the library")? {
+            Ok(l) => l,
+            Err(_) => return Err("the library cannot hold the array".into()),
+        };
+        let mut l = l;
+        let (cap, versioned, _) = export(bridge, l.obj(), Request::V1, &mut Obs::default())?
+            .map_err(|e| format!("__dlpack__ raised {e}"))?;
+        l.array.release();
+        l.loaded.release();
+        bridge.call("gc", &[], "")?;
+        // The harness's own tensor, which the library copied from: one it
+        // never deleted is kept (leaked) by the harness, which would count
+        // as growth here; that is the consumer rules' finding, not this one.
+        if l.source.as_ref().is_some_and(|t| t.deleted() == (0, 0)) {
+            drop(l);
+            return Err("the library never deleted the harness's tensor it loaded".into());
+        }
+        drop(l);
+        take_and_delete(bridge, cap, versioned)?;
+        bridge.call("gc", &[], "")?;
+        Ok(())
+    };
+    match leaks::measure(&counters, once) {
+        Ok(m) if m.leaks() => obs.fail(
+            rule,
+            "__dlpack__(v1)",
+            m.evidence("load, export, take, drop and delete"),
+        ),
+        Ok(_) => obs.check(rule),
+        Err(e) => {
+            obs.skip(rule, format!("the sequence did not run: {e}"));
+            return Ok(Ended::Limitation(e));
         }
     }
     Ok(Ended::Ran)
@@ -1613,7 +1771,8 @@ fn parse_generated_producer(id: &str) -> Option<DlCase> {
 /// The strategy generated producer cases are drawn from: any dtype, 0 to 3
 /// dimensions of 0 to 5, a view the shape allows, every request but the
 /// CUDA one (the fixed plan has it) with each `max_version` (none, 1.0,
-/// 1.3, a later minor, a later major) and `copy=True`, the capsule taken
+/// 1.3, a later minor, a later major), `copy=True` and `copy=False`, the
+/// capsule taken
 /// or not. Shrinks toward int8, fewer and smaller dimensions, the whole
 /// array, the legacy request, taken. Values are case IDs.
 pub fn producer_strategy() -> impl proptest::strategy::Strategy<Value = String> {
@@ -1625,6 +1784,7 @@ pub fn producer_strategy() -> impl proptest::strategy::Strategy<Value = String> 
         Request::HigherMinor,
         Request::HigherMajor,
         Request::Copy,
+        Request::NoCopy,
     ];
     (
         0..DType::ALL.len(),

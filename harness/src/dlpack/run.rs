@@ -117,12 +117,25 @@ pub fn run(args: &RunArgs) -> Result<Vec<Case>, String> {
         std::process::id()
     ));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let result = run_in(args, &plan, &scratch);
+    // The allocation tracker, preloaded into the workers of a plan with a
+    // frees case (dlpack.deleter.frees counts the bytes they hold), as into
+    // the Arrow workers; ARROWCERT_TRACKER=off leaves it out (the rule is
+    // then not exercised, with the reason).
+    let wants = plan.iter().any(|c| matches!(c.kind, Kind::Frees { .. }));
+    let tracker = (wants && crate::plugin::tracker::enabled())
+        .then(|| crate::plugin::tracker::install(&scratch).ok())
+        .flatten();
+    let result = run_in(args, &plan, &scratch, tracker.as_deref());
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, String> {
+fn run_in(
+    args: &RunArgs,
+    plan: &[DlCase],
+    scratch: &Path,
+    tracker: Option<&Path>,
+) -> Result<Vec<Case>, String> {
     let mut cases: Vec<Case> = Vec::with_capacity(plan.len());
     let mut next = 0usize;
     let mut starts = 0u32;
@@ -173,6 +186,9 @@ fn run_in(args: &RunArgs, plan: &[DlCase], scratch: &Path) -> Result<Vec<Case>, 
         }
         for s in &args.filter.skip {
             cmd.arg("--skip").arg(s);
+        }
+        if let Some(t) = tracker {
+            cmd.env("LD_PRELOAD", crate::plugin::tracker::preload_value(t));
         }
         let out =
             std::fs::File::create(&output).map_err(|e| format!("{}: {e}", output.display()))?;
@@ -429,7 +445,7 @@ pub fn worker(args: WorkerArgs) -> i32 {
         } else {
             let what = match case.kind {
                 Kind::Pair { .. } => "dlpack_load or dlpack_read is not exported by the plugin (a pair needs both)",
-                Kind::Producer { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
+                Kind::Producer { .. } | Kind::Frees { .. } => "dlpack_load is not exported by the plugin (the adapter does not produce DLPack)",
                 Kind::Consumer { .. } | Kind::OnDevice { .. } => "dlpack_read is not exported by the plugin (the adapter does not consume DLPack)",
                 Kind::ToArrow { .. } => "dlpack_to_arrow is not exported by the plugin (the adapter does not turn DLPack into Arrow)",
                 Kind::FromArrow { .. } => "arrow_to_dlpack is not exported by the plugin (the adapter does not turn Arrow into DLPack)",
