@@ -608,7 +608,10 @@ fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
          every producer's arrays go into every consumer's `from_dlpack` and are read \
          back. \"across\" is the library's crossing of the two protocols (docs/DLPACK.md): \
          DLPack in and Arrow out (\"to Arrow\"), Arrow in and DLPack out (\"from \
-         Arrow\"), judged by both rule sets, with the cases that passed of those run.\n\n\
+         Arrow\"), judged by both rule sets, with the cases that passed of those run. \
+         \"outcome\" is the run judged against the library's expectations file \
+         (expectations/dlpack-<library>.json): ok means every result is the one \
+         expected, known failures included; \"rules broken\" lists them.\n\n\
          ## Libraries\n\n| library | outcome | produces | consumes | across | passed | limitations | failed | crashed | rules broken |\n|---|---|---|---|---|---:|---:|---:|---:|---|\n",
     );
     for r in rows {

@@ -1020,7 +1020,15 @@ pub(super) fn exported_steps(
     if expected.is_empty() {
         obs.check("dlpack.data.zero-size-null");
     }
-    let values = o.values.clone();
+    // A tensor on a device this machine has (a GPU, the emulated device)
+    // is read there, through the device backend.
+    let on_device = crate::device::Kind::from_device_type(o.device.device_type)
+        .filter(|k| *k != crate::device::Kind::Cpu)
+        .and_then(|k| crate::device::backend(k).ok());
+    let values = match (&o.values, &on_device) {
+        (None, Some(dev)) => reader::values_on(&o, &**dev).ok(),
+        (v, _) => v.clone(),
+    };
     match &values {
         Some(got) => compare(obs, "dlpack.tensor.describes", &at, &expected, got),
         None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
@@ -1077,7 +1085,10 @@ pub(super) fn exported_steps(
                 .strides
                 .clone()
                 .unwrap_or_else(|| super::row_major_strides(shape));
-            let after = reader::gather(o.first_byte(), before.dtype, shape, &strides);
+            let after = match &on_device {
+                Some(dev) => reader::values_on(&o, &**dev).map(|l| l.values),
+                None => reader::gather(o.first_byte(), before.dtype, shape, &strides),
+            };
             match after {
                 Ok(v) if v == before.values => obs.check("dlpack.lifetime.until-deleter"),
                 Ok(_) => obs.fail(
@@ -1313,6 +1324,20 @@ pub(super) fn harness_side(
     names
 }
 
+/// What a consumer's array `got` must hold of `expected`: the same, or,
+/// when the consumer's arrays are one-dimensional (Arrow's) and the tensor
+/// is not, the tensor's elements in row-major order.
+fn as_read(expected: &Logical, got: &Logical) -> Logical {
+    if got.shape.len() == 1 && expected.shape.len() != 1 {
+        Logical {
+            shape: vec![expected.len() as i64],
+            ..expected.clone()
+        }
+    } else {
+        expected.clone()
+    }
+}
+
 /// A consumer that returned took the tensor: the capsule must be renamed.
 pub(super) fn renamed(names: &[Option<String>], at: &str, obs: &mut Obs) {
     match names.first().cloned().flatten() {
@@ -1505,26 +1530,11 @@ fn consumer_steps(
         match back {
             Ok((cap, _, o)) => {
                 match &o.values {
-                    // A consumer whose arrays are one-dimensional (Arrow's)
-                    // holds the tensor's elements in row-major order.
-                    Some(got) if got.shape.len() == 1 && tensor.expected().shape.len() != 1 => {
-                        let flat = Logical {
-                            shape: vec![tensor.expected().len() as i64],
-                            ..tensor.expected().clone()
-                        };
-                        compare(
-                            obs,
-                            rule,
-                            "the library's one-dimensional array, read back",
-                            &flat,
-                            got,
-                        )
-                    }
                     Some(got) => compare(
                         obs,
                         rule,
                         "the library's array, read back",
-                        tensor.expected(),
+                        &as_read(tensor.expected(), got),
                         got,
                     ),
                     None => obs.skip(rule, "the library's array could not be read back"),
@@ -1627,14 +1637,7 @@ fn pair_steps(
             "the consumer's array cannot be read back".into(),
         ));
     };
-    let want = if got.shape.len() == 1 && expected.shape.len() != 1 {
-        Logical {
-            shape: vec![expected.len() as i64],
-            ..expected.clone()
-        }
-    } else {
-        expected.clone()
-    };
+    let want = as_read(&expected, &got);
     let mut cmp = Obs::default();
     compare(
         &mut cmp,
