@@ -36,6 +36,9 @@ pub enum Request {
     HigherMajor,
     /// `max_version=(1, 3), copy=False`.
     NoCopy,
+    /// `max_version=(1, 3), dl_device=(kDLCUDA, 0), copy=False` of a CPU
+    /// array: a copy is needed (cross-device), so BufferError.
+    CudaNoCopy,
 }
 
 impl Request {
@@ -49,11 +52,12 @@ impl Request {
             Request::HigherMinor => "v1.99",
             Request::HigherMajor => "v2.0",
             Request::NoCopy => "no-copy",
+            Request::CudaNoCopy => "cuda-no-copy",
         }
     }
 
     /// Every request, in plan order.
-    pub const ALL: [Request; 8] = [
+    pub const ALL: [Request; 9] = [
         Request::Legacy,
         Request::V1,
         Request::Copy,
@@ -62,6 +66,7 @@ impl Request {
         Request::HigherMinor,
         Request::HigherMajor,
         Request::NoCopy,
+        Request::CudaNoCopy,
     ];
 
     pub fn parse(s: &str) -> Option<Request> {
@@ -78,6 +83,7 @@ impl Request {
             Request::HigherMinor => r#"{"max_version": [1, 99]}"#,
             Request::HigherMajor => r#"{"max_version": [2, 0]}"#,
             Request::NoCopy => r#"{"max_version": [1, 3], "copy": false}"#,
+            Request::CudaNoCopy => r#"{"max_version": [1, 3], "dl_device": [2, 0], "copy": false}"#,
         }
     }
 }
@@ -210,6 +216,7 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
                 Request::Copy,
                 Request::NoCopy,
                 Request::Cuda,
+                Request::CudaNoCopy,
                 Request::V10,
                 Request::HigherMinor,
                 Request::HigherMajor,
@@ -830,7 +837,7 @@ pub(super) fn exported_steps(
             }
         }
     }
-    if request == Request::Copy {
+    if matches!(request, Request::Copy | Request::CudaNoCopy) {
         match export(bridge, obj, Request::V1, obs)? {
             Ok((cap, versioned, o)) => {
                 // A copy=None export that copied proves nothing about aliasing.
@@ -851,19 +858,26 @@ pub(super) fn exported_steps(
         Ok(x) => x,
         Err(e) => {
             return Ok(match request {
-                Request::Cuda if e.is_buffer_error() => {
+                Request::Cuda | Request::CudaNoCopy if e.is_buffer_error() => {
                     obs.check("dlpack.device.unsupported-raises");
+                    if request == Request::CudaNoCopy {
+                        // Right under both rules: whether it refused the
+                        // device or the copy, BufferError is the answer.
+                        obs.check("dlpack.copy.false-no-copy");
+                    }
                     Ended::Ran
                 }
                 // A producer from before the 2023.12 keywords.
-                Request::Cuda if e.is_type_error() => {
+                Request::Cuda | Request::CudaNoCopy if e.is_type_error() => {
                     obs.skip(
                         "dlpack.device.unsupported-raises",
                         format!("__dlpack__ does not take dl_device ({e})"),
                     );
                     Ended::Limitation(format!("__dlpack__ does not take dl_device ({e})"))
                 }
-                Request::Cuda => {
+                // Charged to the device rule alone: a producer that cannot
+                // handle CUDA at all never got as far as the copy.
+                Request::Cuda | Request::CudaNoCopy => {
                     obs.fail(
                         "dlpack.device.unsupported-raises",
                         &at,
@@ -923,9 +937,27 @@ pub(super) fn exported_steps(
         )));
     }
     match request {
-        Request::Cuda => {
+        Request::Cuda | Request::CudaNoCopy => {
             if o.device.device_type == KDL_CUDA {
                 obs.check("dlpack.device.unsupported-raises");
+                // copy=False: a CUDA tensor of a CPU array is a copy unless
+                // it is the array's own memory (a device that addresses
+                // host memory).
+                if let (Request::CudaNoCopy, Some(host)) = (request, reference) {
+                    if o.first_byte() == host && o.flags & FLAG_IS_COPIED == 0 {
+                        obs.check("dlpack.copy.false-no-copy");
+                    } else {
+                        obs.fail(
+                            "dlpack.copy.false-no-copy",
+                            &at,
+                            format!(
+                                "copy=False with dl_device=(kDLCUDA, 0) returned a CUDA tensor at {:#x} (flags {:#x}); the CPU array's data is at {host:#x}: a copy",
+                                o.first_byte(),
+                                o.flags
+                            ),
+                        );
+                    }
+                }
             } else {
                 obs.fail(
                     "dlpack.device.unsupported-raises",
@@ -1000,7 +1032,7 @@ pub(super) fn exported_steps(
     if let Some((c, v, _)) = no_copy_reference.take() {
         take_and_delete(bridge, c, v)?;
     }
-    if request != Request::Cuda {
+    if !matches!(request, Request::Cuda | Request::CudaNoCopy) {
         if let Some((t, i)) = device {
             if (o.device.device_type as i64, o.device.device_id as i64) == (t, i) {
                 obs.check("dlpack.device.agrees");
