@@ -46,23 +46,30 @@ fn fixture() -> PathBuf {
 /// Runs `certify --dlpack` on `adapter` (both sides) with `mutant`; the
 /// exit code and the report.
 fn certify(py: &Path, adapter: &Path, mutant: &str, tag: &str) -> (Option<i32>, Report, String) {
-    let report = scratch("dlpack").join(format!("{tag}.json"));
-    let _ = std::fs::remove_file(&report);
     let spec = format!("py:{}", adapter.display());
+    let args = ["--producer", &spec, "--consumer", &spec, "--cases", "0"];
+    certify_with(py, &args, mutant, "dlpack", tag)
+}
+
+/// Runs `arrowcert --python PY certify --dlpack ARGS --report R` with
+/// `mutant` (the fixture's ARROWCERT_DLPACK_MUTANT); the exit code, the
+/// report (R under the scratch directory `dir`, named by `tag`) and stdout
+/// with stderr.
+fn certify_with(
+    py: &Path,
+    args: &[&str],
+    mutant: &str,
+    dir: &str,
+    tag: &str,
+) -> (Option<i32>, Report, String) {
+    let report = scratch(dir).join(format!("{tag}.json"));
+    let _ = std::fs::remove_file(&report);
     let out = Command::new(arrowcert_exe())
         .arg("--python")
         .arg(py)
-        .args([
-            "certify",
-            "--dlpack",
-            "--producer",
-            &spec,
-            "--consumer",
-            &spec,
-            "--cases",
-            "0",
-            "--report",
-        ])
+        .args(["certify", "--dlpack"])
+        .args(args)
+        .arg("--report")
         .arg(&report)
         .env("ARROWCERT_DLPACK_MUTANT", mutant)
         .output()
@@ -355,28 +362,17 @@ fn the_dlpack_matrix_matches_its_committed_expectations() {
 fn generated_cases_find_a_mutant_shrink_it_and_replay_by_id() {
     let Some(py) = python() else { return };
     let spec = format!("py:{}", fixture().display());
-    let report = scratch("dlpack").join("generated.json");
-    let _ = std::fs::remove_file(&report);
-    let out = Command::new(arrowcert_exe())
-        .arg("--python")
-        .arg(&py)
-        .args([
-            "certify",
-            "--dlpack",
-            "--consumer",
-            &spec,
-            "--cases",
-            "40",
-            "--seed",
-            "7",
-        ])
-        .args(["--shrink-candidates", "30", "--report"])
-        .arg(&report)
-        .env("ARROWCERT_DLPACK_MUTANT", "ignores-strides")
-        .output()
-        .expect("arrowcert runs");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let args = [
+        "--consumer",
+        &spec,
+        "--cases",
+        "40",
+        "--seed",
+        "7",
+        "--shrink-candidates",
+        "30",
+    ];
+    let (_, r, text) = certify_with(&py, &args, "ignores-strides", "dlpack", "generated");
     assert_eq!(r.seed, Some(7));
     let generated: Vec<_> = r
         .cases
@@ -454,27 +450,9 @@ fn device_cases_run_on_the_emulated_device_and_skip_cuda_with_the_reason() {
     let Some(py) = python() else { return };
     let spec = format!("py:{}", fixture().display());
     let run = |mutant: &str, device: &str, tag: &str| {
-        let report = scratch("dlpack-device").join(format!("{tag}.json"));
-        let out = Command::new(arrowcert_exe())
-            .arg("--python")
-            .arg(&py)
-            .args([
-                "certify",
-                "--dlpack",
-                "--consumer",
-                &spec,
-                "--device",
-                device,
-            ])
-            .arg(format!("dlpack/consumer/{device}/"))
-            .arg("--report")
-            .arg(&report)
-            .env("ARROWCERT_DLPACK_MUTANT", mutant)
-            .output()
-            .expect("arrowcert runs");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        (out.status.code(), r, text)
+        let filter = format!("dlpack/consumer/{device}/");
+        let args = ["--consumer", &spec, "--device", device, &filter];
+        certify_with(&py, &args, mutant, "dlpack-device", tag)
     };
     let (code, r, text) = run("", "emulated", "reference");
     assert_eq!(code, Some(0), "{text}");
@@ -529,20 +507,9 @@ fn generated_producer_cases_find_a_mutant_shrink_it_and_replay_by_id() {
     let Some(py) = python() else { return };
     let spec = format!("py:{}", fixture().display());
     let run = |mutant: &str, extra: &[&str], tag: &str| {
-        let report = scratch("dlpack-gen-producer").join(format!("{tag}.json"));
-        let _ = std::fs::remove_file(&report);
-        let out = Command::new(arrowcert_exe())
-            .arg("--python")
-            .arg(&py)
-            .args(["certify", "--dlpack", "--producer", &spec])
-            .args(extra)
-            .arg("--report")
-            .arg(&report)
-            .env("ARROWCERT_DLPACK_MUTANT", mutant)
-            .output()
-            .expect("arrowcert runs");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let mut args = vec!["--producer", spec.as_str()];
+        args.extend(extra);
+        let (_, r, text) = certify_with(&py, &args, mutant, "dlpack-gen-producer", tag);
         (r, text)
     };
     let drawn = ["--cases", "40", "--seed", "11", "dlpack/producer/gen/"];

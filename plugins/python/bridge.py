@@ -581,15 +581,9 @@ def _dlpack_to_arrow(args, text):
             raise
         return kind
 
-    t = _dlpack_tensor(args[:4], text)
-    try:
-        kind = convert(t)
-    except Exception as e:
-        out = {"error": _describe_error(e), "harness": t.report()}
-        t.capsules.clear()
-        return None, _json.dumps(out)
-    out = {"harness": t.report(), "moved": kind}
-    t.capsules.clear()
+    kind, seen = _with_tensor(args[:4], text, convert)
+    out = _json.loads(seen)
+    out["moved"] = kind
     return None, _json.dumps(out)
 
 

@@ -169,8 +169,6 @@ pub(super) fn shape_name(shape: &[i64]) -> String {
     )
 }
 
-const V1_0: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
-
 /// The case plan: producer cases when `producer`, consumer cases when
 /// `consumer`, in a fixed order (IDs are stable).
 pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
@@ -248,14 +246,7 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
                 kind: Kind::Consumer { spec, mode },
             })
         };
-        let spec = |dtype, shape: &[i64], layout| Spec {
-            dtype,
-            shape: shape.to_vec(),
-            layout,
-            read_only: false,
-            version: V1_0,
-            inaccessible: false,
-        };
+        let spec = Spec::plain;
         for dtype in DType::ALL {
             for shape in &shapes[..4] {
                 add(spec(dtype, shape, Layout::Contiguous), "negotiate", "");
@@ -309,12 +300,8 @@ fn plan_to_arrow() -> Vec<DlCase> {
     let mut out = Vec::new();
     let mut add = |dtype: DType, shape: &[i64], layout: Layout, read_only: bool| {
         let spec = Spec {
-            dtype,
-            shape: shape.to_vec(),
-            layout,
             read_only,
-            version: V1_0,
-            inaccessible: false,
+            ..Spec::plain(dtype, shape, layout)
         };
         out.push(DlCase {
             id: format!(
@@ -471,15 +458,8 @@ fn load_view<'a>(
     view: View,
     who: &str,
 ) -> Result<Result<Loaded<'a>, Ended>, String> {
-    let source = HarnessTensor::new(Spec {
-        dtype,
-        shape: shape.to_vec(),
-        layout: Layout::Contiguous,
-        read_only: false,
-        version: V1_0,
-        inaccessible: false,
-    })
-    .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
+    let source = HarnessTensor::new(Spec::plain(dtype, shape, Layout::Contiguous))
+        .map_err(|e| format!("the harness could not map its tensor: {e}"))?;
     let args = [
         source.versioned_ptr() as u64,
         source.legacy_ptr() as u64,
@@ -1402,14 +1382,7 @@ pub fn plan_device(device: crate::device::Kind) -> Vec<DlCase> {
                 layout.name()
             ),
             kind: Kind::OnDevice {
-                spec: Spec {
-                    dtype,
-                    shape: shape.to_vec(),
-                    layout,
-                    read_only: false,
-                    version: V1_0,
-                    inaccessible: false,
-                },
+                spec: Spec::plain(dtype, shape, layout),
                 device,
             },
         })

@@ -78,6 +78,20 @@ pub struct Spec {
     pub inaccessible: bool,
 }
 
+impl Spec {
+    /// A writable, accessible tensor of DLPack 1.0.
+    pub fn plain(dtype: DType, shape: &[i64], layout: Layout) -> Spec {
+        Spec {
+            dtype,
+            shape: shape.to_vec(),
+            layout,
+            read_only: false,
+            version: DLPackVersion { major: 1, minor: 0 },
+            inaccessible: false,
+        }
+    }
+}
+
 /// Deleter calls, per structure; lives in `manager_ctx`.
 #[derive(Default)]
 struct Counts {
@@ -475,14 +489,7 @@ mod tests {
     use crate::dlpack::reader;
 
     fn spec(dtype: DType, shape: &[i64], layout: Layout) -> Spec {
-        Spec {
-            dtype,
-            shape: shape.to_vec(),
-            layout,
-            read_only: false,
-            version: DLPackVersion { major: 1, minor: 0 },
-            inaccessible: false,
-        }
+        Spec::plain(dtype, shape, layout)
     }
 
     #[test]
