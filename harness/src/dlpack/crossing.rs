@@ -171,11 +171,22 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
         schema.as_mut_ptr() as u64,
         dev.as_mut_ptr() as u64,
     ];
-    let (h, v) = bridge.call("to_arrow", &args, r#"{"mode": "negotiate"}"#)?;
+    // A READ_ONLY tensor is handed over versioned only: a legacy capsule
+    // cannot carry the flag, and a consumer that never saw it cannot be
+    // judged for writing.
+    let mode = if tensor.spec.read_only {
+        "versioned"
+    } else {
+        "negotiate"
+    };
+    let (h, v) = bridge.call("to_arrow", &args, &format!(r#"{{"mode": "{mode}"}}"#))?;
     drop(Held::new(bridge, h));
     let at = "dlpack_to_arrow";
     let names = harness_side(&v, at, KDL_CPU, obs);
     let handed = !names.is_empty();
+    let asked = v["harness"]["calls"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty());
     let mut ended = Ended::Ran;
     // Whether the harness released the Arrow export (a deleter still owed
     // is then the library's).
@@ -183,6 +194,14 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
     if let Some(e) = PyError::of(&v) {
         ended = if handed {
             Ended::Limitation(format!("dlpack_to_arrow declined: {e}"))
+        } else if asked {
+            obs.skip(
+                "dlpack.consumer.read-only",
+                "the consumer did not ask for a versioned capsule (max_version)",
+            );
+            Ended::Limitation(format!(
+                "the case needs a {mode} capsule; dlpack_to_arrow raised {e}"
+            ))
         } else {
             Ended::Error(format!(
                 "dlpack_to_arrow raised {e} before asking for a capsule"
@@ -190,6 +209,11 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
         };
     } else {
         renamed(&names, at, obs);
+        // A write into a READ_ONLY tensor's pages crashes the case (charged
+        // to the rule by the runner); one that returned did not write.
+        if tensor.spec.read_only {
+            obs.check("dlpack.consumer.read-only");
+        }
         // The library's Python objects are gone (the step dropped them):
         // what the Arrow structures still point at, they must hold.
         bridge.call("gc", &[], "")?;

@@ -313,7 +313,7 @@ fn crash_rule(case: &DlCase) -> Option<(&'static str, &'static str)> {
         return None;
     }
     match &case.kind {
-        Kind::Consumer { spec, .. } if spec.read_only => Some((
+        Kind::Consumer { spec, .. } | Kind::ToArrow { spec } if spec.read_only => Some((
             "dlpack.consumer.read-only",
             "the tensor's data lies on read-only pages: the crash is a write into it",
         )),
