@@ -557,3 +557,50 @@ fn generated_producer_cases_find_a_mutant_shrink_it_and_replay_by_id() {
         "{text}"
     );
 }
+
+/// A `dlpack_to_arrow` whose object hands back a wrongly named capsule
+/// broke the Arrow PyCapsule interface: the case is an error (not a
+/// refusal, so not a limitation), with the reason.
+#[test]
+fn a_misnamed_arrow_capsule_across_the_protocols_is_an_error() {
+    let Some(py) = python() else { return };
+    let dir = scratch("dlpack-misnamed");
+    let adapter = dir.join("misnamed.py");
+    std::fs::write(
+        &adapter,
+        r#"import ctypes
+import numpy as np
+import pyarrow as pa
+NAME = "misnamed capsule"
+api = ctypes.pythonapi
+api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+WRONG = ctypes.create_string_buffer(b"arrow_sch")
+class W:
+    def __init__(self, a):
+        self.a = a
+    def __arrow_c_array__(self, requested_schema=None):
+        s, a = self.a.__arrow_c_array__()
+        api.PyCapsule_SetName(s, WRONG)
+        return s, a
+def dlpack_to_arrow(t):
+    return W(pa.array(np.from_dlpack(t).copy()))
+"#,
+    )
+    .unwrap();
+    let spec = format!("py:{}", adapter.display());
+    let args = [
+        "--consumer",
+        &spec,
+        "--exact",
+        "dlpack/to-arrow/int32/[7]/contiguous",
+    ];
+    let (code, r, text) = certify_with(&py, &args, "", "dlpack-misnamed", "run");
+    assert_ne!(code, Some(0), "{text}");
+    assert_eq!(r.cases.len(), 1, "{text}");
+    assert_eq!(r.cases[0].verdict, Verdict::Error, "{text}");
+    let msg = r.cases[0].message.as_deref().unwrap_or("");
+    assert!(
+        msg.contains("PyCapsule interface") && msg.contains("arrow_sch"),
+        "{msg}"
+    );
+}

@@ -555,6 +555,11 @@ def _dlpack_alive(args, text):
     return None, _json.dumps({"alive": args[0]() is not None})
 
 
+class ArrowcertProtocolError(Exception):
+    """What the library handed back broke the Arrow PyCapsule interface (not
+    a refusal of the data): the case is an error, not a limitation."""
+
+
 def _dlpack_to_arrow(args, text):
     """DLPack in, Arrow out: the adapter's dlpack_to_arrow of the harness's
     tensor (args[:4]), its Arrow export moved to the harness's ArrowSchema
@@ -569,16 +574,20 @@ def _dlpack_to_arrow(args, text):
             s, a = obj.__arrow_c_array__()
             kind = "arrow_array"
         else:
-            raise TypeError(f"dlpack_to_arrow returned a {type(obj).__name__}, "
-                            "with neither __arrow_c_device_array__ nor __arrow_c_array__")
-        C.capsule_move(s, "arrow_schema", args[4])
+            raise ArrowcertProtocolError(
+                f"dlpack_to_arrow returned a {type(obj).__name__}, "
+                "with neither __arrow_c_device_array__ nor __arrow_c_array__")
+        try:
+            C.capsule_move(s, "arrow_schema", args[4])
+        except Exception as e:
+            raise ArrowcertProtocolError(str(e)) from None
         try:
             # An ArrowArray goes where the ArrowDeviceArray's array member
             # lies (its first member).
             C.capsule_move(a, kind, args[5])
-        except Exception:
+        except Exception as e:
             _release_moved_schema(args[4])
-            raise
+            raise ArrowcertProtocolError(str(e)) from None
         return kind
 
     kind, seen = _with_tensor(args[:4], text, convert)

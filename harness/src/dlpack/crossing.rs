@@ -192,7 +192,12 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
     // is then the library's).
     let mut released = true;
     if let Some(e) = PyError::of(&v) {
-        ended = if handed {
+        ended = if e.type_name == "ArrowcertProtocolError" {
+            Ended::Error(format!(
+                "dlpack_to_arrow's object broke the Arrow PyCapsule interface: {}",
+                e.message
+            ))
+        } else if handed {
             Ended::Limitation(format!("dlpack_to_arrow declined: {e}"))
         } else if asked {
             obs.skip(
