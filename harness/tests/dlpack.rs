@@ -604,3 +604,32 @@ def dlpack_to_arrow(t):
         "{msg}"
     );
 }
+
+/// An `arrow_to_dlpack` that raises before it asks for the harness's Arrow
+/// array declined: a limitation, and the array (never handed over) is the
+/// harness's to release, so no Arrow consumer rule is charged.
+#[test]
+fn an_arrow_array_never_asked_for_is_not_charged_to_the_library() {
+    let Some(py) = python() else { return };
+    let dir = scratch("dlpack-never-asked");
+    let adapter = dir.join("refuses.py");
+    std::fs::write(
+        &adapter,
+        "NAME = \"refuses\"\n\ndef arrow_to_dlpack(array):\n    raise BufferError(\"not today\")\n",
+    )
+    .unwrap();
+    let spec = format!("py:{}", adapter.display());
+    let args = ["--producer", &spec, "--cases", "0", "dlpack/from-arrow/"];
+    let (_, r, text) = certify_with(&py, &args, "", "dlpack-never-asked", "run");
+    let run: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Skip)
+        .collect();
+    assert!(!run.is_empty(), "{text}");
+    for c in run {
+        assert_eq!(c.verdict, Verdict::Limitation, "{}: {text}", c.id);
+        assert!(c.violations.is_empty(), "{}: {:?}", c.id, c.violations);
+    }
+    assert!(failed_rules(&r).is_empty(), "{text}");
+}

@@ -108,8 +108,12 @@ class HarnessData:
 class HarnessArray:
     def __init__(self, s, a):
         self._s, self._a = s, a
+        # Whether the library asked for the capsules (else the structures
+        # are still the harness's to release).
+        self.taken = False
 
     def __arrow_c_array__(self, requested_schema=None):
+        self.taken = True
         return (C.capsule(self._s, "arrow_schema"), C.capsule(self._a, "arrow_array"))
 
 
@@ -608,11 +612,12 @@ def _dlpack_from_arrow(args, text):
     ArrowSchema (args[0]) and ArrowArray (args[1]), offered through the
     PyCapsule interface; the object it returns (its __dlpack__ is
     certified)."""
+    offered = HarnessArray(args[0], args[1])
     try:
-        obj = ADAPTER.arrow_to_dlpack(HarnessArray(args[0], args[1]))
+        obj = ADAPTER.arrow_to_dlpack(offered)
     except Exception as e:
-        return None, _json.dumps({"error": _describe_error(e)})
-    return obj, "{}"
+        return None, _json.dumps({"error": _describe_error(e), "taken": offered.taken})
+    return obj, _json.dumps({"taken": offered.taken})
 
 
 def _dlpack_gc(args, text):

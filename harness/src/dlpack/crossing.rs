@@ -477,11 +477,19 @@ pub(super) fn from_arrow_steps(
     let ledger = Ledger::new(true);
     // The ledger owns the structures (at fixed addresses) and everything
     // they point to; the library moves them out of capsules over them.
-    let s = ledger.schema(&snode, "schema");
-    let a = ledger.array(&node, "array");
+    let mut s = ledger.schema(&snode, "schema");
+    let mut a = ledger.array(&node, "array");
     let args = [s.addr() as u64, a.addr() as u64];
     let (h, v) = bridge.call("from_arrow", &args, "")?;
     let obj = Held::new(bridge, h);
+    let taken = v["taken"].as_bool() != Some(false);
+    if !taken {
+        // The library never asked for the capsules: the structures are
+        // still the harness's, released here (no consumer rule is judged
+        // on what the library never held).
+        s.get().release();
+        a.get().release();
+    }
     let ended = match PyError::of(&v) {
         Some(e) => {
             drop(obj);
@@ -505,6 +513,17 @@ pub(super) fn from_arrow_steps(
     // without writing to it.
     let found = ledger.finish();
     let mut arrow = Observations::default();
+    if !taken {
+        for rule in ["consumer.release.once", "consumer.data.immutable"] {
+            arrow.not_exercised(
+                rule,
+                "arrow_to_dlpack never asked for the harness's Arrow array (__arrow_c_array__)",
+            );
+        }
+        arrow.violations.extend(found.violations);
+        merged(obs, arrow);
+        return Ok(ended);
+    }
     arrow.check("consumer.data.immutable", true, "array", String::new);
     // A tensor its producer never deleted (dlpack.capsule.destructor, judged
     // above) still holds the Arrow array it exports: that leak is the one
