@@ -49,7 +49,9 @@ gpu CASES="20":
     # DLPack on CUDA (docs/DLPACK.md): the harness's tensors in device
     # memory into the reference fixture (it copies them back through the
     # driver) and into NumPy (which refuses device tensors: limitations,
-    # so that run is not certified and may exit non-zero).
+    # so that run is not certified and may exit non-zero). Needs
+    # target/python-test/venv (scripts/python/setup-test-env.sh; on a
+    # machine without network, carry it there).
     target/release/arrowcert --python target/python-test/venv/bin/python certify --dlpack \
         --require-device cuda --device cuda \
         --consumer py:harness/tests/fixtures/dlpack/mutants.py 'dlpack/consumer/cuda/' \
