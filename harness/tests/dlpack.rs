@@ -564,10 +564,9 @@ fn generated_producer_cases_find_a_mutant_shrink_it_and_replay_by_id() {
 #[test]
 fn a_misnamed_arrow_capsule_across_the_protocols_is_an_error() {
     let Some(py) = python() else { return };
-    let dir = scratch("dlpack-misnamed");
-    let adapter = dir.join("misnamed.py");
-    std::fs::write(
-        &adapter,
+    let spec = py_adapter(
+        "dlpack-misnamed",
+        "misnamed.py",
         r#"import ctypes
 import numpy as np
 import pyarrow as pa
@@ -585,9 +584,7 @@ class W:
 def dlpack_to_arrow(t):
     return W(pa.array(np.from_dlpack(t).copy()))
 "#,
-    )
-    .unwrap();
-    let spec = format!("py:{}", adapter.display());
+    );
     let args = [
         "--consumer",
         &spec,
@@ -611,14 +608,11 @@ def dlpack_to_arrow(t):
 #[test]
 fn an_arrow_array_never_asked_for_is_not_charged_to_the_library() {
     let Some(py) = python() else { return };
-    let dir = scratch("dlpack-never-asked");
-    let adapter = dir.join("refuses.py");
-    std::fs::write(
-        &adapter,
+    let spec = py_adapter(
+        "dlpack-never-asked",
+        "refuses.py",
         "NAME = \"refuses\"\n\ndef arrow_to_dlpack(array):\n    raise BufferError(\"not today\")\n",
-    )
-    .unwrap();
-    let spec = format!("py:{}", adapter.display());
+    );
     let args = ["--producer", &spec, "--cases", "0", "dlpack/from-arrow/"];
     let (_, r, text) = certify_with(&py, &args, "", "dlpack-never-asked", "run");
     let run: Vec<_> = r

@@ -416,10 +416,10 @@ static void after_release_stream(struct ArrowArrayStream* st) {
 
 /* ---- moving structures out of the library's capsules -------------------- */
 
-/* Bitwise copy into `out`, then the capsule's copy marked released, so its
-   destructor leaves it alone. */
-static int move_out(PyObject* capsule, const char* name, void* out, size_t size,
-                    size_t release_offset) {
+/* Sets `*p` to the structure in `capsule` when it is a capsule named
+   `name` holding a live structure (release at `release_offset` non-NULL)
+   and returns 0; else sets the last error and returns its code. */
+static int movable(PyObject* capsule, const char* name, size_t release_offset, void** p) {
   if (!PyCapsule_IsValid(capsule, name)) {
     const char* got = PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
     if (PyErr_Occurred()) PyErr_Clear();
@@ -428,15 +428,30 @@ static int move_out(PyObject* capsule, const char* name, void* out, size_t size,
                                                    : Py_TYPE(capsule)->tp_name,
                      name);
   }
-  void* p = PyCapsule_GetPointer(capsule, name);
-  if (p == NULL) return error_from_python("PyCapsule_GetPointer");
+  *p = PyCapsule_GetPointer(capsule, name);
+  if (*p == NULL) return error_from_python("PyCapsule_GetPointer");
   void* release;
-  memcpy(&release, (char*)p + release_offset, sizeof release);
+  memcpy(&release, (char*)*p + release_offset, sizeof release);
   if (release == NULL)
     return set_error(EIO, "the library's \"%s\" capsule holds a released structure", name);
+  return 0;
+}
+
+/* Bitwise copy of the movable structure `p` into `out`, then its copy
+   marked released, so the capsule's destructor leaves it alone. */
+static void move_from(void* p, void* out, size_t size, size_t release_offset) {
   memcpy(out, p, size);
   memset((char*)p + release_offset, 0, sizeof(void*));
-  return 0;
+}
+
+/* Bitwise copy into `out`, then the capsule's copy marked released, so its
+   destructor leaves it alone. */
+static int move_out(PyObject* capsule, const char* name, void* out, size_t size,
+                    size_t release_offset) {
+  void* p = NULL;
+  int rc = movable(capsule, name, release_offset, &p);
+  if (rc == 0) move_from(p, out, size, release_offset);
+  return rc;
 }
 
 static PyObject* pair_item(PyObject* pair, Py_ssize_t i) {
@@ -691,39 +706,43 @@ static PyObject* helper_capsule_take(PyObject* self, PyObject* args) {
   return PyUnicode_FromString(to);
 }
 
-/* C.capsule_move(capsule, name, address): moves the Arrow structure in a
-   library's capsule named `name` (arrow_schema, arrow_array,
-   arrow_device_array) to the harness's memory at `address`, as a consumer
-   of the PyCapsule interface moves it out; the capsule's copy is marked
-   released, so that its destructor leaves it alone. */
-static PyObject* helper_capsule_move(PyObject* self, PyObject* args) {
+/* C.capsules_move(schema, array, kind, schema_address, array_address):
+   moves the library's ArrowSchema and its ArrowArray or ArrowDeviceArray
+   (`kind`: arrow_array, arrow_device_array) out of their capsules to the
+   harness's memory, as a consumer of the PyCapsule interface does: both
+   are checked before either is moved, so a bad pair moves nothing (the
+   capsules' destructors release what they hold). */
+static PyObject* helper_capsules_move(PyObject* self, PyObject* args) {
   (void)self;
-  PyObject* cap;
-  const char* name;
-  unsigned long long addr;
-  if (!PyArg_ParseTuple(args, "OsK", &cap, &name, &addr)) return NULL;
-  void* out = (void*)(uintptr_t)addr;
-  if (out == NULL) {
+  PyObject *scap, *acap;
+  const char* kind;
+  unsigned long long saddr, aaddr;
+  if (!PyArg_ParseTuple(args, "OOsKK", &scap, &acap, &kind, &saddr, &aaddr)) return NULL;
+  if (saddr == 0 || aaddr == 0) {
     PyErr_SetString(PyExc_ValueError, "NULL structure");
     return NULL;
   }
-  int rc;
-  if (strcmp(name, "arrow_schema") == 0)
-    rc = move_out(cap, "arrow_schema", out, sizeof(struct ArrowSchema),
-                  offsetof(struct ArrowSchema, release));
-  else if (strcmp(name, "arrow_array") == 0)
-    rc = move_out(cap, "arrow_array", out, sizeof(struct ArrowArray), offsetof(struct ArrowArray, release));
-  else if (strcmp(name, "arrow_device_array") == 0)
-    rc = move_out(cap, "arrow_device_array", out, sizeof(struct ArrowDeviceArray),
-                  offsetof(struct ArrowDeviceArray, array) + offsetof(struct ArrowArray, release));
-  else {
-    PyErr_Format(PyExc_ValueError, "unknown capsule kind %s", name);
+  size_t asize, arelease;
+  if (strcmp(kind, "arrow_array") == 0) {
+    asize = sizeof(struct ArrowArray);
+    arelease = offsetof(struct ArrowArray, release);
+  } else if (strcmp(kind, "arrow_device_array") == 0) {
+    asize = sizeof(struct ArrowDeviceArray);
+    arelease = offsetof(struct ArrowDeviceArray, array) + offsetof(struct ArrowArray, release);
+  } else {
+    PyErr_Format(PyExc_ValueError, "unknown capsule kind %s", kind);
     return NULL;
   }
+  size_t srelease = offsetof(struct ArrowSchema, release);
+  void *sp = NULL, *ap = NULL;
+  int rc = movable(scap, "arrow_schema", srelease, &sp);
+  if (rc == 0) rc = movable(acap, kind, arelease, &ap);
   if (rc != 0) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, last_error ? last_error : "the move failed");
     return NULL;
   }
+  move_from(sp, (void*)(uintptr_t)saddr, sizeof(struct ArrowSchema), srelease);
+  move_from(ap, (void*)(uintptr_t)aaddr, asize, arelease);
   Py_RETURN_NONE;
 }
 
@@ -739,7 +758,8 @@ static PyMethodDef helper_methods[] = {
     {"dlpack_capsule", helper_dlpack_capsule, METH_VARARGS, "dlpack_capsule(address, versioned)"},
     {"capsule_info", helper_capsule_info, METH_VARARGS, "capsule_info(obj)"},
     {"capsule_take", helper_capsule_take, METH_VARARGS, "capsule_take(capsule)"},
-    {"capsule_move", helper_capsule_move, METH_VARARGS, "capsule_move(capsule, name, address)"},
+    {"capsules_move", helper_capsules_move, METH_VARARGS,
+     "capsules_move(schema, array, kind, schema_address, array_address)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef helper_module = {PyModuleDef_HEAD_INIT, "_arrowcert_bridge_c", NULL, -1,

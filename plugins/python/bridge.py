@@ -582,15 +582,10 @@ def _dlpack_to_arrow(args, text):
                 f"dlpack_to_arrow returned a {type(obj).__name__}, "
                 "with neither __arrow_c_device_array__ nor __arrow_c_array__")
         try:
-            C.capsule_move(s, "arrow_schema", args[4])
-        except Exception as e:
-            raise ArrowcertProtocolError(str(e)) from None
-        try:
             # An ArrowArray goes where the ArrowDeviceArray's array member
             # lies (its first member).
-            C.capsule_move(a, kind, args[5])
+            C.capsules_move(s, a, kind, args[4], args[5])
         except Exception as e:
-            _release_moved_schema(args[4])
             raise ArrowcertProtocolError(str(e)) from None
         return kind
 
@@ -598,13 +593,6 @@ def _dlpack_to_arrow(args, text):
     out = _json.loads(seen)
     out["moved"] = kind
     return None, _json.dumps(out)
-
-
-def _release_moved_schema(addr):
-    import ctypes
-    release = ctypes.c_void_p.from_address(addr + 56).value
-    if release:
-        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(release)(addr)
 
 
 def _dlpack_from_arrow(args, text):

@@ -32,7 +32,8 @@ use crate::inspect::probe;
 
 use super::bridge::{Bridge, PyError};
 use super::engine::{
-    compare, exported_steps, harness_side, renamed, Ended, Held, Loaded, Obs, Request,
+    compare, exported_steps, handed_over, harness_side, mapped, renamed, Ended, Held, Loaded, Obs,
+    Request,
 };
 use super::tensor::{HarnessTensor, Layout, Spec};
 use super::{DType, Logical};
@@ -147,16 +148,7 @@ fn merged(obs: &mut Obs, arrow: Observations) {
 
 /// A to-arrow case: `spec`'s tensor into the adapter's `dlpack_to_arrow`.
 pub(super) fn to_arrow_case(bridge: &Bridge, spec: &Spec, obs: &mut Obs) -> Ended {
-    let tensor = match HarnessTensor::new(spec.clone()) {
-        Ok(t) => t,
-        Err(e) => return Ended::Error(format!("the harness could not map its tensor: {e}")),
-    };
-    let ended = to_arrow_steps(bridge, &tensor, obs);
-    let (v, l) = tensor.deleted();
-    if v + l == 0 || obs.keep_tensor {
-        tensor.leak(); // the library may still hold it
-    }
-    ended.unwrap_or_else(Ended::Error)
+    handed_over(mapped(spec), obs, |t, obs| to_arrow_steps(bridge, t, obs))
 }
 
 fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Result<Ended, String> {

@@ -780,18 +780,15 @@ pub(super) fn exported_steps(
             "__dlpack_device__ failed or is missing",
         );
     }
-    // copy=True: the first byte of a copy=None export, to compare.
-    // The copy=None capsule stays alive until the copy=True one was read:
-    // freed, its buffer's address could be given to the copy.
-    let mut reference = None;
-    let mut reference_cap = None;
-    // copy=False: a first copy=False export, held while the second is
-    // made: two exports of one array that copy neither point at the same
-    // data (the first held, its address cannot be reused).
-    let mut no_copy_reference: Option<(Held, bool, reader::Observed)> = None;
+    // A first export, held while the case's own export is made (freed, its
+    // buffer's address could be given to the second): copy=True and the
+    // cross-device copy=False compare with a copy=None export's data (when
+    // that is not itself a copy); copy=False with a first copy=False
+    // export's (two exports of one array that copy neither share it).
+    let mut first: Option<(Held, bool, reader::Observed)> = None;
     if request == Request::NoCopy {
         match export(bridge, obj, Request::NoCopy, obs)? {
-            Ok(first) => no_copy_reference = Some(first),
+            Ok(f) => first = Some(f),
             Err(e) if e.is_buffer_error() => {
                 obs.check("dlpack.copy.false-no-copy");
                 return Ok(Ended::Limitation(format!(
@@ -819,13 +816,7 @@ pub(super) fn exported_steps(
     }
     if matches!(request, Request::Copy | Request::CudaNoCopy) {
         match export(bridge, obj, Request::V1, obs)? {
-            Ok((cap, versioned, o)) => {
-                // A copy=None export that copied proves nothing about aliasing.
-                if o.flags & FLAG_IS_COPIED == 0 {
-                    reference = Some(o.first_byte());
-                }
-                reference_cap = Some((cap, versioned));
-            }
+            Ok(f) => first = Some(f),
             Err(e) => {
                 return Ok(Ended::Limitation(format!(
                     "__dlpack__(max_version=(1, 3)) raised {e}"
@@ -833,6 +824,11 @@ pub(super) fn exported_steps(
             }
         }
     }
+    // A copy=None export that copied proves nothing about aliasing.
+    let reference = first
+        .as_ref()
+        .filter(|(_, _, f)| request == Request::NoCopy || f.flags & FLAG_IS_COPIED == 0)
+        .map(|(_, _, f)| f.first_byte());
     let at = format!("__dlpack__({})", request.name());
     let (mut cap, versioned, o) = match export(bridge, obj, request, obs)? {
         Ok(x) => x,
@@ -904,10 +900,10 @@ pub(super) fn exported_steps(
             });
         }
     };
-    // The copy=None capsule, read and kept until now: taken and deleted,
-    // as a consumer does with what it asked for (dropped untaken, it would
-    // judge the destructor again, in a case about copies).
-    if let Some((c, v)) = reference_cap.take() {
+    // The first capsule, read and kept until now: taken and deleted, as a
+    // consumer does with what it asked for (dropped untaken, it would judge
+    // the destructor again, in a case about copies).
+    if let Some((c, v, _)) = first.take() {
         take_and_delete(bridge, c, v)?;
     }
     if let Some(v) = o.version.filter(|v| v.major != 1) {
@@ -976,7 +972,6 @@ pub(super) fn exported_steps(
         }
         Request::Copy => obs.skip("dlpack.copy.flag", "copy=True returned a legacy capsule"),
         Request::NoCopy => {
-            let first = no_copy_reference.as_ref().map(|(_, _, f)| f);
             if versioned && o.flags & FLAG_IS_COPIED != 0 {
                 obs.fail(
                     "dlpack.copy.false-no-copy",
@@ -986,14 +981,13 @@ pub(super) fn exported_steps(
                         o.flags
                     ),
                 );
-            } else if let (Some(first), false) = (first, expected.is_empty()) {
-                if first.first_byte() != o.first_byte() {
+            } else if let (Some(first), false) = (reference, expected.is_empty()) {
+                if first != o.first_byte() {
                     obs.fail(
                         "dlpack.copy.false-no-copy",
                         &at,
                         format!(
-                            "two copy=False exports of the array point at different data ({:#x}, then {:#x}, the first still held): at least one is a copy",
-                            first.first_byte(),
+                            "two copy=False exports of the array point at different data ({first:#x}, then {:#x}, the first still held): at least one is a copy",
                             o.first_byte()
                         ),
                     );
@@ -1008,9 +1002,6 @@ pub(super) fn exported_steps(
             }
         }
         _ => {}
-    }
-    if let Some((c, v, _)) = no_copy_reference.take() {
-        take_and_delete(bridge, c, v)?;
     }
     if !matches!(request, Request::Cuda | Request::CudaNoCopy) {
         if let Some((t, i)) = device {
@@ -1411,36 +1402,43 @@ fn device_consumer_case(
         Ok(d) => d,
         Err(why) => return Ended::Skipped(why),
     };
-    let tensor = match HarnessTensor::on_device(spec.clone(), dev, device) {
+    let tensor = HarnessTensor::on_device(spec.clone(), dev, device)
+        .map_err(|e| format!("the harness could not place its tensor on {device}: {e}"));
+    handed_over(tensor, obs, |t, obs| {
+        consumer_steps(bridge, t, "negotiate", obs)
+    })
+}
+
+fn consumer_case(bridge: &Bridge, spec: &Spec, mode: &str, obs: &mut Obs) -> Ended {
+    handed_over(mapped(spec), obs, |t, obs| {
+        consumer_steps(bridge, t, mode, obs)
+    })
+}
+
+/// The harness's tensor of `spec` in host memory, or why not.
+pub(super) fn mapped(spec: &Spec) -> Result<HarnessTensor, String> {
+    HarnessTensor::new(spec.clone())
+        .map_err(|e| format!("the harness could not map its tensor: {e}"))
+}
+
+/// Runs `steps` on a tensor the harness hands a library, then keeps the
+/// tensor allocated (leaked) when the library may still hold it: never
+/// deleted, or a capsule over it left unrenamed.
+pub(super) fn handed_over(
+    tensor: Result<HarnessTensor, String>,
+    obs: &mut Obs,
+    steps: impl FnOnce(&HarnessTensor, &mut Obs) -> Result<Ended, String>,
+) -> Ended {
+    let tensor = match tensor {
         Ok(t) => t,
-        Err(e) => {
-            return Ended::Error(format!(
-                "the harness could not place its tensor on {device}: {e}"
-            ))
-        }
+        Err(e) => return Ended::Error(e),
     };
-    let ended = consumer_steps(bridge, &tensor, "negotiate", obs);
+    let ended = steps(&tensor, obs);
     let (v, l) = tensor.deleted();
     if v + l == 0 || obs.keep_tensor {
         tensor.leak(); // the library may still hold it
     }
     ended.unwrap_or_else(Ended::Error)
-}
-
-fn consumer_case(bridge: &Bridge, spec: &Spec, mode: &str, obs: &mut Obs) -> Ended {
-    let tensor = match HarnessTensor::new(spec.clone()) {
-        Ok(t) => t,
-        Err(e) => return Ended::Error(format!("the harness could not map its tensor: {e}")),
-    };
-    let ended = consumer_steps(bridge, &tensor, mode, obs);
-    let (v, l) = tensor.deleted();
-    if v + l == 0 || obs.keep_tensor {
-        tensor.leak(); // the library may still hold it
-    }
-    match ended {
-        Ok(e) => e,
-        Err(e) => Ended::Error(e),
-    }
 }
 
 fn consumer_steps(

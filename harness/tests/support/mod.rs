@@ -68,6 +68,15 @@ fn sweep_stale_scratch() {
     }
 }
 
+/// Writes the Python adapter `name` (`source`) into the scratch directory
+/// `dir`; its `py:` argument.
+#[allow(dead_code)]
+pub fn py_adapter(dir: &str, name: &str, source: &str) -> String {
+    let path = scratch(dir).join(name);
+    std::fs::write(&path, source).unwrap();
+    format!("py:{}", path.display())
+}
+
 /// Compiles C `source` into a shared library `lib<name>.so`.
 pub fn cc_plugin(name: &str, source: &str) -> PathBuf {
     let dir = scratch("cplugins");
