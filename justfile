@@ -37,7 +37,7 @@ certify-async *ARGS: build
 # driver), certifies the CUDA reference plugins on the three CUDA device
 # types (--require-device: a missing GPU is an error, not skips), then the
 # CUDA mutants, each of which must fail its rule. Reports go to reports/gpu/.
-gpu CASES="20":
+gpu CASES="20" GPU_PYTHON="python3":
     cargo build --release --workspace
     cargo test --release -p arrowcert --lib device::cuda -- --nocapture
     cargo test --release -p arrowcert-cuda-common -- --nocapture
@@ -45,7 +45,6 @@ gpu CASES="20":
     target/release/arrowcert certify --producer cuda-reference --consumer cuda-reference \
         --require-device cuda --device cuda --device cuda-host --device cuda-managed \
         --cases {{CASES}} --seed 1 --report reports/gpu/cuda-reference.json
-    bash scripts/gpu-mutants.sh target/release
     # DLPack on CUDA (docs/DLPACK.md): the harness's tensors in device
     # memory into the reference fixture (it copies them back through the
     # driver) and into NumPy (which refuses device tensors: limitations,
@@ -59,6 +58,16 @@ gpu CASES="20":
     -target/release/arrowcert --python target/python-test/venv/bin/python certify --dlpack \
         --device cuda --consumer py:adapters/dlpack/numpy.py 'dlpack/consumer/cuda/' \
         --report reports/gpu/dlpack-numpy.json
+    # CUDA libraries through DLPack: CuPy and PyTorch from GPU_PYTHON (the
+    # GPU machine's own Python; the project pins neither), each alone and
+    # in every pair, against expectations/dlpack-<name>.json. The first
+    # run's results: reports/FINDINGS.md, "On an H100".
+    target/release/arrowcert --python {{GPU_PYTHON}} dlpack-matrix --cases 5 \
+        --library cupy=py:adapters/dlpack/cupy.py --library torch=py:adapters/dlpack/torch_cuda.py \
+        --out reports/gpu --expectations expectations
+    # Last: each CUDA mutant must fail its rule (two do not yet on a real
+    # GPU: FINDINGS.md, "On an H100").
+    bash scripts/gpu-mutants.sh target/release
 
 # Build the real-library adapters (Arrow C++, nanoarrow, pyarrow, polars,
 # duckdb) into target/real/lib/: installs the pinned libraries into a

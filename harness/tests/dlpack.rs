@@ -627,3 +627,51 @@ fn an_arrow_array_never_asked_for_is_not_charged_to_the_library() {
     }
     assert!(failed_rules(&r).is_empty(), "{text}");
 }
+
+/// A consumer that asks `__dlpack_device__` and refuses the device before
+/// asking for a capsule (CuPy with CPU tensors, seen on an H100) declines
+/// in the protocol's own way: limitations. One that raises without
+/// looking at the tensor at all is an error, never a limitation.
+#[test]
+fn a_consumer_declining_the_device_is_a_limitation_and_a_blind_raise_an_error() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let args = [
+        "--consumer",
+        &spec,
+        "--cases",
+        "0",
+        "dlpack/consumer/int32/",
+    ];
+    let (_, r, text) = certify_with(&py, &args, "declines-cpu", "dlpack-declines", "cpu");
+    assert!(r.summary.total > 0, "{text}");
+    assert_eq!(r.summary.limitations, r.summary.total, "{text}");
+    // (A case that needs one kind of capsule says that instead.)
+    assert!(
+        r.cases
+            .iter()
+            .all(|c| c
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("declined the tensor's device")
+                    || m.contains("the case needs a"))),
+        "{text}"
+    );
+    assert!(
+        r.cases.iter().any(|c| c
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("declined the tensor's device"))),
+        "{text}"
+    );
+    let (code, r, text) = certify_with(&py, &args, "raises-blind", "dlpack-declines", "blind");
+    assert_ne!(code, Some(0), "{text}");
+    assert_eq!(r.summary.errors, r.summary.total, "{text}");
+    assert!(
+        r.cases.iter().all(|c| c
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("before asking for a capsule"))),
+        "{text}"
+    );
+}

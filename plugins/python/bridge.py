@@ -425,8 +425,10 @@ class HarnessTensor:
         self._mode = mode
         self.calls = []
         self.capsules = []
+        self.device_calls = 0
 
     def __dlpack_device__(self):
+        self.device_calls += 1
         return self._device
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -451,7 +453,7 @@ class HarnessTensor:
         return cap
 
     def report(self):
-        return {"calls": self.calls,
+        return {"calls": self.calls, "device_calls": self.device_calls,
                 "capsules": [C.capsule_info(c)[0] for c in self.capsules]}
 
 

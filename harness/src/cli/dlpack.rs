@@ -337,7 +337,10 @@ pub struct MatrixFlags {
     /// A case with no result after this long is a timeout.
     #[arg(long, default_value_t = 60_000)]
     pub case_timeout_ms: u64,
-    /// Address-space limit of each worker process, in MiB.
+    /// Memory limit of each worker process, in MiB: its address space
+    /// (RLIMIT_AS), or its private data (RLIMIT_DATA) on a machine whose
+    /// CUDA driver loads (the driver reserves address space beyond any
+    /// such bound).
     #[arg(long, default_value_t = 8192)]
     pub max_memory_mb: u64,
     /// Generated cases per library and side (proptest).

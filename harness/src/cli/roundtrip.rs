@@ -32,7 +32,7 @@ pub struct Args {
     pub jobs: usize,
     /// Deadline of one case in a worker.
     pub case_timeout_ms: u64,
-    /// Address-space limit of each worker, in MiB.
+    /// Memory limit of each worker, in MiB (`run::proc::Limits::worker`).
     pub max_memory_mb: u64,
     /// A report of an interrupted run to continue.
     pub resume: Option<PathBuf>,
@@ -380,7 +380,10 @@ pub struct RoundtripFlags {
     /// A case with no result after this long is a timeout.
     #[arg(long, default_value_t = 60_000)]
     pub case_timeout_ms: u64,
-    /// Address-space limit of each worker process, in MiB.
+    /// Memory limit of each worker process, in MiB: its address space
+    /// (RLIMIT_AS), or its private data (RLIMIT_DATA) on a machine whose
+    /// CUDA driver loads (the driver reserves address space beyond any
+    /// such bound).
     #[arg(long, default_value_t = 8192)]
     pub max_memory_mb: u64,
     /// Continue an interrupted run: keep the cases this report already

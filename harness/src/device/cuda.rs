@@ -128,7 +128,7 @@ fn describe(r: sys::CUresult) -> String {
 
 /// Probes for the driver library with libloading, which reports a missing
 /// library as an error where cudarc would panic.
-fn probe_driver() -> Result<(), String> {
+pub(super) fn probe_driver() -> Result<(), String> {
     let mut why = Vec::new();
     for name in DRIVER_LIBRARIES {
         // SAFETY: loading the system's CUDA driver library runs its
@@ -834,10 +834,17 @@ impl Device for Cuda {
 mod tests {
     use super::*;
 
-    /// The backend, or `None` after printing why the test is skipped.
-    fn gpu() -> Option<Arc<dyn Device>> {
+    /// Held by every GPU test: the backend's count of live device bytes
+    /// is the process's, so tests running at once would see each other's
+    /// allocations.
+    static GPU: Mutex<()> = Mutex::new(());
+
+    /// The backend and the GPU tests' lock, or `None` after printing why
+    /// the test is skipped.
+    fn gpu() -> Option<(std::sync::MutexGuard<'static, ()>, Arc<dyn Device>)> {
+        let lock = GPU.lock().unwrap_or_else(|e| e.into_inner());
         match backend() {
-            Ok(b) => Some(b),
+            Ok(b) => Some((lock, b)),
             Err(why) => {
                 println!("skipped: {why}");
                 None
@@ -910,7 +917,7 @@ mod tests {
 
     #[test]
     fn gpu_alloc_copy_round_trip_each_kind() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         for kind in KINDS {
             let before = dev.live_bytes().unwrap();
             let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
@@ -939,7 +946,7 @@ mod tests {
 
     #[test]
     fn gpu_memory_kinds() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         let d = dev.alloc(Kind::Cuda, 64).unwrap();
         let h = dev.alloc(Kind::CudaHost, 64).unwrap();
         let m = dev.alloc(Kind::CudaManaged, 64).unwrap();
@@ -968,7 +975,7 @@ mod tests {
 
     #[test]
     fn gpu_allocation_bounds() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         for kind in KINDS {
             let a = dev.alloc(kind, 1000).unwrap();
             let (base, len) = dev.allocation_of(a + 10).expect("inside");
@@ -984,7 +991,7 @@ mod tests {
     fn gpu_allocation_sizes_are_exact() {
         // device.buffers.in-allocation (the short-allocation mutant) relies
         // on the driver reporting the size asked for, not a rounded one.
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         for kind in KINDS {
             let a = dev.alloc(kind, 1001).unwrap();
             let got = dev.allocation_of(a);
@@ -995,7 +1002,7 @@ mod tests {
 
     #[test]
     fn gpu_late_write_is_late_until_the_event() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         if let Err(why) = backend_kernels(&*dev) {
             println!("skipped: {why}");
             return;
@@ -1039,7 +1046,7 @@ mod tests {
 
     #[test]
     fn gpu_event_behind_wants_a_pointer_to_a_live_event() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         let event = dev.event_create().unwrap();
         let slot: Box<u64> = Box::new(event.0);
         let ptr = &*slot as *const u64 as usize;
@@ -1053,7 +1060,7 @@ mod tests {
 
     #[test]
     fn gpu_free_waits_for_pending_late_writes() {
-        let Some(dev) = gpu() else { return };
+        let Some((_gpu, dev)) = gpu() else { return };
         if let Err(why) = backend_kernels(&*dev) {
             println!("skipped: {why}");
             return;

@@ -251,3 +251,11 @@ pub fn backend(kind: Kind) -> Result<Arc<dyn Device>, String> {
 pub fn available(kind: Kind) -> Result<(), String> {
     backend(kind).map(|_| ())
 }
+
+/// Whether this machine's CUDA driver library loads (nothing is
+/// initialised): workers then bound memory by RLIMIT_DATA instead of
+/// address space (`run::proc::Limits::worker`). Probed once per process.
+pub fn cuda_driver_loads() -> bool {
+    static LOADS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LOADS.get_or_init(|| cuda::probe_driver().is_ok())
+}

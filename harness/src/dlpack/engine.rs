@@ -1023,15 +1023,8 @@ pub(super) fn exported_steps(
     if expected.is_empty() {
         obs.check("dlpack.data.zero-size-null");
     }
-    // A tensor on a device this machine has (a GPU, the emulated device)
-    // is read there, through the device backend.
-    let on_device = crate::device::Kind::from_device_type(o.device.device_type)
-        .filter(|k| *k != crate::device::Kind::Cpu)
-        .and_then(|k| crate::device::backend(k).ok());
-    let values = match (&o.values, &on_device) {
-        (None, Some(dev)) => reader::values_on(&o, &**dev).ok(),
-        (v, _) => v.clone(),
-    };
+    let on_device = device_backend(&o);
+    let values = values_of(&o);
     match &values {
         Some(got) => compare(obs, "dlpack.tensor.describes", &at, &expected, got),
         None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
@@ -1216,6 +1209,38 @@ fn frees_steps(
         }
     }
     Ok(Ended::Ran)
+}
+
+/// Whether the library called the harness's tensor's `__dlpack__` during
+/// the step whose answer is `v` (handed a capsule or not).
+fn asked_capsule(v: &serde_json::Value) -> bool {
+    v["harness"]["calls"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty())
+}
+
+/// Whether the library asked the harness's tensor for its device
+/// (`__dlpack_device__`) during the step whose answer is `v`.
+fn asked_device(v: &serde_json::Value) -> bool {
+    v["harness"]["device_calls"].as_u64().unwrap_or(0) > 0
+}
+
+/// The values of an exported tensor: read on the CPU, or, for a tensor on
+/// a device this machine has (a GPU, the emulated device), through that
+/// device's backend. `None` when neither can read them.
+fn values_of(o: &Observed) -> Option<Logical> {
+    if o.values.is_some() {
+        return o.values.clone();
+    }
+    reader::values_on(o, &*device_backend(o)?).ok()
+}
+
+/// The backend of the device (not the CPU) an exported tensor is on, where
+/// this machine has it.
+fn device_backend(o: &Observed) -> Option<std::sync::Arc<dyn crate::device::Device>> {
+    crate::device::Kind::from_device_type(o.device.device_type)
+        .filter(|k| *k != crate::device::Kind::Cpu)
+        .and_then(|k| crate::device::backend(k).ok())
 }
 
 /// Takes the capsule `cap` (renames it used_...) and deletes its tensor,
@@ -1483,7 +1508,7 @@ fn consumer_steps(
         }
     }
     let outcome = if let Some(e) = &error {
-        if !handed && mode != "negotiate" {
+        if !handed && mode != "negotiate" && asked_capsule(&v) {
             for rule in ["dlpack.consumer.read-only", "dlpack.consumer.major-version"] {
                 obs.skip(
                     rule,
@@ -1493,7 +1518,7 @@ fn consumer_steps(
             Ended::Limitation(format!(
                 "the case needs a {mode} capsule; from_dlpack raised {e}"
             ))
-        } else if major2 {
+        } else if major2 && handed {
             Ended::Ran
         } else if handed
             && (e.is_buffer_error()
@@ -1503,6 +1528,15 @@ fn consumer_steps(
             Ended::Limitation(format!("from_dlpack declined: {e}"))
         } else if handed {
             Ended::Limitation(format!("from_dlpack raised {e}"))
+        } else if asked_device(&v) {
+            // The protocol's own way to decline a device: __dlpack_device__
+            // is "called from within from_dlpack(), to query what device
+            // the array is on" (DLPack's Python specification), and a
+            // consumer that cannot use that device need not ask for a
+            // capsule (CuPy and CPU tensors, seen on an H100).
+            Ended::Limitation(format!(
+                "from_dlpack declined the tensor's device (it asked __dlpack_device__, then raised {e} before asking for a capsule)"
+            ))
         } else {
             Ended::Error(format!(
                 "from_dlpack raised {e} before asking for a capsule"
@@ -1627,14 +1661,17 @@ fn pair_steps(
     if matches!(&back, Err(e) if e.is_type_error()) {
         back = export(b, result.id(), Request::Legacy, &mut scratch)?;
     }
-    let got = match back {
-        Ok((_cap, _, o)) => o.values,
+    // Read while the capsule is held (its tensor stays valid); a tensor
+    // in device memory is read through the device's backend.
+    let got = match &back {
+        Ok((_cap, _, o)) => values_of(o),
         Err(e) => {
             return Ok(Ended::Limitation(format!(
                 "the consumer's array cannot be read back: {e}"
             )))
         }
     };
+    drop(back);
     let Some(got) = got else {
         return Ok(Ended::Limitation(
             "the consumer's array cannot be read back".into(),

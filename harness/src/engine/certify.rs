@@ -31,7 +31,7 @@ pub struct Engine {
     pub consumer_path: Option<PathBuf>,
     /// Deadline of one case in a worker.
     pub case_timeout_ms: u64,
-    /// Address-space limit of each worker, in MiB.
+    /// Memory limit of each worker, in MiB (`run::proc::Limits::worker`).
     pub max_memory_mb: u64,
     pub opts: certify::Options,
     /// Loaded once when cases run in this process.

@@ -25,7 +25,7 @@ pub struct Engine {
     pub consumer: PathBuf,
     /// Deadline of one case in a worker.
     pub case_timeout_ms: u64,
-    /// Address-space limit of each worker, in MiB.
+    /// Memory limit of each worker, in MiB (`run::proc::Limits::worker`).
     pub max_memory_mb: u64,
     pub opts: Options,
 }

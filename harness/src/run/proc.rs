@@ -42,6 +42,10 @@ pub fn forward_signal(pid: u32, sig: i32) {
 pub struct Limits {
     /// RLIMIT_AS, bytes of address space.
     pub address_space: Option<u64>,
+    /// RLIMIT_DATA, bytes of private writable memory (the heap and
+    /// anonymous mappings): the memory bound where a CUDA driver is
+    /// present, see [`Limits::worker`].
+    pub data: Option<u64>,
     /// RLIMIT_NOFILE, open file descriptors.
     pub open_files: Option<u64>,
     /// RLIMIT_CPU, seconds of CPU time over the worker's life.
@@ -76,19 +80,48 @@ fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
 impl Limits {
     /// The limits of a worker process: `max_memory_mb` of address space,
     /// 1024 open files, no CPU-time limit (case deadlines bound hangs).
+    ///
+    /// On a machine whose CUDA driver loads, the memory bound is RLIMIT_DATA
+    /// instead: the driver reserves virtual address space for unified
+    /// addressing far beyond any sensible bound, and under an 8 GiB
+    /// RLIMIT_AS `cuInit` fails with CUDA_ERROR_OUT_OF_MEMORY (seen on an
+    /// H100: every CUDA case of `just gpu` was skipped). RLIMIT_DATA still
+    /// bounds what a runaway plugin allocates (malloc, private anonymous
+    /// mappings) and leaves the driver's reservations (PROT_NONE) alone.
     pub fn worker(max_memory_mb: u64) -> Limits {
+        Limits::worker_with(max_memory_mb, crate::device::cuda_driver_loads())
+    }
+
+    /// [`Limits::worker`] with the choice of bound made by the caller.
+    pub fn worker_with(max_memory_mb: u64, cuda_driver: bool) -> Limits {
+        let bytes = Some(max_memory_mb.saturating_mul(1024 * 1024));
+        let (address_space, data) = if cuda_driver {
+            (None, bytes)
+        } else {
+            (bytes, None)
+        };
         Limits {
-            address_space: Some(max_memory_mb.saturating_mul(1024 * 1024)),
+            address_space,
+            data,
             open_files: Some(1024),
             cpu_seconds: None,
             file_size: Some(WORKER_OUTPUT_BYTES),
         }
     }
 
+    /// The memory bound in MiB, whichever limit carries it (u64::MAX
+    /// bytes when there is none).
+    pub fn memory_mb(&self) -> u64 {
+        self.address_space.or(self.data).unwrap_or(u64::MAX) / (1024 * 1024)
+    }
+
     /// Applies the limits to the calling process.
     pub fn apply(&self) -> io::Result<()> {
         if let Some(v) = self.address_space {
             set(libc::RLIMIT_AS, v)?;
+        }
+        if let Some(v) = self.data {
+            set(libc::RLIMIT_DATA, v)?;
         }
         if let Some(v) = self.open_files {
             set(libc::RLIMIT_NOFILE, v)?;
@@ -465,8 +498,9 @@ const GUARDED_SIGNALS: [libc::c_int; 9] = [
 
 /// Limits whose value a plugin may change (RLIMIT_CPU's soft limit is
 /// renewed per case by [`cpu_budget`]; its hard limit is compared).
-const GUARDED_LIMITS: [(libc::__rlimit_resource_t, &str); 4] = [
+const GUARDED_LIMITS: [(libc::__rlimit_resource_t, &str); 5] = [
     (libc::RLIMIT_AS, "RLIMIT_AS"),
+    (libc::RLIMIT_DATA, "RLIMIT_DATA"),
     (libc::RLIMIT_NOFILE, "RLIMIT_NOFILE"),
     (libc::RLIMIT_FSIZE, "RLIMIT_FSIZE"),
     (libc::RLIMIT_CPU, "RLIMIT_CPU"),
@@ -770,5 +804,64 @@ mod crumb_tests {
         assert_eq!(orchestrator.read(), None);
         drop((worker, orchestrator));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::Limits;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    /// Whether `python3 -c code` exits 0 under `limits`.
+    fn runs(code: &str, limits: Option<Limits>) -> bool {
+        let mut cmd = Command::new("python3");
+        cmd.args(["-c", code])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(l) = limits {
+            // SAFETY: the closure runs in the child between fork and exec
+            // and only calls setrlimit and signal (async-signal-safe).
+            unsafe {
+                cmd.pre_exec(move || l.apply());
+            }
+        }
+        cmd.status().expect("python3 runs").success()
+    }
+
+    /// 600 MiB of heap, touched.
+    const ALLOCATE: &str = "b = bytearray(600 * 1024 * 1024); b[-1] = 1";
+    /// 64 GiB of address space reserved and never touched (PROT_NONE), as
+    /// the CUDA driver does for unified addressing.
+    const RESERVE: &str = "import ctypes, sys\n\
+        libc = ctypes.CDLL(None)\n\
+        libc.mmap.restype = ctypes.c_void_p\n\
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n\
+        p = libc.mmap(None, 64 << 30, 0, 0x22 | 0x4000, -1, 0)\n\
+        sys.exit(0 if p not in (None, ctypes.c_void_p(-1).value) else 1)";
+
+    /// Both bounds stop a runaway allocation; only the data bound (the one
+    /// used where a CUDA driver loads) lets a reservation like the CUDA
+    /// driver's through.
+    #[test]
+    fn the_data_bound_stops_allocations_and_lets_reservations_through() {
+        if !runs("pass", None) {
+            println!("SKIPPED: no python3 to run the child process");
+            return;
+        }
+        let data = Limits::worker_with(256, true);
+        let address = Limits::worker_with(256, false);
+        assert_eq!((data.data, data.address_space), (Some(256 << 20), None));
+        assert_eq!(
+            (address.address_space, address.data),
+            (Some(256 << 20), None)
+        );
+        assert_eq!((data.memory_mb(), address.memory_mb()), (256, 256));
+        assert!(runs(ALLOCATE, None), "the allocation itself works");
+        assert!(!runs(ALLOCATE, Some(data)), "RLIMIT_DATA stops it");
+        assert!(!runs(ALLOCATE, Some(address)), "RLIMIT_AS stops it");
+        assert!(runs(RESERVE, None), "the reservation itself works");
+        assert!(runs(RESERVE, Some(data)), "RLIMIT_DATA lets it through");
+        assert!(!runs(RESERVE, Some(address)), "RLIMIT_AS stops it");
     }
 }

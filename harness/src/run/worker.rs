@@ -81,7 +81,7 @@ impl WorkerArgs {
             "--replay-prefix".to_string(),
             self.options.replay_prefix.clone(),
             "--max-memory-mb".to_string(),
-            (self.limits.address_space.unwrap_or(u64::MAX) / (1024 * 1024)).to_string(),
+            self.limits.memory_mb().to_string(),
         ];
         if let Some(p) = &self.producer {
             args.push("--producer".into());

@@ -294,10 +294,20 @@ fn an_unknown_mutant_is_einval() {
     assert_eq!(rc, libc::EINVAL);
 }
 
-/// The CUDA backend, or `None` after printing why the test is skipped.
-fn cuda() -> Option<Arc<dyn arrowcert::device::Device>> {
+/// Held by every GPU test: the backend's count of live device bytes is
+/// the process's, so tests running at once would see each other's
+/// allocations (on an H100, `gpu_device_arrays_round_trip` failed so).
+static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The CUDA backend and the GPU tests' lock, or `None` after printing why
+/// the test is skipped.
+fn cuda() -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    Arc<dyn arrowcert::device::Device>,
+)> {
+    let gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
     match device::backend(Kind::Cuda) {
-        Ok(b) => Some(b),
+        Ok(b) => Some((gpu, b)),
         Err(why) => {
             println!("skipped: {why}");
             None
@@ -309,7 +319,7 @@ const KINDS: [Kind; 3] = [Kind::Cuda, Kind::CudaHost, Kind::CudaManaged];
 
 #[test]
 fn gpu_device_arrays_round_trip() {
-    let Some(dev) = cuda() else { return };
+    let Some((_gpu, dev)) = cuda() else { return };
     let batch = sample();
     let bytes = ipc_of(&batch);
     for kind in KINDS {
@@ -344,9 +354,7 @@ fn gpu_device_arrays_round_trip() {
 
 #[test]
 fn gpu_device_stream_round_trips() {
-    if cuda().is_none() {
-        return;
-    }
+    let Some((_gpu, _)) = cuda() else { return };
     let batch = sample();
     let batches = vec![batch.slice(0, 5), batch.slice(5, 7), batch.slice(12, 0)];
     let bytes = ipc::encode(&batch.schema(), &batches).unwrap();
@@ -391,9 +399,7 @@ fn read_mutant(kind: Kind, m: producer::Mutation) -> Result<Vec<RecordBatch>, (i
 
 #[test]
 fn gpu_producer_mutants_are_observable() {
-    if cuda().is_none() {
-        return;
-    }
+    let Some((_gpu, _)) = cuda() else { return };
     let batch = sample();
     fn no_event() -> arrowcert::sdk::PluginResult<Producer> {
         Ok(Producer::NoEvent)
@@ -418,7 +424,7 @@ fn gpu_producer_mutants_are_observable() {
 
 #[test]
 fn gpu_host_buffers_and_leaks_are_what_they_say() {
-    let Some(dev) = cuda() else { return };
+    let Some((_gpu, dev)) = cuda() else { return };
     let bytes = ipc_of(&sample());
     fn host() -> arrowcert::sdk::PluginResult<Producer> {
         Ok(Producer::HostBuffers)
@@ -448,9 +454,7 @@ fn gpu_host_buffers_and_leaks_are_what_they_say() {
 
 #[test]
 fn gpu_read_before_wait_reads_the_poison() {
-    if cuda().is_none() {
-        return;
-    }
+    let Some((_gpu, _)) = cuda() else { return };
     let batch = sample();
     let bytes = ipc_of(&batch);
     fn early() -> arrowcert::sdk::PluginResult<Consumer> {
