@@ -12,7 +12,11 @@
 //! A crash in any of them is the consumer not doing what that rule asks.
 //! A producer case's crash can come from any of the steps the harness
 //! drives (export, moves, releases, reads of what was exported), so it has
-//! no one rule; it stays a crash, which fails the run on its own.
+//! no one rule; it stays a crash, which fails the run on its own. The one
+//! exception is a death while the harness hands the driver the event a
+//! device array's sync_event points to: that step is named by its own
+//! breadcrumb, and a pointer to a live event cannot kill it, so it is
+//! `device.event.type` (MUST).
 
 #![forbid(unsafe_code)]
 
@@ -39,6 +43,10 @@ pub fn charge(spec: &CaseSpec, case: &mut Case) {
     if !matches!(case.verdict, Verdict::Crash | Verdict::Timeout) {
         return;
     }
+    if case.verdict == Verdict::Crash && died_in_sync_event_wait(case) {
+        charge_sync_event(case);
+        return;
+    }
     let Some(rule) = charged_rule(spec) else {
         return;
     };
@@ -57,6 +65,39 @@ pub fn charge(spec: &CaseSpec, case: &mut Case) {
         at: "consume call".into(),
         evidence: format!(
             "the consumer did not return from the case: {}",
+            crate::report::bounded(&how, 1024)
+        ),
+    });
+}
+
+/// Whether the worker died while the harness waited on a device array's
+/// sync_event (its breadcrumb, [`super::device::SYNC_EVENT_STEP`]).
+fn died_in_sync_event_wait(case: &Case) -> bool {
+    case.message
+        .as_deref()
+        .is_some_and(|m| m.contains(&format!("during `{}`", super::device::SYNC_EVENT_STEP)))
+}
+
+/// A producer's or a consumer's case alike: what the sync_event pointed
+/// to, handed to the driver, killed the process, so it was not "a pointer
+/// to a CUevent" (`device.event.type`).
+fn charge_sync_event(case: &mut Case) {
+    let rule = "device.event.type";
+    if case.violations.iter().any(|v| v.rule == rule) {
+        return;
+    }
+    let how = case.message.clone().unwrap_or_else(|| "it crashed".into());
+    if !case.checked.iter().any(|r| r == rule) {
+        case.checked.push(rule.to_string());
+    }
+    case.violations.push(RuleViolation {
+        rule: rule.to_string(),
+        level: rules::find(rule)
+            .map(|r| r.level.to_string())
+            .unwrap_or_else(|| "MUST".into()),
+        at: "sync_event".into(),
+        evidence: format!(
+            "the process died when the device's driver was handed the event sync_event points to: it does not point to a live event ({})",
             crate::report::bounded(&how, 1024)
         ),
     });
@@ -123,6 +164,35 @@ mod tests {
             let mut c = ended(v);
             charge(&s, &mut c);
             assert!(c.violations.is_empty() && c.checked.is_empty(), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_death_in_the_sync_event_wait_fails_the_event_rule_and_no_other_step_does() {
+        for p in Path::ALL {
+            let mut c = ended(Verdict::Crash);
+            c.message = Some(format!(
+                "the worker killed by SIGSEGV (11) in the middle of the case, during `{}`",
+                crate::certify::device::SYNC_EVENT_STEP
+            ));
+            charge(&spec(p), &mut c);
+            assert_eq!(c.violations.len(), 1, "{p:?}");
+            assert_eq!(c.violations[0].rule, "device.event.type");
+            assert_eq!(c.violations[0].level, "MUST");
+            assert_eq!(c.checked, ["device.event.type"]);
+            let mut later = ended(Verdict::Crash);
+            later.message = Some(format!(
+                "the worker killed by SIGSEGV (11), during `{}`",
+                crate::certify::device::READ_STEP
+            ));
+            charge(&spec(p), &mut later);
+            assert!(
+                later
+                    .violations
+                    .iter()
+                    .all(|v| v.rule != "device.event.type"),
+                "{p:?}"
+            );
         }
     }
 

@@ -22,6 +22,17 @@ use crate::device::{Device, Kind, MemoryKind};
 
 use super::Observations;
 
+/// The breadcrumb while the harness hands the driver the event a device
+/// array's sync_event points to, and waits on it: the worker dying there
+/// is charged to `device.event.type` ([`super::crash::charge`]). On a real
+/// GPU a CUevent passed by value points to readable driver memory, so no
+/// check before the call can tell it from a pointer to an event (seen on
+/// an H100: the `event-by-value` mutant's cases died in the wait).
+pub const SYNC_EVENT_STEP: &str = "the harness waiting on the device array's sync_event";
+
+/// The breadcrumb once the wait is over and the harness reads the array.
+pub const READ_STEP: &str = "the harness reading the device array";
+
 /// What [`examine`] leaves: a host copy of the array to validate and read,
 /// or why there is none.
 pub enum Examined {
@@ -43,7 +54,12 @@ pub fn examine(
     obs: &mut Observations,
 ) -> Examined {
     // device.event.type: a non-NULL sync_event points to a live event.
+    // The driver is handed what it points to; a crash there is charged to
+    // the rule (crash::charge), so the step is named first.
     let sync = a.sync_event as usize;
+    if sync != 0 {
+        crate::abi::breadcrumb::step(SYNC_EVENT_STEP);
+    }
     let event = if sync == 0 {
         None
     } else {
@@ -62,6 +78,9 @@ pub fn examine(
         if let Err(why) = dev.event_wait(e) {
             return Examined::Unreadable(format!("waiting on sync_event failed: {why}"));
         }
+    }
+    if sync != 0 {
+        crate::abi::breadcrumb::step(READ_STEP);
     }
 
     // First copy: right after the wait, each buffer checked before it is
