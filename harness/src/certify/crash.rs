@@ -50,6 +50,14 @@ pub fn charge(spec: &CaseSpec, case: &mut Case) {
     let Some(rule) = charged_rule(spec) else {
         return;
     };
+    add(case, rule, "consume call", |how| {
+        format!("the consumer did not return from the case: {how}")
+    });
+}
+
+/// Records `rule` as checked and broken at `at` (once), with the evidence
+/// `evidence` makes of how the case ended.
+fn add(case: &mut Case, rule: &str, at: &str, evidence: impl FnOnce(&str) -> String) {
     if case.violations.iter().any(|v| v.rule == rule) {
         return;
     }
@@ -62,11 +70,8 @@ pub fn charge(spec: &CaseSpec, case: &mut Case) {
         level: rules::find(rule)
             .map(|r| r.level.to_string())
             .unwrap_or_else(|| "MUST".into()),
-        at: "consume call".into(),
-        evidence: format!(
-            "the consumer did not return from the case: {}",
-            crate::report::bounded(&how, 1024)
-        ),
+        at: at.into(),
+        evidence: evidence(&crate::report::bounded(&how, 1024)),
     });
 }
 
@@ -82,24 +87,8 @@ fn died_in_sync_event_wait(case: &Case) -> bool {
 /// to, handed to the driver, killed the process, so it was not "a pointer
 /// to a CUevent" (`device.event.type`).
 fn charge_sync_event(case: &mut Case) {
-    let rule = "device.event.type";
-    if case.violations.iter().any(|v| v.rule == rule) {
-        return;
-    }
-    let how = case.message.clone().unwrap_or_else(|| "it crashed".into());
-    if !case.checked.iter().any(|r| r == rule) {
-        case.checked.push(rule.to_string());
-    }
-    case.violations.push(RuleViolation {
-        rule: rule.to_string(),
-        level: rules::find(rule)
-            .map(|r| r.level.to_string())
-            .unwrap_or_else(|| "MUST".into()),
-        at: "sync_event".into(),
-        evidence: format!(
-            "the process died when the device's driver was handed the event sync_event points to: it does not point to a live event ({})",
-            crate::report::bounded(&how, 1024)
-        ),
+    add(case, "device.event.type", "sync_event", |how| {
+        format!("the process died when the device's driver was handed the event sync_event points to: it does not point to a live event ({how})")
     });
 }
 
