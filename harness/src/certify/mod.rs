@@ -351,7 +351,7 @@ fn device_missing(plugins: Plugins, spec: &CaseSpec) -> Option<String> {
         return None;
     }
     if let Err(why) = crate::device::available(kind) {
-        return Some(format!("no {kind} device on this machine: {why}"));
+        return Some(crate::device::missing(kind, &why));
     }
     let (role, plugin) = match spec.path {
         Path::Consumer(_) | Path::AsyncConsumer(_) => ("consumer", plugins.consumer),

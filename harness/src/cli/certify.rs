@@ -366,6 +366,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
         return Ok(128 + sig);
     }
+    if let Some(line) = crate::device::skipped_though_required(
+        &args.require_devices,
+        report
+            .cases
+            .iter()
+            .filter(|c| c.verdict == Verdict::Skip)
+            .filter_map(|c| c.message.as_deref()),
+    ) {
+        eprintln!("arrowcert: {line}");
+        return Ok(2);
+    }
     // Crashes, hangs and errors are failures too; nothing exercised is
     // not a pass (report::outcome).
     Ok(judgement.exit_code())

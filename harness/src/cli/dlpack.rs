@@ -157,6 +157,21 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
             .map_err(|e| BadInput(format!("{}: cannot write the report: {e}", path.display())))?;
         println!("report: {}", path.display());
     }
+    let required: Vec<crate::device::Kind> = args
+        .device
+        .filter(|_| args.require_device)
+        .into_iter()
+        .collect();
+    if let Some(line) = crate::device::skipped_though_required(
+        &required,
+        r.cases
+            .iter()
+            .filter(|c| c.verdict == report::Verdict::Skip)
+            .filter_map(|c| c.message.as_deref()),
+    ) {
+        eprintln!("arrowcert: {line}");
+        return Ok(2);
+    }
     Ok(judgement.exit_code())
 }
 

@@ -259,3 +259,61 @@ pub fn cuda_driver_loads() -> bool {
     static LOADS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *LOADS.get_or_init(|| cuda::probe_driver().is_ok())
 }
+
+/// Why a case on `kind` was skipped when this process could not use the
+/// device (`why`, from [`backend`]). `--require-device` turns such skips
+/// into an error ([`skipped_though_required`]).
+pub fn missing(kind: Kind, why: &str) -> String {
+    format!("no {kind} device on this machine: {why}")
+}
+
+/// `--require-device`: the first of `required` whose cases were skipped
+/// as [`missing`] anyway (the orchestrator found the device; a worker
+/// process could not use it, as when the CUDA driver failed to start under
+/// a memory limit), as one line: how many, and the first reason.
+pub fn skipped_though_required<'a>(
+    required: &[Kind],
+    skipped: impl Iterator<Item = &'a str> + Clone,
+) -> Option<String> {
+    required.iter().find_map(|&k| {
+        let prefix = format!("no {k} device on this machine: ");
+        let mut hit = skipped.clone().filter(|m| m.starts_with(&prefix));
+        let first = hit.next()?;
+        Some(format!(
+            "--require-device {k}: {} case(s) on it were skipped in the worker processes ({})",
+            1 + hit.count(),
+            first
+        ))
+    })
+}
+
+#[cfg(test)]
+mod required_tests {
+    use super::*;
+
+    #[test]
+    fn a_required_device_skipped_in_the_workers_is_one_line() {
+        let oom = missing(
+            Kind::Cuda,
+            "CUDA driver present but cuInit failed: CUDA_ERROR_OUT_OF_MEMORY",
+        );
+        let other = "the plugin does not claim cuda";
+        let skips = [other, oom.as_str(), oom.as_str()];
+        let line = skipped_though_required(&[Kind::Cuda], skips.iter().copied()).unwrap();
+        assert!(
+            line.starts_with("--require-device cuda: 2 case(s)"),
+            "{line}"
+        );
+        assert!(line.contains("CUDA_ERROR_OUT_OF_MEMORY"), "{line}");
+        // Not required, or skipped for another reason: nothing to say.
+        assert_eq!(skipped_though_required(&[], skips.iter().copied()), None);
+        assert_eq!(
+            skipped_though_required(&[Kind::Cuda], [other].iter().copied()),
+            None
+        );
+        assert_eq!(
+            skipped_though_required(&[Kind::Emulated], skips.iter().copied()),
+            None
+        );
+    }
+}

@@ -1425,7 +1425,7 @@ fn device_consumer_case(
 ) -> Ended {
     let dev = match crate::device::backend(device) {
         Ok(d) => d,
-        Err(why) => return Ended::Skipped(why),
+        Err(why) => return Ended::Skipped(crate::device::missing(device, &why)),
     };
     let tensor = HarnessTensor::on_device(spec.clone(), dev, device)
         .map_err(|e| format!("the harness could not place its tensor on {device}: {e}"));
