@@ -366,20 +366,25 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
         return Ok(128 + sig);
     }
-    if let Some(line) = crate::device::skipped_though_required(
-        &args.require_devices,
-        report
-            .cases
-            .iter()
-            .filter(|c| c.verdict == Verdict::Skip)
-            .filter_map(|c| c.message.as_deref()),
-    ) {
-        eprintln!("arrowcert: {line}");
-        return Ok(2);
+    if let Some(code) = required_devices_unused(&args.require_devices, &report.cases) {
+        return Ok(code);
     }
     // Crashes, hangs and errors are failures too; nothing exercised is
     // not a pass (report::outcome).
     Ok(judgement.exit_code())
+}
+
+/// `--require-device`: exit 2, after one line, when cases on a required
+/// device were skipped as missing anyway (a worker process could not use
+/// it; [`crate::device::skipped_though_required`]).
+pub(super) fn required_devices_unused(required: &[DeviceKind], cases: &[Case]) -> Option<i32> {
+    let skipped = cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Skip)
+        .filter_map(|c| c.message.as_deref());
+    let line = crate::device::skipped_though_required(required, skipped)?;
+    eprintln!("arrowcert: {line}");
+    Some(2)
 }
 
 /// The end of a run: the rule summary, the result line with every count,

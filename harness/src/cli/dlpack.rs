@@ -162,15 +162,8 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         .filter(|_| args.require_device)
         .into_iter()
         .collect();
-    if let Some(line) = crate::device::skipped_though_required(
-        &required,
-        r.cases
-            .iter()
-            .filter(|c| c.verdict == report::Verdict::Skip)
-            .filter_map(|c| c.message.as_deref()),
-    ) {
-        eprintln!("arrowcert: {line}");
-        return Ok(2);
+    if let Some(code) = super::certify::required_devices_unused(&required, &r.cases) {
+        return Ok(code);
     }
     Ok(judgement.exit_code())
 }

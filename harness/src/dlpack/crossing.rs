@@ -32,8 +32,8 @@ use crate::inspect::probe;
 
 use super::bridge::{Bridge, PyError};
 use super::engine::{
-    compare, exported_steps, handed_over, harness_side, mapped, renamed, Ended, Held, Loaded, Obs,
-    Request,
+    asked_capsule, compare, exported_steps, handed_over, harness_side, mapped, renamed, Ended,
+    Held, Loaded, Obs, Request,
 };
 use super::tensor::{HarnessTensor, Layout, Spec};
 use super::{DType, Logical};
@@ -176,9 +176,7 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
     let at = "dlpack_to_arrow";
     let names = harness_side(&v, at, KDL_CPU, obs);
     let handed = !names.is_empty();
-    let asked = v["harness"]["calls"]
-        .as_array()
-        .is_some_and(|c| !c.is_empty());
+    let asked = asked_capsule(&v);
     let mut ended = Ended::Ran;
     // Whether the harness released the Arrow export (a deleter still owed
     // is then the library's).

@@ -1024,7 +1024,7 @@ pub(super) fn exported_steps(
         obs.check("dlpack.data.zero-size-null");
     }
     let on_device = device_backend(&o);
-    let values = values_of(&o);
+    let values = values_of(&o, on_device.as_deref());
     match &values {
         Some(got) => compare(obs, "dlpack.tensor.describes", &at, &expected, got),
         None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
@@ -1213,7 +1213,7 @@ fn frees_steps(
 
 /// Whether the library called the harness's tensor's `__dlpack__` during
 /// the step whose answer is `v` (handed a capsule or not).
-fn asked_capsule(v: &serde_json::Value) -> bool {
+pub(super) fn asked_capsule(v: &serde_json::Value) -> bool {
     v["harness"]["calls"]
         .as_array()
         .is_some_and(|c| !c.is_empty())
@@ -1227,12 +1227,13 @@ fn asked_device(v: &serde_json::Value) -> bool {
 
 /// The values of an exported tensor: read on the CPU, or, for a tensor on
 /// a device this machine has (a GPU, the emulated device), through that
-/// device's backend. `None` when neither can read them.
-fn values_of(o: &Observed) -> Option<Logical> {
+/// device's backend (`dev`, from [`device_backend`]). `None` when neither
+/// can read them.
+fn values_of(o: &Observed, dev: Option<&dyn crate::device::Device>) -> Option<Logical> {
     if o.values.is_some() {
         return o.values.clone();
     }
-    reader::values_on(o, &*device_backend(o)?).ok()
+    reader::values_on(o, dev?).ok()
 }
 
 /// The backend of the device (not the CPU) an exported tensor is on, where
@@ -1664,7 +1665,7 @@ fn pair_steps(
     // Read while the capsule is held (its tensor stays valid); a tensor
     // in device memory is read through the device's backend.
     let got = match &back {
-        Ok((_cap, _, o)) => values_of(o),
+        Ok((_cap, _, o)) => values_of(o, device_backend(o).as_deref()),
         Err(e) => {
             return Ok(Ended::Limitation(format!(
                 "the consumer's array cannot be read back: {e}"
