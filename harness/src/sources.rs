@@ -19,6 +19,12 @@ pub struct Sources {
     pub gold: Option<PathBuf>,
     /// Generated scenarios `gen/0` .. `gen/<generated-1>`.
     pub generated: u64,
+    /// With generated scenarios, also one single-type scenario per type
+    /// family the generator knows (`gen/type:<family>`): a library that
+    /// refuses one column of a mixed scenario refuses the whole scenario,
+    /// so the types it does take need scenarios of their own.
+    #[serde(default)]
+    pub single_types: bool,
     /// The seed generated scenarios are drawn with.
     pub seed: u64,
     /// Only these scenarios, by name (a replay, a shrink candidate), in
@@ -76,6 +82,9 @@ impl Sources {
         if self.generated > 0 {
             out.extend(crate::generate::scenarios(self.seed, self.generated)?);
         }
+        if self.single_types {
+            out.extend(crate::generate::type_scenarios(self.seed)?);
+        }
         Ok(out)
     }
 
@@ -93,6 +102,13 @@ impl Sources {
         }
         if self.generated > 0 {
             parts.push(format!("{} generated (seed {})", self.generated, self.seed));
+        }
+        if self.single_types {
+            parts.push(format!(
+                "{} single-type (seed {})",
+                crate::generate::types::family_names().len(),
+                self.seed
+            ));
         }
         parts.join(" + ")
     }
@@ -114,6 +130,9 @@ impl Sources {
         }
         args.extend(["--seed".to_string(), self.seed.to_string()]);
         args.extend(["--generated".to_string(), self.generated.to_string()]);
+        if self.single_types {
+            args.push("--single-types".into());
+        }
         for n in self.only.iter().flatten() {
             args.push("--scenario".into());
             args.push(n.clone());

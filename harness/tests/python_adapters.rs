@@ -249,3 +249,119 @@ def load(data):
         assert_eq!(v.verdict, Verdict::Pass, "{rule}: {stdout}");
     }
 }
+
+/// One unsupported column hides a whole scenario no more: a library that
+/// declines one column of a mixed generated scenario is shown every
+/// column of it alone (`gen/<i>~col:<k>`), and every type family has a
+/// single-type scenario of its own (`gen/type:<family>`), so each type it
+/// does take is exercised and each it refuses is named by its own words.
+#[test]
+fn a_declined_column_no_longer_hides_the_others() {
+    let Some(py) = python() else { return };
+    let dir = scratch("py-adapters");
+    let adapter = dir.join("declines_unions.py");
+    std::fs::write(
+        &adapter,
+        r#"import nanoarrow as na
+
+NAME = "declines unions, views and maps (test adapter)"
+
+
+def load(data):
+    stream = na.c_array_stream(data)
+    schema = stream.get_schema()
+    for i in range(schema.n_children):
+        fmt = schema.child(i).format
+        if fmt.startswith("+u"):
+            raise NotImplementedError(f"column {i}: unions are not supported")
+        if fmt in ("vu", "vz", "+m"):
+            raise NotImplementedError(f"column {i}: views and maps are not supported")
+    return na.Array(stream)
+"#,
+    )
+    .unwrap();
+    let report = dir.join("declined-columns.json");
+    let _ = std::fs::remove_file(&report);
+    let seed = 3u64;
+    let out = arrowcert(&py)
+        .args([
+            "certify",
+            "--producer",
+            &format!("py:{}", adapter.display()),
+        ])
+        .args(["--no-builtin", "--cases", "12", "--seed", "3", "--report"])
+        .arg(&report)
+        .arg("producer/stream/gen/")
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let r = arrowcert::report::read(&report).expect("a report");
+    let declined = |c: &arrowcert::report::Case| {
+        c.verdict == arrowcert::report::Verdict::Skip
+            && c.message.as_deref().is_some_and(|m| m.contains("are not supported"))
+    };
+    let refused_union = |dt: &arrow_schema::DataType| {
+        matches!(
+            dt,
+            arrow_schema::DataType::Union(..)
+                | arrow_schema::DataType::Map(..)
+                | arrow_schema::DataType::Utf8View
+                | arrow_schema::DataType::BinaryView
+        )
+    };
+    let mut split = 0;
+    for c in r.cases.iter().filter(|c| c.id.starts_with("producer/stream/gen/")) {
+        let Some((index, _)) = arrowcert::generate::parse_name(&c.scenario) else {
+            continue;
+        };
+        let whole = arrowcert::generate::scenario(seed, &c.scenario).unwrap();
+        let fields = whole.schema.fields();
+        let refuses = fields.iter().any(|f| refused_union(f.data_type()));
+        // A scenario is declined exactly when it holds a declined type.
+        assert_eq!(declined(c), refuses, "{}: {:?}", c.id, c.message);
+        if !refuses || index >= arrowcert::generate::TYPE_BASE || fields.len() < 2 {
+            continue;
+        }
+        split += 1;
+        // Every column alone, declined exactly when it is of a declined
+        // type, in the library's own words; the others pass.
+        for (k, f) in fields.iter().enumerate() {
+            let id = format!("producer/stream/{}~col:{k}", c.scenario);
+            let sub = r
+                .cases
+                .iter()
+                .find(|x| x.id == id)
+                .unwrap_or_else(|| panic!("{id} did not run: {stdout}"));
+            if refused_union(f.data_type()) {
+                assert!(declined(sub), "{id}: {:?}", sub.message);
+                assert!(
+                    sub.message.as_deref().unwrap().contains(&"column 0: ".to_string()),
+                    "{id}: {:?}",
+                    sub.message
+                );
+            } else {
+                assert_eq!(sub.verdict, arrowcert::report::Verdict::Pass, "{id}: {:?}", sub.message);
+            }
+        }
+    }
+    assert!(split >= 1, "no mixed scenario was declined with seed {seed}: {stdout}");
+    // Every type family has its own scenario; the ones not declined pass.
+    for family in arrowcert::generate::types::family_names() {
+        let id = format!("producer/stream/gen/type:{family}");
+        let c = r.cases.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no {id}"));
+        let refused = matches!(family, "sparse-union" | "dense-union" | "map" | "utf8-view" | "binary-view");
+        if refused {
+            assert!(declined(c), "{id}: {:?}", c.message);
+        } else {
+            assert_eq!(c.verdict, arrowcert::report::Verdict::Pass, "{id}: {:?}", c.message);
+        }
+    }
+    // Cases that follow up on another come right after it, in ID order.
+    let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
+    for w in ids.windows(2) {
+        if w[1].contains("~col:") {
+            assert!(w[0] < w[1], "{} before {}", w[0], w[1]);
+        }
+    }
+}

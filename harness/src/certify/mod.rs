@@ -303,10 +303,14 @@ pub enum Ended {
     Limitation(String),
 }
 
+/// How the message of a case a producer declined (its data: a type it
+/// cannot hold) begins: a skip, not a verdict on the library.
+pub const PRODUCER_DECLINED: &str = "the producer does not support this: ";
+
 pub(crate) fn call_ended(e: CallError) -> Ended {
     match e {
         CallError::Missing(_) => Ended::Skip(e.to_string()),
-        _ if e.declined() => Ended::Skip(format!("the producer does not support this: {e}")),
+        _ if e.declined() => Ended::Skip(format!("{PRODUCER_DECLINED}{e}")),
         CallError::Failed { .. } => Ended::Error(e.to_string()),
     }
 }

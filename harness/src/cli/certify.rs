@@ -306,6 +306,32 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .map_err(BadInput)?;
     progress.borrow_mut().clear();
 
+    // Refusals of mixed generated scenarios: every column again alone, each
+    // result placed after the case it splits.
+    if interrupted.is_none() && !args.replay {
+        let so_far = checkpoint.borrow().report.clone();
+        crate::engine::certify::split_refusals(
+            &engine,
+            &so_far,
+            &scenarios,
+            sources,
+            sides,
+            &mut |c: &Case| {
+                if args.verbose || !matches!(c.verdict, Verdict::Pass | Verdict::Skip | Verdict::Limitation) {
+                    println!("case {} ... {}", c.id, verdict_word(c));
+                }
+                let mut cp = checkpoint.borrow_mut();
+                if let Some(at) = crate::engine::certify::parent_case_id(&c.id, &c.scenario)
+                    .and_then(|p| cp.position.get(&p).copied())
+                {
+                    cp.position.insert(c.id.clone(), at);
+                }
+                cp.add(c);
+            },
+        )
+        .map_err(BadInput)?;
+    }
+
     // Shrink what failed on generated scenarios, then write the report.
     let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
         let report = &checkpoint.borrow().report;
@@ -490,6 +516,10 @@ pub struct CertifyFlags {
     /// Leave out the built-in scenarios.
     #[arg(long)]
     pub no_builtin: bool,
+    /// Leave out the single-type scenarios (`gen/type:<family>`, one per
+    /// type family the generator knows) that come with generated ones.
+    #[arg(long)]
+    pub no_single_types: bool,
     /// Candidate scenarios tried when shrinking one failure; 0 turns
     /// shrinking off.
     #[arg(long, default_value_t = 1000)]
@@ -569,6 +599,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         cases,
         seed,
         no_builtin,
+        no_single_types,
         shrink_candidates,
         resume,
         report,
@@ -635,6 +666,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             builtin: !no_builtin,
             gold,
             generated: cases,
+            single_types: cases > 0 && !no_single_types,
             seed: super::seed_for(seed, resume.as_deref())?,
             only: None,
         },
@@ -739,6 +771,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
             builtin: false,
             gold,
             generated: 0,
+            single_types: false,
             seed,
             only: Some(names),
         },

@@ -24,6 +24,8 @@ pub struct WorkerFlags {
     #[arg(long, default_value_t = 0)]
     pub generated: u64,
     #[arg(long)]
+    pub single_types: bool,
+    #[arg(long)]
     pub scenario: Vec<String>,
     #[arg(long)]
     pub timeout_ms: i64,
@@ -49,6 +51,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         no_builtin,
         seed,
         generated,
+        single_types,
         scenario,
         timeout_ms,
         replay_prefix,
@@ -70,6 +73,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
             builtin: !no_builtin,
             gold,
             generated,
+            single_types,
             seed,
             only: (!scenario.is_empty()).then_some(scenario),
         },

@@ -136,6 +136,119 @@ impl Engine {
     }
 }
 
+/// Whether a case ended because a library declined its data: a consumer's
+/// limitation, or a producer that could not hold the data (a skip: the
+/// library's `load` raised, or its produce call returned ENOSYS).
+pub fn declined_data(c: &Case) -> bool {
+    match c.verdict {
+        Verdict::Limitation => true,
+        Verdict::Skip => c
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with(certify::PRODUCER_DECLINED)),
+        _ => false,
+    }
+}
+
+/// The mixed generated scenarios (`gen/<i>`, two columns or more) a
+/// library refused on some path, with the IDs of the refused cases.
+fn refused_mixed<'a>(
+    report: &'a Report,
+    scenarios: &'a [Scenario],
+) -> Vec<(&'a Scenario, std::collections::BTreeSet<&'a str>)> {
+    let mut out: Vec<(&Scenario, std::collections::BTreeSet<&str>)> = Vec::new();
+    for c in report.cases.iter().filter(|c| declined_data(c)) {
+        let mixed = generate::parse_name(&c.scenario)
+            .is_some_and(|(index, walk)| walk.is_empty() && index < generate::TYPE_BASE);
+        if !mixed {
+            continue;
+        }
+        let Some(s) = scenarios.iter().find(|s| s.name == c.scenario) else {
+            continue;
+        };
+        if s.schema.fields().len() < 2 {
+            continue;
+        }
+        match out.iter_mut().find(|(x, _)| x.name == s.name) {
+            Some((_, ids)) => {
+                ids.insert(c.id.as_str());
+            }
+            None => out.push((s, std::collections::BTreeSet::from([c.id.as_str()]))),
+        }
+    }
+    out
+}
+
+/// A case ID of a column subset (`.../gen/3~col:1/...`, on scenario
+/// `gen/3~col:1`) as the ID of the same case on the whole scenario
+/// (`.../gen/3/...`); `None` for other scenarios.
+pub fn parent_case_id(id: &str, scenario: &str) -> Option<String> {
+    let (parent, _) = generate::parse_column_name(scenario)?;
+    Some(id.replacen(&format!("/{scenario}"), &format!("/{parent}"), 1))
+}
+
+/// One unsupported column hides a whole scenario: a library that refuses
+/// one of a mixed scenario's columns refuses the scenario, and what it
+/// does with the others is never seen. Each case a library refused on a
+/// mixed generated scenario runs again on every column of that scenario
+/// alone (`gen/3~col:1`: the same values, field and slices), so that every
+/// type it does take is exercised and the one it refused is named by its
+/// own refusal. Cases already in `report` (a resumed run) are not run
+/// again. Each result goes to `on_case`.
+pub fn split_refusals(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    sources: &Sources,
+    sides: certify::Sides,
+    on_case: &mut dyn FnMut(&Case),
+) -> Result<(), String> {
+    let done: std::collections::HashSet<&str> =
+        report.cases.iter().map(|c| c.id.as_str()).collect();
+    let mut subs = Vec::new();
+    let mut wanted = std::collections::HashSet::new();
+    for (s, ids) in refused_mixed(report, scenarios) {
+        for col in 0..s.schema.fields().len() {
+            let name = generate::column_name(&s.name, col);
+            subs.push(generate::project(s, &name, col)?);
+        }
+        wanted.extend(ids.iter().map(|id| id.to_string()));
+    }
+    if subs.is_empty() || run::proc::interrupted().is_some() {
+        return Ok(());
+    }
+    let plan = certify::plan(&subs, sides, sources.seed);
+    let selected: Vec<usize> = (0..plan.len())
+        .filter(|&i| {
+            let spec = &plan[i];
+            !done.contains(spec.id.as_str())
+                && parent_case_id(&spec.id, &subs[spec.scenario].name)
+                    .is_some_and(|p| wanted.contains(&p))
+        })
+        .collect();
+    if selected.is_empty() {
+        return Ok(());
+    }
+    let only = Sources {
+        builtin: false,
+        gold: None,
+        generated: 0,
+        single_types: false,
+        seed: sources.seed,
+        only: Some(subs.iter().map(|s| s.name.clone()).collect()),
+    };
+    engine.run(
+        &only,
+        &subs,
+        &plan,
+        plan.len(),
+        &selected,
+        &mut |_| {},
+        on_case,
+    )?;
+    Ok(())
+}
+
 /// What a shrink is after: a rule broken, or the process dying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
@@ -273,6 +386,7 @@ pub fn shrink_failures(
                 builtin: false,
                 gold: None,
                 generated: 0,
+                single_types: false,
                 seed: sources.seed,
                 only: Some(vec![candidate.name.clone()]),
             };
@@ -376,6 +490,7 @@ pub fn shrink_schedules(
             builtin: false,
             gold: sources.gold.clone(),
             generated: 0,
+            single_types: false,
             seed: sources.seed,
             only: Some(vec![scenario.name.clone()]),
         };

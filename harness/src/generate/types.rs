@@ -43,63 +43,69 @@ fn timezone() -> impl Strategy<Value = Option<Arc<str>>> {
     ]
 }
 
-/// Fixed-width and variable-width leaf types, simplest first.
-pub fn leaf() -> BoxedStrategy<DataType> {
+/// The leaf type families, simplest first, each with its strategy and
+/// the name single-type scenarios carry (`gen/type:<name>`).
+pub fn leaf_families() -> Vec<(&'static str, BoxedStrategy<DataType>)> {
     use DataType::*;
-    one_of(vec![
-        just(Int32),
-        just(Int64),
-        just(Utf8),
-        just(Boolean),
-        just(Null),
-        just(Int8),
-        just(Int16),
-        just(UInt8),
-        just(UInt16),
-        just(UInt32),
-        just(UInt64),
-        just(Float16),
-        just(Float32),
-        just(Float64),
-        (1u8..=9, -2i8..=4)
+    vec![
+        ("int32", just(Int32)),
+        ("int64", just(Int64)),
+        ("utf8", just(Utf8)),
+        ("bool", just(Boolean)),
+        ("null", just(Null)),
+        ("int8", just(Int8)),
+        ("int16", just(Int16)),
+        ("uint8", just(UInt8)),
+        ("uint16", just(UInt16)),
+        ("uint32", just(UInt32)),
+        ("uint64", just(UInt64)),
+        ("float16", just(Float16)),
+        ("float32", just(Float32)),
+        ("float64", just(Float64)),
+        ("decimal32", (1u8..=9, -2i8..=4)
             .prop_map(|(p, s)| Decimal32(p, s.min(p as i8)))
-            .boxed(),
-        (1u8..=18, -2i8..=6)
+            .boxed()),
+        ("decimal64", (1u8..=18, -2i8..=6)
             .prop_map(|(p, s)| Decimal64(p, s.min(p as i8)))
-            .boxed(),
-        (1u8..=38, -2i8..=10)
+            .boxed()),
+        ("decimal128", (1u8..=38, -2i8..=10)
             .prop_map(|(p, s)| Decimal128(p, s.min(p as i8)))
-            .boxed(),
-        (1u8..=76, -2i8..=20)
+            .boxed()),
+        ("decimal256", (1u8..=76, -2i8..=20)
             .prop_map(|(p, s)| Decimal256(p, s.min(p as i8)))
-            .boxed(),
-        just(Binary),
-        just(LargeBinary),
-        just(BinaryView),
-        just(LargeUtf8),
-        just(Utf8View),
-        (1i32..=20).prop_map(FixedSizeBinary).boxed(),
-        just(Date32),
-        just(Date64),
-        prop_oneof![Just(TimeUnit::Second), Just(TimeUnit::Millisecond)]
+            .boxed()),
+        ("binary", just(Binary)),
+        ("large-binary", just(LargeBinary)),
+        ("binary-view", just(BinaryView)),
+        ("large-utf8", just(LargeUtf8)),
+        ("utf8-view", just(Utf8View)),
+        ("fixed-size-binary", (1i32..=20).prop_map(FixedSizeBinary).boxed()),
+        ("date32", just(Date32)),
+        ("date64", just(Date64)),
+        ("time32", prop_oneof![Just(TimeUnit::Second), Just(TimeUnit::Millisecond)]
             .prop_map(Time32)
-            .boxed(),
-        prop_oneof![Just(TimeUnit::Microsecond), Just(TimeUnit::Nanosecond)]
+            .boxed()),
+        ("time64", prop_oneof![Just(TimeUnit::Microsecond), Just(TimeUnit::Nanosecond)]
             .prop_map(Time64)
-            .boxed(),
-        (time_unit(), timezone())
+            .boxed()),
+        ("timestamp", (time_unit(), timezone())
             .prop_map(|(u, tz)| Timestamp(u, tz))
-            .boxed(),
-        time_unit().prop_map(Duration).boxed(),
-        prop_oneof![
+            .boxed()),
+        ("duration", time_unit().prop_map(Duration).boxed()),
+        ("interval", prop_oneof![
             Just(IntervalUnit::YearMonth),
             Just(IntervalUnit::DayTime),
             Just(IntervalUnit::MonthDayNano),
         ]
         .prop_map(Interval)
-        .boxed(),
-        dictionary().boxed(),
-    ])
+        .boxed()),
+        ("dictionary", dictionary().boxed()),
+    ]
+}
+
+/// Fixed-width and variable-width leaf types, simplest first.
+pub fn leaf() -> BoxedStrategy<DataType> {
+    one_of(leaf_families().into_iter().map(|(_, s)| s).collect())
 }
 
 /// Dictionary-encoded leaves, with every index type.
@@ -187,31 +193,32 @@ fn ree_values() -> impl Strategy<Value = DataType> {
     ]
 }
 
-/// Any type: leaves, then list, large list, list view, large list view,
-/// fixed-size list, struct, map, sparse and dense unions and run-end
-/// encoding, nested up to `depth` levels.
-pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
-    leaf()
-        .prop_recursive(depth, 24, 3, |inner| {
-            use DataType::*;
-            let elem = (inner.clone(), any::<bool>());
-            one_of(vec![
-                elem.clone()
+/// The nested type families over element types drawn from `inner`:
+/// list, large list, list view, large list view, fixed-size list, struct,
+/// map, union (sparse or dense as `dense` draws) and run-end encoding.
+fn nested_families(
+    inner: BoxedStrategy<DataType>,
+    dense: BoxedStrategy<bool>,
+) -> Vec<(&'static str, BoxedStrategy<DataType>)> {
+    use DataType::*;
+    let elem = (inner, any::<bool>());
+    vec![
+        ("list", elem.clone()
                     .prop_map(|(t, n)| List(child("item", t, n)))
-                    .boxed(),
-                elem.clone()
+                    .boxed()),
+        ("large-list", elem.clone()
                     .prop_map(|(t, n)| LargeList(child("item", t, n)))
-                    .boxed(),
-                elem.clone()
+                    .boxed()),
+        ("list-view", elem.clone()
                     .prop_map(|(t, n)| ListView(child("item", t, n)))
-                    .boxed(),
-                elem.clone()
+                    .boxed()),
+        ("large-list-view", elem.clone()
                     .prop_map(|(t, n)| LargeListView(child("item", t, n)))
-                    .boxed(),
-                (elem.clone(), 1i32..=4)
+                    .boxed()),
+        ("fixed-size-list", (elem.clone(), 1i32..=4)
                     .prop_map(|((t, n), size)| FixedSizeList(child("item", t, n), size))
-                    .boxed(),
-                prop::collection::vec(elem.clone(), 1..=3)
+                    .boxed()),
+        ("struct", prop::collection::vec(elem.clone(), 1..=3)
                     .prop_map(|children| {
                         Struct(
                             children
@@ -224,8 +231,8 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                                 .collect(),
                         )
                     })
-                    .boxed(),
-                (map_key(), elem.clone(), any::<bool>())
+                    .boxed()),
+        ("map", (map_key(), elem.clone(), any::<bool>())
                     .prop_map(|(k, (v, n), sorted)| {
                         let entries = Struct(
                             vec![
@@ -238,8 +245,8 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                         // declaring them sorted is true.
                         Map(Arc::new(Field::new("entries", entries, false)), sorted)
                     })
-                    .boxed(),
-                (prop::collection::vec(elem.clone(), 1..=3), any::<bool>())
+                    .boxed()),
+        ("union", (prop::collection::vec(elem.clone(), 1..=3), dense)
                     .prop_flat_map(|(children, dense)| {
                         let n = children.len();
                         (Just(children), Just(dense), type_ids(n))
@@ -263,8 +270,8 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                             mode,
                         )
                     })
-                    .boxed(),
-                (
+                    .boxed()),
+        ("run-end-encoded", (
                     prop_oneof![
                         Just(DataType::Int32),
                         Just(DataType::Int16),
@@ -279,10 +286,133 @@ pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
                             Arc::new(Field::new("values", v, n)),
                         )
                     })
-                    .boxed(),
-            ])
+                    .boxed()),
+    ]
+}
+
+/// Any type: leaves, then list, large list, list view, large list view,
+/// fixed-size list, struct, map, sparse and dense unions and run-end
+/// encoding, nested up to `depth` levels.
+pub fn data_type(depth: u32) -> BoxedStrategy<DataType> {
+    leaf()
+        .prop_recursive(depth, 24, 3, |inner| {
+            one_of(
+                nested_families(inner, any::<bool>().boxed())
+                    .into_iter()
+                    .map(|(_, s)| s)
+                    .collect(),
+            )
         })
         .boxed()
+}
+
+/// Every type family the generator knows, by the name single-type
+/// scenarios carry: the leaves, then the nested families over elements of
+/// any type nested up to `depth` levels (unions split by mode, so that
+/// each mode is a family of its own).
+pub fn family_names() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = leaf_families().into_iter().map(|(n, _)| n).collect();
+    out.extend([
+        "list",
+        "large-list",
+        "list-view",
+        "large-list-view",
+        "fixed-size-list",
+        "struct",
+        "map",
+        "sparse-union",
+        "dense-union",
+        "run-end-encoded",
+    ]);
+    out
+}
+
+/// The strategy of one family of [`family_names`]: its top-level type is
+/// of that family, its elements (for nested families) of any type nested
+/// up to `depth - 1` levels.
+pub fn family(name: &str, depth: u32) -> Option<BoxedStrategy<DataType>> {
+    if let Some((_, s)) = leaf_families().into_iter().find(|(n, _)| *n == name) {
+        return Some(s);
+    }
+    let (wanted, dense) = match name {
+        "sparse-union" => ("union", Just(false).boxed()),
+        "dense-union" => ("union", Just(true).boxed()),
+        "union" => return None,
+        other => (other, any::<bool>().boxed()),
+    };
+    nested_families(data_type(depth.saturating_sub(1)), dense)
+        .into_iter()
+        .find(|(n, _)| *n == wanted)
+        .map(|(_, s)| s)
+}
+
+/// The family of [`family_names`] a type belongs to (its top level).
+pub fn family_of(dt: &DataType) -> &'static str {
+    use DataType::*;
+    match dt {
+        Null => "null",
+        Boolean => "bool",
+        Int8 => "int8",
+        Int16 => "int16",
+        Int32 => "int32",
+        Int64 => "int64",
+        UInt8 => "uint8",
+        UInt16 => "uint16",
+        UInt32 => "uint32",
+        UInt64 => "uint64",
+        Float16 => "float16",
+        Float32 => "float32",
+        Float64 => "float64",
+        Decimal32(..) => "decimal32",
+        Decimal64(..) => "decimal64",
+        Decimal128(..) => "decimal128",
+        Decimal256(..) => "decimal256",
+        Binary => "binary",
+        LargeBinary => "large-binary",
+        BinaryView => "binary-view",
+        Utf8 => "utf8",
+        LargeUtf8 => "large-utf8",
+        Utf8View => "utf8-view",
+        FixedSizeBinary(_) => "fixed-size-binary",
+        Date32 => "date32",
+        Date64 => "date64",
+        Time32(_) => "time32",
+        Time64(_) => "time64",
+        Timestamp(..) => "timestamp",
+        Duration(_) => "duration",
+        Interval(_) => "interval",
+        Dictionary(..) => "dictionary",
+        List(_) => "list",
+        LargeList(_) => "large-list",
+        ListView(_) => "list-view",
+        LargeListView(_) => "large-list-view",
+        FixedSizeList(..) => "fixed-size-list",
+        Struct(_) => "struct",
+        Map(..) => "map",
+        Union(_, UnionMode::Sparse) => "sparse-union",
+        Union(_, UnionMode::Dense) => "dense-union",
+        RunEndEncoded(..) => "run-end-encoded",
+    }
+}
+
+/// Every family a type holds, its own and those of every type nested in
+/// it (dictionary values, list elements, struct and union children...).
+pub fn families_in(dt: &DataType, out: &mut std::collections::BTreeSet<&'static str>) {
+    use DataType::*;
+    out.insert(family_of(dt));
+    match dt {
+        List(f) | LargeList(f) | ListView(f) | LargeListView(f) | FixedSizeList(f, _) | Map(f, _) => {
+            families_in(f.data_type(), out)
+        }
+        Struct(fs) => fs.iter().for_each(|f| families_in(f.data_type(), out)),
+        Union(fs, _) => fs.iter().for_each(|(_, f)| families_in(f.data_type(), out)),
+        Dictionary(_, v) => families_in(v, out),
+        RunEndEncoded(r, v) => {
+            families_in(r.data_type(), out);
+            families_in(v.data_type(), out);
+        }
+        _ => {}
+    }
 }
 
 /// How a top-level field is named: plain, empty, non-ASCII.
@@ -319,6 +449,19 @@ pub fn field(depth: u32) -> impl Strategy<Value = (DataType, bool, u8, u8)> {
         prop_oneof![4 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)],
         prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
     )
+}
+
+/// A top-level field whose type is of one family of [`family_names`].
+pub fn family_field(
+    name: &str,
+    depth: u32,
+) -> Option<impl Strategy<Value = (DataType, bool, u8, u8)>> {
+    Some((
+        family(name, depth)?,
+        any::<bool>(),
+        prop_oneof![4 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)],
+        prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+    ))
 }
 
 /// Builds the arrow-rs field a generated tuple describes.

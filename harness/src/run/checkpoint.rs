@@ -50,9 +50,13 @@ impl Checkpoint {
 
     fn sort(&mut self) {
         let position = &self.position;
+        // Ties (cases run after the plan, placed after the case they
+        // follow up on, in whatever order workers finished them) are put
+        // in ID order, so that a report's order does not vary by run.
+        let at = |c: &Case| position.get(&c.id).copied().unwrap_or(usize::MAX);
         self.report
             .cases
-            .sort_by_key(|c| position.get(&c.id).copied().unwrap_or(usize::MAX));
+            .sort_by(|a, b| at(a).cmp(&at(b)).then_with(|| a.id.cmp(&b.id)));
     }
 
     /// The end of a run: complete unless interrupted or short of the plan;
