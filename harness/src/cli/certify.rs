@@ -354,6 +354,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .finish(interrupted, clock, |r| {
             r.rules = summary::rule_verdicts(&r.cases, sides);
             r.shrunk = shrunk;
+            if !args.replay {
+                r.coverage = crate::engine::coverage::of(&r.cases, &scenarios);
+            }
             crate::engine::judge(
                 r,
                 outcome::DATA_RULES,
@@ -421,6 +424,7 @@ fn print_result(report: &Report, judgement: &outcome::Judgement, replay: bool) {
         "{}",
         summary::render(&report.rules, &report.cases, &report.shrunk)
     );
+    print!("{}", crate::engine::coverage::render(&report.coverage));
     let s = &report.summary;
     println!(
         "\n{} result: {}. {} cases: {}",

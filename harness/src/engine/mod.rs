@@ -10,6 +10,7 @@ use crate::report::{self, expectations::Expectations, Case, PluginIdentity, Repo
 use crate::run;
 
 pub mod certify;
+pub mod coverage;
 pub mod roundtrip;
 
 /// Judges a finished run's report: the outcome from its cases and rule

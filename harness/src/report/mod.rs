@@ -69,6 +69,37 @@ pub struct Report {
     /// With `--expectations FILE`: how the results compare with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations: Option<expectations::Checked>,
+    /// Certification runs: what the run reached, per type family, path and
+    /// encoding factor (exercised, refused with the library's words, or
+    /// not reached). Absent in reports written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub coverage: Vec<CoverageRow>,
+}
+
+/// What a run reached of one type family on one path, in one encoding
+/// factor (`whole` or `slice` exports for producers; `plain`, `varied`...
+/// for consumers).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct CoverageRow {
+    /// A type family of the generator (`int32`, `dense-union`, `map`...).
+    pub family: String,
+    /// `producer/array`, `consumer/stream`, `producer/device:cuda/device_array`...
+    pub path: String,
+    /// `whole`, `slice`, `plain`, `varied`, ...
+    pub factor: String,
+    /// `exercised` (a case holding the family ran to a verdict on the
+    /// library: pass, fail, crash or timeout), `refused` (the library
+    /// declined a case whose only column is of this family, and nothing
+    /// holding it ran), `path_skipped` (no case of this path and factor
+    /// ran or was declined, whatever its data: the path is not exported,
+    /// the device is missing...) or `not_reached`.
+    pub status: String,
+    /// Cases that held the family and ran to a verdict.
+    pub cases: u64,
+    /// `refused`: the library's words, from the first such case;
+    /// `path_skipped`: why the path's first case was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// One limitation a library declared: the case, the path and its message.
@@ -415,6 +446,7 @@ impl Report {
             outcome: None,
             limitations: Vec::new(),
             expectations: None,
+            coverage: Vec::new(),
         }
     }
 }

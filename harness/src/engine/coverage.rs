@@ -1,0 +1,340 @@
+//! What a certification run reached: per type family of the generator,
+//! interface path and encoding factor, whether a case holding that family
+//! ran to a verdict on the library (exercised), the library declined it
+//! in its own words (refused), or nothing reached it (not reached). "Reach
+//! is measured, not assumed": a library that declined a whole scenario for
+//! one column has not had the scenario's other types exercised.
+
+#![forbid(unsafe_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::generate::{self, types};
+use crate::report::{Case, CoverageRow, Verdict};
+use crate::scenario::Scenario;
+
+/// The families each column of a scenario holds: its top-level family
+/// and every family nested in it. Column subsets (`gen/3~col:1`) are found
+/// through their parent.
+fn columns(name: &str, scenarios: &[Scenario]) -> Option<Vec<(&'static str, BTreeSet<&'static str>)>> {
+    let of = |s: &Scenario, only: Option<usize>| {
+        s.schema
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| only.is_none_or(|k| k == *i))
+            .map(|(_, f)| {
+                let mut all = BTreeSet::new();
+                types::families_in(f.data_type(), &mut all);
+                (types::family_of(f.data_type()), all)
+            })
+            .collect::<Vec<_>>()
+    };
+    if let Some(s) = scenarios.iter().find(|s| s.name == name) {
+        return Some(of(s, None));
+    }
+    let (parent, col) = generate::parse_column_name(name)?;
+    let s = scenarios.iter().find(|s| s.name == parent)?;
+    Some(of(s, Some(col)))
+}
+
+/// A case's path (`producer/array`, `consumer/device:cuda/device_stream`)
+/// and encoding factor (`whole`/`slice` for producers, the encoding or
+/// error word for consumers, `schedules`/`deliveries` for async cases),
+/// read from its ID.
+pub fn path_and_factor(id: &str, scenario: &str) -> Option<(String, String)> {
+    let prefix = &id[..id.find(&format!("/{scenario}"))?];
+    let mut segs: Vec<&str> = prefix.split('/').collect();
+    if segs.len() < 2 {
+        return None;
+    }
+    let side = segs.remove(0);
+    let device = if segs[0].starts_with("device:") {
+        Some(segs.remove(0))
+    } else {
+        None
+    };
+    let kind = *segs.first()?;
+    let path = match device {
+        Some(d) => format!("{side}/{d}/{kind}"),
+        None => format!("{side}/{kind}"),
+    };
+    let factor = if kind == "async" {
+        if side == "producer" { "schedules" } else { "deliveries" }.to_string()
+    } else if segs.len() > 1 {
+        segs[1..].join("/")
+    } else if id.contains("/slice:") {
+        "slice".into()
+    } else {
+        "whole".into()
+    };
+    Some((path, factor))
+}
+
+/// Whether a case ran to a verdict on the library.
+fn ran(c: &Case) -> bool {
+    matches!(
+        c.verdict,
+        Verdict::Pass | Verdict::Fail | Verdict::Crash | Verdict::Timeout
+    )
+}
+
+/// The coverage table of a run's cases over its scenarios: one row per
+/// type family the generator knows, path and factor the run had cases on.
+pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
+    #[derive(Default)]
+    struct Cell {
+        ran: u64,
+        refused: Option<String>,
+    }
+    #[derive(Default)]
+    struct PathCells {
+        families: BTreeMap<&'static str, Cell>,
+        /// Some case of the path ran.
+        reached: bool,
+        /// Why the path's first case was skipped.
+        skipped: Option<String>,
+    }
+    let mut cells: BTreeMap<(String, String), PathCells> = BTreeMap::new();
+    for c in cases {
+        let Some((path, factor)) = path_and_factor(&c.id, &c.scenario) else {
+            continue;
+        };
+        let cell = cells.entry((path, factor)).or_default();
+        let declined = super::certify::declined_data(c);
+        // A path is reached when a case of it ran: a library can decline
+        // data before the harness finds the path missing (a `py:` adapter
+        // loads the data first), so declines alone say nothing of it.
+        cell.reached |= ran(c);
+        if !ran(c) && !declined && cell.skipped.is_none() {
+            cell.skipped = c.message.clone();
+        }
+        let Some(cols) = columns(&c.scenario, scenarios) else {
+            continue;
+        };
+        if ran(c) {
+            for f in cols.iter().flat_map(|(_, all)| all.iter()) {
+                cell.families.entry(f).or_default().ran += 1;
+            }
+        } else if declined && cols.len() == 1 {
+            // Declined with one column: that column's family is what the
+            // library refused (a family nested in it may be the cause,
+            // but nothing shows which, so only the top level is named).
+            let e = cell.families.entry(cols[0].0).or_default();
+            if e.refused.is_none() {
+                e.refused = c.message.clone();
+            }
+        }
+    }
+    let families = types::family_names();
+    let mut out = Vec::new();
+    for ((path, factor), cell) in cells {
+        for family in &families {
+            let (status, ran, why) = match cell.families.get(family) {
+                Some(c) if c.ran > 0 => ("exercised", c.ran, None),
+                _ if !cell.reached => ("path_skipped", 0, cell.skipped.clone()),
+                Some(Cell {
+                    refused: Some(why), ..
+                }) => ("refused", 0, Some(why.clone())),
+                _ => ("not_reached", 0, None),
+            };
+            out.push(CoverageRow {
+                family: family.to_string(),
+                path: path.clone(),
+                factor: factor.clone(),
+                status: status.into(),
+                cases: ran,
+                why: why.map(|w| crate::report::bounded(&w, 300)),
+            });
+        }
+    }
+    out
+}
+
+/// Per path, how many families were exercised, refused and not reached
+/// (over every factor: a family exercised in any factor is exercised).
+pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
+    let mut best: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    for r in rows {
+        let e = best.entry((r.path.as_str(), r.family.as_str())).or_insert("path_skipped");
+        let rank = |s: &str| match s {
+            "exercised" => 3,
+            "refused" => 2,
+            "not_reached" => 1,
+            _ => 0,
+        };
+        if rank(&r.status) > rank(e) {
+            *e = r.status.as_str();
+        }
+    }
+    let mut out: BTreeMap<String, PathCoverage> = BTreeMap::new();
+    for ((path, family), status) in best {
+        let e = out.entry(path.to_string()).or_default();
+        match status {
+            "exercised" => e.exercised.push(family.into()),
+            "refused" => e.refused.push(family.into()),
+            "not_reached" => e.not_reached.push(family.into()),
+            _ => {
+                e.skipped = rows
+                    .iter()
+                    .find(|r| r.path == path && r.status == "path_skipped")
+                    .and_then(|r| r.why.clone())
+            }
+        }
+    }
+    out
+}
+
+/// One path's families, over every factor.
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PathCoverage {
+    pub exercised: Vec<String>,
+    pub refused: Vec<String>,
+    pub not_reached: Vec<String>,
+    /// When nothing of the path was reached: why its cases were skipped.
+    pub skipped: Option<String>,
+}
+
+/// The coverage section of a run's summary: one line per path with the
+/// families exercised, refused (named) and not reached (named when few).
+pub fn render(rows: &[CoverageRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let names = |v: &[String]| {
+        if v.len() <= 8 {
+            format!(" ({})", v.join(", "))
+        } else {
+            String::new()
+        }
+    };
+    let mut out = String::from("\ncoverage (type families of the generator, per path):\n");
+    for (path, p) in per_path(rows) {
+        if p.exercised.is_empty() && p.refused.is_empty() && p.not_reached.is_empty() {
+            let why = p.skipped.as_deref().unwrap_or("skipped");
+            out.push_str(&format!(
+                "  {path:<40} nothing reached: {}\n",
+                crate::report::printable(&crate::report::bounded(why, 120))
+            ));
+            continue;
+        }
+        out.push_str(&format!("  {path:<40} {:>2} exercised", p.exercised.len()));
+        if !p.refused.is_empty() {
+            out.push_str(&format!(", {} refused{}", p.refused.len(), names(&p.refused)));
+        }
+        if !p.not_reached.is_empty() {
+            out.push_str(&format!(", {} not reached{}", p.not_reached.len(), names(&p.not_reached)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_factors_come_from_ids() {
+        let pf = |id: &str, s: &str| path_and_factor(id, s).unwrap();
+        assert_eq!(
+            pf("producer/array/gen/3/batch:0", "gen/3"),
+            ("producer/array".into(), "whole".into())
+        );
+        assert_eq!(
+            pf("producer/array/gen/3/batch:0/slice:1+2", "gen/3"),
+            ("producer/array".into(), "slice".into())
+        );
+        assert_eq!(
+            pf("consumer/array/varied/gen/type:int8/batch:0", "gen/type:int8"),
+            ("consumer/array".into(), "varied".into())
+        );
+        assert_eq!(
+            pf("consumer/device:cuda/device_stream/plain/primitive", "primitive"),
+            ("consumer/device:cuda/device_stream".into(), "plain".into())
+        );
+        assert_eq!(
+            pf("producer/async/each-thread,gap300us/gen/1", "gen/1"),
+            ("producer/async".into(), "schedules".into())
+        );
+        assert_eq!(
+            pf("producer/stream/gen/3~col:1", "gen/3~col:1"),
+            ("producer/stream".into(), "whole".into())
+        );
+    }
+
+    fn case(id: &str, scenario: &str, verdict: Verdict, message: Option<&str>) -> Case {
+        let s = Scenario {
+            name: scenario.into(),
+            ipc: Vec::new(),
+            schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
+            batches: Vec::new(),
+            slices: None,
+        };
+        let mut c = crate::roundtrip::not_run(id, "stream", &s, None, None, "arrowcert replay");
+        c.verdict = verdict;
+        c.message = message.map(str::to_string);
+        c
+    }
+
+    /// A family is exercised where a case holding it ran, refused where
+    /// the library declined it alone, and not reached otherwise; a
+    /// declined mixed scenario names no family.
+    #[test]
+    fn exercised_refused_and_not_reached() {
+        let seed = 3;
+        let int32 = generate::scenario(seed, "gen/type:int32").unwrap();
+        let union = generate::scenario(seed, "gen/type:dense-union").unwrap();
+        let mixed = (0..40)
+            .map(|i| generate::scenario(seed, &generate::name(i, &[])).unwrap())
+            .find(|s| s.schema.fields().len() >= 2)
+            .unwrap();
+        let scenarios = vec![int32, union, mixed.clone()];
+        let declined = "the producer does not support this: unions are not supported";
+        let sub = generate::column_name(&mixed.name, 0);
+        let cases = vec![
+            case("producer/stream/gen/type:int32", "gen/type:int32", Verdict::Pass, None),
+            case(
+                "producer/stream/gen/type:dense-union",
+                "gen/type:dense-union",
+                Verdict::Skip,
+                Some(declined),
+            ),
+            case(&format!("producer/stream/{}", mixed.name), &mixed.name, Verdict::Skip, Some(declined)),
+            case(&format!("producer/stream/{sub}"), &sub, Verdict::Fail, None),
+        ];
+        let rows = of(&cases, &scenarios);
+        let get = |f: &str| {
+            rows.iter()
+                .find(|r| r.family == f && r.path == "producer/stream")
+                .unwrap()
+        };
+        assert_eq!(get("int32").status, "exercised");
+        assert_eq!(get("dense-union").status, "refused");
+        assert_eq!(get("dense-union").why.as_deref(), Some(declined));
+        let first = types::family_of(mixed.schema.field(0).data_type());
+        assert_eq!(get(first).status, "exercised", "the column alone ran");
+        assert_eq!(get("large-list-view").status, "not_reached");
+        assert_eq!(rows.len(), types::family_names().len());
+        let by_path = per_path(&rows);
+        let p = &by_path["producer/stream"];
+        assert_eq!(
+            p.exercised.len() + p.refused.len() + p.not_reached.len(),
+            types::family_names().len()
+        );
+        assert!(p.refused.contains(&"dense-union".to_string()));
+        // A path none of whose cases ran: skipped, with the reason.
+        let skipped = vec![case(
+            "producer/array/gen/type:int32/batch:0",
+            "gen/type:int32",
+            Verdict::Skip,
+            Some("arrowcert_produce_array is not exported by the plugin"),
+        )];
+        let rows = of(&skipped, &scenarios);
+        assert!(rows.iter().all(|r| r.status == "path_skipped"));
+        let p = &per_path(&rows)["producer/array"];
+        assert!(p.exercised.is_empty() && p.not_reached.is_empty());
+        assert!(p.skipped.as_deref().unwrap().contains("not exported"));
+        assert!(render(&rows).contains("nothing reached: arrowcert_produce_array is not exported"));
+    }
+}
