@@ -68,6 +68,23 @@ fn plugin_names_and_errors_render_as_text() {
     // The fixture's every call fails cleanly: partial, never pass.
     assert_eq!(status("libmarkup_producer.so/reference"), Status::Partial);
     assert_eq!(status("libmarkup_producer.so"), Status::Partial);
+    // Each certification unit says what it reached: the reference producer
+    // every type family of the generator on every path it exports.
+    let reference = m
+        .units
+        .iter()
+        .find(|u| u.id.ends_with("certify/producer/reference"))
+        .unwrap();
+    let families = arrowcert::generate::types::family_names().len() as u64;
+    for path in ["producer/schema", "producer/array", "producer/stream", "producer/device_stream"] {
+        let c = &reference.coverage[path];
+        assert_eq!((c.exercised, c.refused, c.not_reached), (families, 0, 0), "{path}");
+    }
+    let page = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
+    assert!(
+        page.contains(&format!("- certify/producer/reference: producer/array {families}/0/0")),
+        "{page}"
+    );
 
     let html = std::fs::read_to_string(out_dir.join("matrix.html")).unwrap();
     for raw in [

@@ -213,6 +213,7 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
         changed_paths: Default::default(),
         changed_cases: Vec::new(),
         limitation_cases: 0,
+        coverage: Default::default(),
         expectations: None,
         unexpected: Vec::new(),
         plugins: Vec::new(),
@@ -298,6 +299,18 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
             .collect();
     }
     unit.limitation_cases = run.limitations.len() as u64;
+    unit.coverage = crate::engine::coverage::per_path(&run.coverage)
+        .into_iter()
+        .filter(|(_, p)| !p.exercised.is_empty() || !p.refused.is_empty())
+        .map(|(path, p)| {
+            let counts = matrix::CoverageCounts {
+                exercised: p.exercised.len() as u64,
+                refused: p.refused.len() as u64,
+                not_reached: p.not_reached.len() as u64,
+            };
+            (path, counts)
+        })
+        .collect();
     unit.plugins = run.plugins.clone();
     unit.report = Some(report_rel.display().to_string());
     unit

@@ -203,6 +203,11 @@ pub struct Unit {
     /// Cases the consumer declined as a limitation the spec permits.
     #[serde(default)]
     pub limitation_cases: u64,
+    /// Certification: per path, how many type families of the generator
+    /// the unit exercised, the library refused, and nothing reached
+    /// (paths the unit reached nothing of are left out).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub coverage: BTreeMap<String, CoverageCounts>,
     /// The expectations file the unit ran with, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expectations: Option<String>,
@@ -216,6 +221,14 @@ pub struct Unit {
     /// The command that reruns the unit.
     pub command: String,
     pub duration_ms: u64,
+}
+
+/// Type families of one path of a unit, by what became of them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
+pub struct CoverageCounts {
+    pub exercised: u64,
+    pub refused: u64,
+    pub not_reached: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]

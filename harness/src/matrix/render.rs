@@ -298,6 +298,24 @@ pub fn markdown(m: &Matrix) -> String {
         }
     }
 
+    let covered: Vec<&Unit> = m.units.iter().filter(|u| !u.coverage.is_empty()).collect();
+    if !covered.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Coverage\n\nType families of the generator per path, as exercised / refused by the \
+             library (its words are in the unit's report) / not reached. A path a unit reached \
+             nothing of is left out.\n"
+        );
+        for u in &covered {
+            let paths: Vec<String> = u
+                .coverage
+                .iter()
+                .map(|(p, c)| format!("{} {}/{}/{}", md(p), c.exercised, c.refused, c.not_reached))
+                .collect();
+            let _ = writeln!(o, "- {}: {}", md(&u.id), paths.join("; "));
+        }
+    }
+
     let limited = m.limited_units();
     if !limited.is_empty() {
         let _ = writeln!(
@@ -601,6 +619,24 @@ pub fn page(m: &Matrix) -> String {
             }
             let _ = writeln!(o, "</ul>");
         }
+    }
+
+    let covered: Vec<&Unit> = m.units.iter().filter(|u| !u.coverage.is_empty()).collect();
+    if !covered.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2 id=\"coverage\">Coverage</h2>\n<p>Type families of the generator per path: \
+             exercised / refused / not reached.</p><ul>"
+        );
+        for u in &covered {
+            let paths: Vec<String> = u
+                .coverage
+                .iter()
+                .map(|(p, c)| format!("{} {}/{}/{}", html(p), c.exercised, c.refused, c.not_reached))
+                .collect();
+            let _ = writeln!(o, "<li>{}: {}</li>", html(&u.id), paths.join("; "));
+        }
+        let _ = writeln!(o, "</ul>");
     }
 
     let limited = m.limited_units();
