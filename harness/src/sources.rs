@@ -22,7 +22,8 @@ pub struct Sources {
     /// With generated scenarios, also one single-type scenario per type
     /// family the generator knows (`gen/type:<family>`): a library that
     /// refuses one column of a mixed scenario refuses the whole scenario,
-    /// so the types it does take need scenarios of their own.
+    /// so the types it does take need scenarios of their own; and the
+    /// data shapes draws do not make (`gen/shape:<name>`).
     #[serde(default)]
     pub single_types: bool,
     /// The seed generated scenarios are drawn with.
@@ -84,6 +85,7 @@ impl Sources {
         }
         if self.single_types {
             out.extend(crate::generate::type_scenarios(self.seed)?);
+            out.extend(crate::generate::shapes::scenarios(self.seed)?);
         }
         Ok(out)
     }
@@ -105,8 +107,9 @@ impl Sources {
         }
         if self.single_types {
             parts.push(format!(
-                "{} single-type (seed {})",
+                "{} single-type and {} shapes (seed {})",
                 crate::generate::types::family_names().len(),
+                crate::generate::shapes::NAMES.len(),
                 self.seed
             ));
         }

@@ -150,17 +150,16 @@ pub fn declined_data(c: &Case) -> bool {
     }
 }
 
-/// The mixed generated scenarios (`gen/<i>`, two columns or more) a
-/// library refused on some path, with the IDs of the refused cases.
+/// The mixed generated scenarios (`gen/<i>`) and shapes, two columns or
+/// more, a library refused on some path, with the IDs of the refused
+/// cases.
 fn refused_mixed<'a>(
     report: &'a Report,
     scenarios: &'a [Scenario],
 ) -> Vec<(&'a Scenario, std::collections::BTreeSet<&'a str>)> {
     let mut out: Vec<(&Scenario, std::collections::BTreeSet<&str>)> = Vec::new();
     for c in report.cases.iter().filter(|c| declined_data(c)) {
-        let mixed = generate::parse_name(&c.scenario)
-            .is_some_and(|(index, walk)| walk.is_empty() && index < generate::TYPE_BASE);
-        if !mixed {
+        if !generate::splits(&c.scenario) {
             continue;
         }
         let Some(s) = scenarios.iter().find(|s| s.name == c.scenario) else {

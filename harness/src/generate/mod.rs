@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod shapes;
 pub mod shrink;
 pub mod types;
 pub mod values;
@@ -282,11 +283,21 @@ pub fn column_name(parent: &str, col: usize) -> String {
     format!("{parent}{COLUMN_MARK}{col}")
 }
 
-/// Splits `gen/3~col:1` into (`gen/3`, 1).
+/// Splits `gen/3~col:1` into (`gen/3`, 1); shapes split alike
+/// (`gen/shape:nested-metadata~col:2`).
 pub fn parse_column_name(name: &str) -> Option<(&str, usize)> {
     let (parent, col) = name.rsplit_once(COLUMN_MARK)?;
-    parse_name(parent)?;
+    if parse_name(parent).is_none() && !parent.starts_with(shapes::PREFIX) {
+        return None;
+    }
     Some((parent, col.parse().ok()?))
+}
+
+/// Whether a library's refusal of scenario `name` is split into its
+/// columns: a mixed draw (`gen/<i>`, not shrunk) or a shape.
+pub fn splits(name: &str) -> bool {
+    name.starts_with(shapes::PREFIX) && !name.contains(COLUMN_MARK)
+        || parse_name(name).is_some_and(|(index, walk)| walk.is_empty() && index < TYPE_BASE)
 }
 
 /// Rebuilds a generated scenario from the run's seed and its name.
@@ -294,6 +305,9 @@ pub fn scenario(seed: u64, name: &str) -> Result<Scenario, String> {
     if let Some((parent, col)) = parse_column_name(name) {
         let whole = scenario(seed, parent)?;
         return project(&whole, name, col);
+    }
+    if let Some(shape) = name.strip_prefix(shapes::PREFIX) {
+        return shapes::scenario(seed, shape);
     }
     let (index, walk) =
         parse_name(name).ok_or_else(|| format!("{name}: not a generated scenario name"))?;
