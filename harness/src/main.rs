@@ -85,6 +85,10 @@ enum Command {
     /// Explain a rule: its level, the spec sentence it enforces, and how
     /// arrowcert decides it.
     Explain(cli::rules::ExplainFlags),
+    /// What a certify report reached: per type family of the generator
+    /// and path, exercised, refused by the library (its words) or not
+    /// reached (computed from the cases for reports that predate it).
+    Coverage(cli::coverage::CoverageFlags),
 }
 
 fn main() -> ExitCode {
@@ -139,5 +143,6 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         Command::FuzzReport(f) => cli::fuzz::fuzz_report_command(f),
         Command::Rules(f) => cli::rules::rules_command(f),
         Command::Explain(f) => cli::rules::explain_command(f),
+        Command::Coverage(f) => cli::coverage::coverage_command(f),
     }
 }

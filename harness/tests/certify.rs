@@ -542,15 +542,22 @@ fn certify_resumes_a_partial_run_with_its_seed() {
     let (code, out, _) = run(&["--seed", "2", "--report", path, "producer/schema/"]);
     assert_eq!(code, Some(0), "{out}");
     let first = arrowcert::report::read(&report).unwrap();
-    assert_eq!(first.cases.len(), 5);
+    // Five drawn scenarios, the single-type ones and the shapes.
+    let generated = 5
+        + arrowcert::generate::types::family_names().len()
+        + arrowcert::generate::shapes::NAMES.len();
+    assert_eq!(first.cases.len(), generated);
     let (code, out, err) = run(&["--resume", path]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains(&format!("resuming {path}: 5 of ")), "{out}");
+    assert!(
+        out.contains(&format!("resuming {path}: {generated} of ")),
+        "{out}"
+    );
     let merged = arrowcert::report::read(&report).unwrap();
     assert!(merged.complete);
     assert_eq!(merged.seed, Some(2));
     assert_eq!(merged.cases.len() as u64, merged.planned);
-    assert!(merged.cases.len() > 5);
+    assert!(merged.cases.len() > generated);
     for c in &first.cases {
         let kept = merged.cases.iter().find(|m| m.id == c.id).unwrap();
         assert_eq!(kept.duration_us, c.duration_us, "{} was rerun", c.id);

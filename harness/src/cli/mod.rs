@@ -5,6 +5,7 @@
 
 pub mod abi_check;
 pub mod certify;
+pub mod coverage;
 pub mod dlpack;
 pub mod fuzz;
 pub mod inspect;
