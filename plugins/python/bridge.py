@@ -518,10 +518,12 @@ def _default_view(obj, name):
         return obj[1:]
     if name == "transpose":
         return obj.T
+    # The Array API indexes every axis of a multi-dimensional array or
+    # none: the ellipsis stands for the rest.
     if name == "reverse":
-        return obj[::-1]
+        return obj[::-1, ...]
     if name == "column-step":
-        return obj[:, ::2]
+        return obj[:, ::2, ...]
     if name == "broadcast":
         xp = obj.__array_namespace__()
         return xp.broadcast_to(obj, (2,) + tuple(obj.shape))

@@ -1679,7 +1679,11 @@ fn consumer_steps(
     }
     let outcome = if let Some(e) = &error {
         if !handed && mode != "negotiate" && asked_capsule(&v) {
-            for rule in ["dlpack.consumer.read-only", "dlpack.consumer.major-version"] {
+            for rule in [
+                "dlpack.consumer.read-only",
+                "dlpack.consumer.read-only-array",
+                "dlpack.consumer.major-version",
+            ] {
                 obs.skip(
                     rule,
                     "the consumer did not ask for a versioned capsule (max_version)",

@@ -215,13 +215,13 @@ pub enum View {
     Transpose,
     /// `x[1:]`: from the second element along the first axis.
     Offset,
-    /// `x[::-1]`: the first axis reversed, a negative stride ("strides of
+    /// `x[::-1, ...]`: the first axis reversed, a negative stride ("strides of
     /// the tensor (in number of elements, not bytes)" are signed: `int64_t`).
     Reverse,
     /// `broadcast_to(x, (2,) + x.shape)`: a new first axis of stride 0
     /// (both rows are the same memory).
     Broadcast,
-    /// `x[:, ::2]` (2-d and more): every other element along the second
+    /// `x[:, ::2, ...]` (2-d and more): every other element along the second
     /// axis, a gapped, non-compact layout.
     ColumnStep,
 }
