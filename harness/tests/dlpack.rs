@@ -675,3 +675,298 @@ fn a_consumer_declining_the_device_is_a_limitation_and_a_blind_raise_an_error() 
         "{text}"
     );
 }
+
+/// The case IDs of report `r` with a violation of `rule`.
+fn cases_breaking(r: &Report, rule: &str) -> BTreeSet<String> {
+    r.cases
+        .iter()
+        .filter(|c| c.violations.iter().any(|v| v.rule == rule))
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// The planned IDs (`--list`) of the fixture's producer and consumer that
+/// contain `part`.
+fn planned_with(part: &str) -> BTreeSet<String> {
+    let spec = format!("py:{}", fixture().display());
+    let out = Command::new(arrowcert_exe())
+        .args([
+            "certify",
+            "--dlpack",
+            "--producer",
+            &spec,
+            "--consumer",
+            &spec,
+            "--cases",
+            "0",
+            "--list",
+            part,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("dlpack/producer/") || l.starts_with("dlpack/consumer/"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn negative_zero_and_gapped_strides_and_offsets_each_have_a_mutant() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    // Each planned shape, and the mutant that misreads (consumer) or
+    // misdescribes (producer) it: every case of that shape breaks the rule.
+    let table: [(&str, &str, &[&str]); 5] = [
+        // Producer views: x[::-1], broadcast_to (stride 0), x[:, ::2],
+        // exported with compact strides.
+        (
+            "view-strides-compact",
+            "dlpack.tensor.describes",
+            &["/reverse/", "/broadcast/", "/column-step/"],
+        ),
+        // x[1:] and x[::-1] exported with the data pointer of the array
+        // they were made of.
+        (
+            "ignores-view-offset",
+            "dlpack.tensor.describes",
+            &["/offset/", "/reverse/"],
+        ),
+        // The harness's negative strides read as positive ones.
+        (
+            "abs-strides",
+            "dlpack.consumer.strides",
+            &["/negative-strides"],
+        ),
+        // Strides ignored: zero, negative and gapped ones all misread.
+        (
+            "ignores-strides",
+            "dlpack.consumer.strides",
+            &["/negative-strides", "/broadcast", "/gaps"],
+        ),
+        (
+            "ignores-byte-offset",
+            "dlpack.consumer.byte-offset",
+            &["/byte-offset"],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (mutant, rule, parts) in table {
+        let mut args = vec!["--producer", &spec, "--consumer", &spec, "--cases", "0"];
+        args.extend(parts.iter().copied());
+        let (_, r, text) = certify_with(&py, &args, mutant, "dlpack-strides", mutant);
+        let broken = cases_breaking(&r, rule);
+        let side = if rule.starts_with("dlpack.consumer.") {
+            "dlpack/consumer/"
+        } else {
+            "dlpack/producer/"
+        };
+        for part in parts {
+            let want: BTreeSet<String> = planned_with(part)
+                .into_iter()
+                .filter(|id| id.starts_with(side))
+                .collect();
+            assert!(!want.is_empty(), "no planned case has {part}");
+            let missed: Vec<_> = want.difference(&broken).collect();
+            if !missed.is_empty() {
+                wrong.push(format!("{mutant}: {rule} not broken in {missed:?}\n{text}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn numpy_exports_and_reads_negative_zero_and_gapped_strides() {
+    let Some(py) = python() else { return };
+    let spec = format!(
+        "py:{}",
+        workspace_dir().join("adapters/dlpack/numpy.py").display()
+    );
+    let args = [
+        "--producer",
+        &spec,
+        "--consumer",
+        &spec,
+        "--cases",
+        "0",
+        "/reverse/",
+        "/broadcast",
+        "/column-step/",
+        "/offset/",
+        "/negative-strides",
+        "/byte-offset",
+        "--skip",
+        "to-arrow",
+    ];
+    let (code, r, text) = certify_with(&py, &args, "", "dlpack-strides", "numpy");
+    assert_eq!(code, Some(0), "{text}");
+    // 16 producer views (x[::-1], broadcast_to, x[:, ::2]) + 6 offsets,
+    // 6 + 6 + 6 consumer tensors (negative strides, broadcast, byte offset).
+    assert_eq!(r.summary.total, 40, "{text}");
+    assert_eq!(r.summary.passed, r.summary.total, "{text}");
+    for c in &r.cases {
+        let rule = if c.id.starts_with("dlpack/producer/") {
+            "dlpack.tensor.describes"
+        } else if c.id.ends_with("/byte-offset") {
+            "dlpack.consumer.byte-offset"
+        } else {
+            "dlpack.consumer.strides"
+        };
+        assert!(c.checked.iter().any(|x| x == rule), "{}: {rule}", c.id);
+        assert!(c.violations.is_empty(), "{}: {:?}", c.id, c.violations);
+    }
+}
+
+#[test]
+fn from_dlpack_of_a_read_only_tensor_is_judged_by_its_writeable_flag() {
+    let Some(py) = python() else { return };
+    let numpy = format!(
+        "py:{}",
+        workspace_dir().join("adapters/dlpack/numpy.py").display()
+    );
+    let fixture = format!("py:{}", fixture().display());
+    let ro = "dlpack/consumer/int32/[4,3]/contiguous/read-only";
+    let rule = "dlpack.consumer.read-only-array";
+    // NumPy's from_dlpack returns a view of a READ_ONLY tensor with
+    // flags.writeable False; the fixture's reference too, its mutant a
+    // writeable one (a SHOULD: the run still passes).
+    for (spec, mutant, fails) in [
+        (&numpy, "", false),
+        (&fixture, "", false),
+        (&fixture, "read-only-writeable", true),
+    ] {
+        let args = ["--consumer", spec.as_str(), "--cases", "0", "--exact", ro];
+        let (code, r, text) = certify_with(&py, &args, mutant, "dlpack-read-only", mutant);
+        assert_eq!(code, Some(0), "{text}");
+        let c = &r.cases[0];
+        assert!(c.checked.iter().any(|x| x == rule), "{text}");
+        assert_eq!(!cases_breaking(&r, rule).is_empty(), fails, "{text}");
+        if fails {
+            assert!(
+                c.violations[0].evidence.contains("writeable"),
+                "{:?}",
+                c.violations
+            );
+        }
+    }
+    // A library whose arrays show no writeable state is not judged: the
+    // text asks it to ignore the flag.
+    let plain = scratch("dlpack-read-only").join("no_flags.py");
+    std::fs::write(
+        &plain,
+        "import numpy as np\n\nclass Box:\n    def __init__(self, a):\n        self.a = a\n    def __dlpack__(self, **kw):\n        return self.a.__dlpack__(**kw)\n    def __dlpack_device__(self):\n        return self.a.__dlpack_device__()\n\ndef dlpack_read(t):\n    return Box(np.from_dlpack(t))\n",
+    )
+    .unwrap();
+    let spec = format!("py:{}", plain.display());
+    let args = ["--consumer", spec.as_str(), "--cases", "0", "--exact", ro];
+    let (code, r, text) = certify_with(&py, &args, "", "dlpack-read-only", "no-flags");
+    assert_eq!(code, Some(0), "{text}");
+    let why: Vec<_> = r.cases[0]
+        .not_exercised
+        .iter()
+        .filter(|n| n.rule == rule)
+        .collect();
+    assert_eq!(why.len(), 1, "{text}");
+    assert!(why[0].reason.contains("no writeable state"), "{why:?}");
+}
+
+#[test]
+fn a_deleter_that_deadlocks_or_crashes_off_its_thread_breaks_the_gil_rule() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let rule = "dlpack.deleter.without-gil";
+    // NumPy's deleter (behind the reference's wrapper) takes the GIL
+    // itself: both cases pass, and the array it held is freed.
+    let args = [
+        "--producer",
+        spec.as_str(),
+        "--cases",
+        "0",
+        "deleter-thread",
+    ];
+    let (_, r, text) = certify_with(&py, &args, "", "dlpack-gil", "reference");
+    assert_eq!(r.summary.total, 2, "{text}");
+    assert_eq!(r.summary.passed, 2, "{text}");
+    for c in &r.cases {
+        for want in [rule, "dlpack.deleter.frees"] {
+            assert!(c.checked.iter().any(|x| x == want), "{}: {want}", c.id);
+        }
+    }
+    // A deadlock: each case fails after the wait, and the worker that
+    // holds the stuck thread is replaced (the second case still runs).
+    let (code, r, text) = certify_with(
+        &py,
+        &args,
+        "deleter-needs-main-thread",
+        "dlpack-gil",
+        "deadlock",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(r.complete, "{text}");
+    assert_eq!(cases_breaking(&r, rule).len(), 2, "{text}");
+    assert!(r.cases.iter().all(|c| c.verdict == Verdict::Fail), "{text}");
+    assert!(
+        r.cases[0].violations[0]
+            .evidence
+            .contains("had not returned"),
+        "{:?}",
+        r.cases[0].violations
+    );
+    // A crash inside the deleter call is charged to the rule.
+    let (code, r, text) = certify_with(
+        &py,
+        &args,
+        "deleter-crashes-off-thread",
+        "dlpack-gil",
+        "crash",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        r.cases.iter().all(|c| c.verdict == Verdict::Crash),
+        "{text}"
+    );
+    assert_eq!(cases_breaking(&r, rule).len(), 2, "{text}");
+}
+
+#[test]
+fn the_debug_allocator_turns_a_deleters_use_after_free_into_a_crash() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", fixture().display());
+    let id = "dlpack/producer/float64/[7]/whole/v1";
+    let args = ["--producer", spec.as_str(), "--cases", "0", "--exact", id];
+    // The workers run with PYTHONMALLOC=debug unless told otherwise: the
+    // freed tensor is 0xDD bytes, and the deleter's read through its
+    // shape pointer crashes the case.
+    let (_, r, text) = certify_with(
+        &py,
+        &args,
+        "deleter-use-after-free",
+        "dlpack-malloc",
+        "debug",
+    );
+    assert_eq!(r.cases.len(), 1, "{text}");
+    assert_eq!(r.cases[0].verdict, Verdict::Crash, "{text}");
+    // Under pymalloc the freed block still holds what it held: the same
+    // bug passes unseen.
+    let report = scratch("dlpack-malloc").join("pymalloc.json");
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args(["certify", "--dlpack"])
+        .args(args)
+        .arg("--report")
+        .arg(&report)
+        .env("ARROWCERT_DLPACK_MUTANT", "deleter-use-after-free")
+        .env("PYTHONMALLOC", "pymalloc")
+        .output()
+        .unwrap();
+    let r = arrowcert::report::read(&report).unwrap();
+    assert_eq!(
+        r.cases[0].verdict,
+        Verdict::Pass,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -508,20 +508,53 @@ def _dlpack_read_object(args, text):
     return obj, "{}"
 
 
+def _default_view(obj, name):
+    """The view `name` of `obj` through the Array API's indexing (and its
+    namespace's broadcast_to): an adapter may define dlpack_view(obj, name)
+    for a library that makes them otherwise."""
+    if name == "step":
+        return obj[::2]
+    if name == "offset":
+        return obj[1:]
+    if name == "transpose":
+        return obj.T
+    # The Array API indexes every axis of a multi-dimensional array or
+    # none: the ellipsis stands for the rest.
+    if name == "reverse":
+        return obj[::-1, ...]
+    if name == "column-step":
+        return obj[:, ::2, ...]
+    if name == "broadcast":
+        xp = obj.__array_namespace__()
+        return xp.broadcast_to(obj, (2,) + tuple(obj.shape))
+    return obj
+
+
 def _dlpack_view(args, text):
     obj = args[0]
     try:
-        if text == "step":
-            v = obj[::2]
-        elif text == "offset":
-            v = obj[1:]
-        elif text == "transpose":
-            v = obj.T
+        if hasattr(ADAPTER, "dlpack_view"):
+            v = ADAPTER.dlpack_view(obj, text)
         else:
-            v = obj
+            v = _default_view(obj, text)
     except Exception as e:
         return None, _json.dumps({"error": _describe_error(e)})
     return v, "{}"
+
+
+def _dlpack_writeable(args, text):
+    """Whether the library's array can be written: the adapter's
+    dlpack_writeable(obj), else NumPy's obj.flags.writeable; null when the
+    library shows no such state (it has no read-only arrays)."""
+    obj = args[0]
+    try:
+        if hasattr(ADAPTER, "dlpack_writeable"):
+            w, how = ADAPTER.dlpack_writeable(obj), "dlpack_writeable(obj)"
+        else:
+            w, how = getattr(getattr(obj, "flags", None), "writeable", None), "obj.flags.writeable"
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return None, _json.dumps({"writeable": None if w is None else bool(w), "how": how})
 
 
 def _dlpack_device(args, text):
@@ -623,7 +656,7 @@ def _dlpack_offers(args, text):
 
 
 _DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "read_object": _dlpack_read_object,
-               "view": _dlpack_view,
+               "view": _dlpack_view, "writeable": _dlpack_writeable,
                "device": _dlpack_device, "export": _dlpack_export, "info": _dlpack_info,
                "take": _dlpack_take, "gc": _dlpack_gc, "offers": _dlpack_offers,
                "weakref": _dlpack_weakref, "alive": _dlpack_alive,
@@ -637,7 +670,8 @@ def dlpack_call(op, args, text):
     fn = _DLPACK_OPS.get(op)
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
-    if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive"):
+    if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive",
+              "writeable"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

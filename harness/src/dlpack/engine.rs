@@ -120,6 +120,14 @@ pub enum Kind {
     /// (`dlpack.deleter.frees`): load, export, take, drop, delete, over
     /// and over, the bytes held counted by the allocation tracker.
     Frees { dtype: DType, shape: Vec<i64> },
+    /// The producer's deleter called from a native thread that does not
+    /// hold the GIL (`dlpack.deleter.without-gil`): export, take, drop
+    /// the library's objects, delete on a fresh thread.
+    DeleterThread {
+        dtype: DType,
+        shape: Vec<i64>,
+        request: Request,
+    },
     /// A consumer case on a device: the harness's tensor with its data in
     /// `device`'s memory (CUDA, or the harness's emulated device), skipped
     /// with the reason where this machine has no such device.
@@ -144,7 +152,10 @@ impl Kind {
     /// The adapter function the case needs.
     pub fn needs(&self) -> &'static str {
         match self {
-            Kind::Producer { .. } | Kind::Pair { .. } | Kind::Frees { .. } => "dlpack_load",
+            Kind::Producer { .. }
+            | Kind::Pair { .. }
+            | Kind::Frees { .. }
+            | Kind::DeleterThread { .. } => "dlpack_load",
             Kind::Consumer { .. } | Kind::OnDevice { .. } => "dlpack_read",
             Kind::ToArrow { .. } => "dlpack_to_arrow",
             Kind::FromArrow { .. } => "arrow_to_dlpack",
@@ -208,6 +219,18 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
                 }
             }
         }
+        // The strides dlpack.h's signed int64_t allows and compact exports
+        // never show: negative (`x[::-1]`), zero (a broadcast) and gapped
+        // along an inner axis (`x[:, ::2]`).
+        for dtype in [DType::I32, DType::F64] {
+            for shape in [&[7i64][..], &[4, 3], &[2, 3, 2]] {
+                for view in [View::Reverse, View::Broadcast, View::ColumnStep] {
+                    if view.applies(shape.len()) {
+                        add(dtype, shape, view, Request::V1, true);
+                    }
+                }
+            }
+        }
         for shape in [&[7i64][..], &[4, 3]] {
             for request in [
                 Request::Legacy,
@@ -232,6 +255,19 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
                 shape: vec![1024],
             },
         });
+        for request in [Request::V1, Request::Legacy] {
+            out.push(DlCase {
+                id: format!(
+                    "dlpack/producer/float64/[7]/whole/{}/deleter-thread",
+                    request.name()
+                ),
+                kind: Kind::DeleterThread {
+                    dtype: DType::F64,
+                    shape: vec![7],
+                    request,
+                },
+            });
+        }
     }
     if consumer {
         let mut add = |spec: Spec, mode: &'static str, variant: &str| {
@@ -258,6 +294,7 @@ pub fn plan(producer: bool, consumer: bool) -> Vec<DlCase> {
             Layout::Broadcast,
             Layout::ByteOffset,
             Layout::NullStrides,
+            Layout::NegativeStrides,
         ] {
             for dtype in [DType::I32, DType::F64] {
                 for shape in [&[7i64][..], &[4, 3], &[2, 3, 2]] {
@@ -532,6 +569,7 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         Kind::Consumer { .. } => "dlpack consumer",
         Kind::OnDevice { .. } => "dlpack consumer on a device",
         Kind::Frees { .. } => "dlpack frees",
+        Kind::DeleterThread { .. } => "dlpack deleter thread",
         Kind::ToArrow { .. } => "dlpack to arrow",
         Kind::FromArrow { .. } => "dlpack from arrow",
     });
@@ -549,6 +587,12 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
         Kind::Frees { dtype, shape } => {
             frees_steps(bridge, *dtype, shape, &mut obs).unwrap_or_else(Ended::Error)
         }
+        Kind::DeleterThread {
+            dtype,
+            shape,
+            request,
+        } => deleter_thread_steps(bridge, *dtype, shape, *request, &mut obs)
+            .unwrap_or_else(Ended::Error),
         Kind::ToArrow { spec } => crossing::to_arrow_case(bridge, spec, &mut obs),
         Kind::FromArrow {
             array,
@@ -561,10 +605,12 @@ pub fn run_case(bridge: &Bridge, consumer: Option<&Bridge>, case: &DlCase, repla
             None => Ended::Error("a pair case needs a consumer library".into()),
         },
     };
-    if let Some(b) = consumer {
-        let _ = b.call("gc", &[], "");
+    if !PYTHON_STUCK.load(std::sync::atomic::Ordering::SeqCst) {
+        if let Some(b) = consumer {
+            let _ = b.call("gc", &[], "");
+        }
+        let _ = bridge.call("gc", &[], "");
     }
-    let _ = bridge.call("gc", &[], "");
     judged(case, obs, ended, start, replay)
 }
 
@@ -618,7 +664,7 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
             "dlpack_consumer",
             format!("{}{}", spec.dtype.name(), shape_name(&spec.shape)),
         ),
-        Kind::Frees { dtype, shape } => (
+        Kind::Frees { dtype, shape } | Kind::DeleterThread { dtype, shape, .. } => (
             "dlpack_producer",
             format!("{}{}", dtype.name(), shape_name(shape)),
         ),
@@ -1152,6 +1198,129 @@ pub(super) fn exported_steps(
     Ok(Ended::Ran)
 }
 
+/// How long a deleter called on a native thread may take before the case
+/// calls it a deadlock (a deleter frees memory and drops references: far
+/// below a second even under the debug allocator).
+pub const DELETER_THREAD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The deleter-thread case: the library's array exported with `request`,
+/// the capsule taken, every Python reference dropped, then the tensor's
+/// deleter called from a thread of the harness's that has never run Python
+/// and holds no GIL, as a consumer's other threads may call it ("The
+/// DLManagedTensor deleter must ensure that sharing beyond Python
+/// boundaries is possible, this means that the GIL must be acquired
+/// explicitly if it uses Python objects or API"). It must return (a
+/// crash of the worker here is charged to the rule by run.rs) and free the
+/// array it held.
+fn deleter_thread_steps(
+    bridge: &Bridge,
+    dtype: DType,
+    shape: &[i64],
+    request: Request,
+    obs: &mut Obs,
+) -> Result<Ended, String> {
+    let rule = "dlpack.deleter.without-gil";
+    let mut l = match load_view(bridge, dtype, shape, View::Whole, "the library")? {
+        Ok(l) => l,
+        Err(ended) => return Ok(ended),
+    };
+    let obj = l.obj();
+    let at = format!(
+        "the deleter of __dlpack__({}), on a native thread",
+        request.name()
+    );
+    let (mut cap, versioned, _) = match export(bridge, obj, request, obs)? {
+        Ok(x) => x,
+        Err(e) => return Ok(Ended::Limitation(format!("__dlpack__ declined: {e}"))),
+    };
+    let ptr = capsule_pointer(bridge, cap.id())?;
+    // Counted, so that a destructor that deletes a renamed capsule's
+    // tensor (dlpack.capsule.used-untouched's failure) is not followed by a
+    // second call here.
+    let Some(watch) = trampoline::watch(ptr, versioned) else {
+        obs.skip(rule, "the tensor's deleter is NULL");
+        return Ok(Ended::Ran);
+    };
+    let (w, _) = bridge.call("weakref", &[obj], "")?;
+    let weak = Held::new(bridge, w);
+    let (_, t) = bridge.call("take", &[cap.id()], "")?;
+    if t["name"].is_null() {
+        return Err("the capsule could not be renamed".into());
+    }
+    cap.release();
+    l.array.release();
+    l.loaded.release();
+    bridge.call("gc", &[], "")?;
+    if watch.calls() > 0 {
+        obs.skip(
+            rule,
+            "the deleter already ran when the renamed capsule was dropped (dlpack.capsule.used-untouched)",
+        );
+        return Ok(Ended::Ran);
+    }
+    // The bridge holds the GIL only inside its calls: between them no
+    // thread of this process does, and this one has never run Python.
+    crate::abi::breadcrumb::step(DELETER_THREAD_STEP);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("dlpack-deleter".into())
+        .spawn(move || {
+            // SAFETY: the harness took the tensor (renamed its capsule,
+            // dropped it) and deletes it this once, on this thread.
+            unsafe { trampoline::delete(ptr, versioned) };
+            let _ = tx.send(());
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start a thread: {e}"));
+    }
+    if rx.recv_timeout(DELETER_THREAD_WAIT).is_err() {
+        obs.fail(
+            rule,
+            &at,
+            format!(
+                "the deleter, called on a native thread that does not hold the GIL, had not returned after {} s (a deadlock)",
+                DELETER_THREAD_WAIT.as_secs()
+            ),
+        );
+        // The thread may hold the GIL forever: nothing more is asked of
+        // Python in this process (the worker ends after this case).
+        crate::abi::breadcrumb::taint("a deleter called on a native thread never returned");
+        PYTHON_STUCK.store(true, std::sync::atomic::Ordering::SeqCst);
+        std::mem::forget(weak);
+        std::mem::forget(l);
+        return Ok(Ended::Ran);
+    }
+    crate::abi::breadcrumb::step("dlpack deleter thread: returned");
+    obs.check(rule);
+    bridge.call("gc", &[], "")?;
+    if weak.handle.is_none() {
+        obs.skip(
+            "dlpack.deleter.frees",
+            "the library's array takes no weak reference",
+        );
+        return Ok(Ended::Ran);
+    }
+    let (_, v) = bridge.call("alive", &[weak.id()], "")?;
+    if v["alive"].as_bool() == Some(true) {
+        obs.fail(
+            "dlpack.deleter.frees",
+            &at,
+            "the library's array is still alive after its tensor's deleter returned, every other reference dropped and garbage collected",
+        );
+    } else {
+        obs.check("dlpack.deleter.frees");
+    }
+    Ok(Ended::Ran)
+}
+
+/// Set when a thread of the library's may hold the GIL for ever (a deleter
+/// that never returned): the case asks Python for nothing more.
+static PYTHON_STUCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The breadcrumb of the deleter call on a native thread: a crash with it
+/// last is that deleter's ([`super::run`] charges it to the rule).
+pub const DELETER_THREAD_STEP: &str = "dlpack deleter thread: calling the deleter";
+
 /// The frees case: the export sequence, repeated under the allocation
 /// tracker's count (the Arrow `*.release.frees` accounting, no verdict
 /// without growth in every measured repetition of two rounds).
@@ -1510,7 +1679,11 @@ fn consumer_steps(
     }
     let outcome = if let Some(e) = &error {
         if !handed && mode != "negotiate" && asked_capsule(&v) {
-            for rule in ["dlpack.consumer.read-only", "dlpack.consumer.major-version"] {
+            for rule in [
+                "dlpack.consumer.read-only",
+                "dlpack.consumer.read-only-array",
+                "dlpack.consumer.major-version",
+            ] {
                 obs.skip(
                     rule,
                     "the consumer did not ask for a versioned capsule (max_version)",
@@ -1577,12 +1750,18 @@ fn consumer_steps(
                     ),
                     None => obs.skip(rule, "the library's array could not be read back"),
                 }
+                if spec.read_only {
+                    read_only_array(bridge, result.id(), tensor, &o, &names, obs)?;
+                }
                 drop(cap);
             }
-            Err(e) => obs.skip(
-                rule,
-                format!("the library's array could not be read back: {e}"),
-            ),
+            Err(e) => {
+                let why = format!("the library's array could not be read back: {e}");
+                if spec.read_only {
+                    obs.skip("dlpack.consumer.read-only-array", why.clone());
+                }
+                obs.skip(rule, why)
+            }
         }
         if spec.read_only {
             obs.check("dlpack.consumer.read-only");
@@ -1600,6 +1779,66 @@ fn consumer_steps(
         }
     }
     Ok(outcome)
+}
+
+/// `dlpack.consumer.read-only-array`: what from_dlpack made of a READ_ONLY
+/// tensor (`result`, read back as `back`), when it is a view of the
+/// tensor's memory, must be read-only where the library shows a writeable
+/// state. The text asks a consumer without read-only arrays to ignore the
+/// flag ("A consumer that does not support read-only arrays should ignore
+/// this flag"), and a copy cannot modify the tensor: neither is judged.
+fn read_only_array(
+    bridge: &Bridge,
+    result: u64,
+    tensor: &HarnessTensor,
+    back: &Observed,
+    names: &[Option<String>],
+    obs: &mut Obs,
+) -> Result<(), String> {
+    let rule = "dlpack.consumer.read-only-array";
+    let versioned = names
+        .first()
+        .cloned()
+        .flatten()
+        .is_some_and(|n| n.ends_with("_versioned"));
+    if !versioned {
+        obs.skip(
+            rule,
+            "the consumer took a legacy capsule, which cannot carry the READ_ONLY flag",
+        );
+        return Ok(());
+    }
+    if tensor.expected().is_empty() || !tensor.data_range().contains(&back.first_byte()) {
+        obs.skip(
+            rule,
+            "the library's array is a copy (its data is not the tensor's): writing it cannot modify the tensor's memory",
+        );
+        return Ok(());
+    }
+    let (_, v) = bridge.call("writeable", &[result], "")?;
+    let how = v["how"]
+        .as_str()
+        .unwrap_or("its writeable state")
+        .to_string();
+    match v["writeable"].as_bool() {
+        Some(false) => obs.check(rule),
+        Some(true) => obs.fail(
+            rule,
+            "from_dlpack",
+            format!(
+                "the array from_dlpack returned for a tensor flagged DLPACK_FLAG_BITMASK_READ_ONLY is a view of the tensor's memory (its data at {:#x}) and writeable ({how} is True)",
+                back.first_byte()
+            ),
+        ),
+        None => obs.skip(
+            rule,
+            match PyError::of(&v) {
+                Some(e) => format!("asking the library's array whether it is writeable raised {e}"),
+                None => "the library's array shows no writeable state (the adapter has no dlpack_writeable, the array no flags.writeable): a library without read-only arrays ignores the flag".to_string(),
+            },
+        ),
+    }
+    Ok(())
 }
 
 /// A case that did not run to a verdict of its rules (skipped, or a
@@ -1877,12 +2116,12 @@ pub fn spec_strategy() -> impl proptest::strategy::Strategy<Value = Spec> {
     (
         0..DType::ALL.len(),
         proptest::collection::vec(0i64..=5, 0..=3),
-        0..Layout::ALL.len(),
+        0..Layout::GENERATED.len(),
         any::<bool>(),
         0u32..=3,
     )
         .prop_map(|(d, shape, l, read_only, minor)| {
-            let mut layout = Layout::ALL[l];
+            let mut layout = Layout::GENERATED[l];
             if (layout == Layout::Transposed && shape.len() < 2)
                 || (matches!(layout, Layout::Gaps | Layout::Broadcast) && shape.is_empty())
             {

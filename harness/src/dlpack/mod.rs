@@ -215,6 +215,15 @@ pub enum View {
     Transpose,
     /// `x[1:]`: from the second element along the first axis.
     Offset,
+    /// `x[::-1, ...]`: the first axis reversed, a negative stride ("strides of
+    /// the tensor (in number of elements, not bytes)" are signed: `int64_t`).
+    Reverse,
+    /// `broadcast_to(x, (2,) + x.shape)`: a new first axis of stride 0
+    /// (both rows are the same memory).
+    Broadcast,
+    /// `x[:, ::2, ...]` (2-d and more): every other element along the second
+    /// axis, a gapped, non-compact layout.
+    ColumnStep,
 }
 
 impl View {
@@ -224,13 +233,37 @@ impl View {
             View::Step => "step",
             View::Transpose => "transpose",
             View::Offset => "offset",
+            View::Reverse => "reverse",
+            View::Broadcast => "broadcast",
+            View::ColumnStep => "column-step",
         }
     }
 
+    /// Every view, in plan order.
+    pub const ALL: [View; 7] = [
+        View::Whole,
+        View::Step,
+        View::Transpose,
+        View::Offset,
+        View::Reverse,
+        View::Broadcast,
+        View::ColumnStep,
+    ];
+
     pub fn parse(s: &str) -> Option<View> {
-        [View::Whole, View::Step, View::Transpose, View::Offset]
-            .into_iter()
-            .find(|v| v.name() == s)
+        View::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// Whether the view exists for an array of `ndim` dimensions (`x.T`
+    /// is asked of 2-d arrays only, `x[:, ::2]` needs a second axis, the
+    /// others a first one).
+    pub fn applies(self, ndim: usize) -> bool {
+        match self {
+            View::Whole => true,
+            View::Transpose => ndim == 2,
+            View::ColumnStep => ndim >= 2,
+            _ => ndim >= 1,
+        }
     }
 
     /// Applies the view to (shape, strides in elements), from element 0;
@@ -262,6 +295,34 @@ impl View {
                     _ => 0,
                 };
                 (sh, strides.to_vec(), first)
+            }
+            View::Reverse => {
+                let mut st = strides.to_vec();
+                let first = match (shape.first(), st.first_mut()) {
+                    (Some(&d), Some(s)) if d > 0 => {
+                        let first = (d - 1) * *s;
+                        *s = -*s;
+                        first
+                    }
+                    _ => 0,
+                };
+                (shape.to_vec(), st, first)
+            }
+            View::Broadcast => {
+                let mut sh = vec![2];
+                sh.extend_from_slice(shape);
+                let mut st = vec![0];
+                st.extend_from_slice(strides);
+                (sh, st, 0)
+            }
+            View::ColumnStep => {
+                let mut sh = shape.to_vec();
+                let mut st = strides.to_vec();
+                if let (Some(d), Some(s)) = (sh.get_mut(1), st.get_mut(1)) {
+                    *d = (*d + 1) / 2;
+                    *s *= 2;
+                }
+                (sh, st, 0)
             }
         }
     }
@@ -331,6 +392,25 @@ mod tests {
         assert_eq!(zero_d.len(), 1);
         assert_eq!(zero_d.view(View::Whole), zero_d);
         assert!(Logical::pattern(DType::U8, &[0, 4]).is_empty());
+        // x[::-1] of [[0,1],[2,3],[4,5]]: [[4,5],[2,3],[0,1]].
+        let rev = t.view(View::Reverse);
+        assert_eq!(rev.shape, vec![3, 2]);
+        assert_eq!(el(&rev, 0), el(&t, 4));
+        assert_eq!(el(&rev, 5), el(&t, 1));
+        // broadcast_to(x, (2, 3, 2)): both rows are x.
+        let b = t.view(View::Broadcast);
+        assert_eq!(b.shape, vec![2, 3, 2]);
+        assert_eq!(b.values[..b.values.len() / 2], t.values[..]);
+        assert_eq!(b.values[b.values.len() / 2..], t.values[..]);
+        // x[:, ::2] of a 3x2: the first column.
+        let c = t.view(View::ColumnStep);
+        assert_eq!(c.shape, vec![3, 1]);
+        assert_eq!(el(&c, 1), el(&t, 2));
+        assert!(View::ColumnStep.applies(2) && !View::ColumnStep.applies(1));
+        assert!(View::Reverse.applies(1) && !View::Reverse.applies(0));
+        for v in View::ALL {
+            assert_eq!(View::parse(v.name()), Some(v));
+        }
     }
 
     #[test]

@@ -36,10 +36,27 @@ pub enum Layout {
     ByteOffset,
     /// Compact row-major with NULL strides (legacy and v1.0 capsules only).
     NullStrides,
+    /// Every axis reversed: negative strides, `data` at the start of the
+    /// allocation and `byte_offset` at the logical first element, the last
+    /// one stored ("The `byte_offset` field should be used to point to the
+    /// beginning of the data").
+    NegativeStrides,
 }
 
 impl Layout {
-    pub const ALL: [Layout; 6] = [
+    pub const ALL: [Layout; 7] = [
+        Layout::Contiguous,
+        Layout::Gaps,
+        Layout::Transposed,
+        Layout::Broadcast,
+        Layout::ByteOffset,
+        Layout::NullStrides,
+        Layout::NegativeStrides,
+    ];
+
+    /// The layouts generated cases draw from: fixed, so that a seed keeps
+    /// drawing the cases (and IDs) it drew before a layout was added.
+    pub const GENERATED: [Layout; 6] = [
         Layout::Contiguous,
         Layout::Gaps,
         Layout::Transposed,
@@ -56,6 +73,7 @@ impl Layout {
             Layout::Broadcast => "broadcast",
             Layout::ByteOffset => "byte-offset",
             Layout::NullStrides => "null-strides",
+            Layout::NegativeStrides => "negative-strides",
         }
     }
 
@@ -255,6 +273,10 @@ impl HarnessTensor {
                 (st, 0, elements(&shape[1..]))
             }
             Layout::ByteOffset => (row_major_strides(&shape), 3, n + 3),
+            Layout::NegativeStrides if n > 0 => {
+                let st = row_major_strides(&shape).into_iter().map(|s| -s).collect();
+                (st, n as i64 - 1, n)
+            }
             _ => (row_major_strides(&shape), 0, n),
         };
         let region = Region::new(storage * size)?;

@@ -74,7 +74,7 @@ pub static DLPACK_RULES: &[Rule] = &[
         spec_file: ARRAY_API,
         section: "from_dlpack",
         quote: "an array containing the data in x.",
-        observation: "The harness reads the DLTensor through process_vm_readv (shape, strides, dtype, byte_offset, every element at data + byte_offset + sum(index * stride) * itemsize) and compares each element with what the library was given (after the view the case applied: a step, a transpose, an offset). Unreadable shape, strides or data, a negative dimension or different values fail.",
+        observation: "The harness reads the DLTensor through process_vm_readv (shape, strides, dtype, byte_offset, every element at data + byte_offset + sum(index * stride) * itemsize) and compares each element with what the library was given (after the view the case applied: a step, a transpose, an offset, the first axis reversed (a negative stride), a broadcast (a zero stride), a step along the second axis (gaps inside a row)). Unreadable shape, strides or data, a negative dimension or different values fail.",
         inferred: Some("the texts define the fields; that a capsule describes the array it was exported from is implied by from_dlpack returning \"an array containing the data in x\""),
     },
     Rule {
@@ -170,8 +170,20 @@ pub static DLPACK_RULES: &[Rule] = &[
         spec_file: HEADER,
         section: "Part 1: v1.1",
         quote: "This should be called to destruct manager_ctx which holds the DLManagedTensorVersioned.",
-        observation: "In one case per library the harness loads 1024 float64 values, exports them with max_version=(1, 3), takes the capsule, drops every object, calls the deleter and collects garbage, over and over, with the allocation tracker preloaded into the worker (the Arrow *.release.frees accounting: 2 unmeasured repetitions, 3 measured, all growing, confirmed by 3 more after 16): bytes held that grow with every repetition are a leak.",
+        observation: "In one case per library the harness loads 1024 float64 values, exports them with max_version=(1, 3), takes the capsule, drops every object, calls the deleter and collects garbage, over and over, with the allocation tracker preloaded into the worker (the Arrow *.release.frees accounting: 2 unmeasured repetitions, 3 measured, all growing, confirmed by 3 more after 16): bytes held that grow with every repetition are a leak. In the deleter-thread cases (dlpack.deleter.without-gil) the library's array, dropped by everyone else before the deleter ran on a native thread, must be gone (its weak reference dead) once it returned and garbage was collected.",
         inferred: Some("the header calls the deleter the destructor of manager_ctx; that destructing it frees what the export holds (the memory of an array no one else references) is what a destructor is"),
+    },
+    Rule {
+        id: "dlpack.deleter.without-gil",
+        level: Level::Must,
+        side: Side::Producer,
+        area: "dlpack",
+        summary: "the tensor's deleter works when called from a native thread that does not hold the GIL",
+        spec_file: PYTHON_SPEC,
+        section: "Implementation",
+        quote: "The DLManagedTensor deleter must ensure that sharing beyond Python boundaries is possible, this means that the GIL must be acquired explicitly if it uses Python objects or API.",
+        observation: "The harness takes the capsule (renamed), drops the library's array and every other reference it holds, and calls the tensor's deleter from a native thread it starts for that call, one that has never run Python and does not hold the GIL (as a consumer's worker thread, or C++ code outside Python, may): the deleter must return within 5 s (a deadlock fails) and must not crash the process (a crash of the case in that call fails; the DLPack worker runs Python with PYTHONMALLOC=debug, whose hooks abort on Python memory calls made without the GIL). Asked legacy and versioned, one case each.",
+        inferred: None,
     },
     Rule {
         id: "dlpack.device.unsupported-raises",
@@ -279,7 +291,7 @@ pub static DLPACK_RULES: &[Rule] = &[
         spec_file: HEADER,
         section: "Part 2: v1.2 and v1.3",
         quote: "strides of the tensor (in number of elements, not bytes), can not be NULL if ndim != 0, must points to an array of ndim elements that specifies the strides, so consumer can always rely on strides[dim] being valid for 0 <= dim < ndim.",
-        observation: "The harness hands over tensors with every other element, transposed, broadcast (a zero stride) and, in legacy capsules, NULL strides, and reads the library's array back through its own __dlpack__: every value must be the one sent.",
+        observation: "The harness hands over tensors with every other element, transposed, broadcast (a zero stride), with every axis reversed (negative strides, byte_offset at the logical first element, the last one stored) and, in legacy capsules, NULL strides, and reads the library's array back through its own __dlpack__: every value must be the one sent. A consumer that refuses such a tensor (BufferError) is a limitation, not a failure.",
         inferred: Some("the sentence tells the producer to fill strides so that the consumer can rely on them; that the consumer reads by them is implied"),
     },
     Rule {
@@ -305,6 +317,18 @@ pub static DLPACK_RULES: &[Rule] = &[
         quote: "bit mask to indicate that the tensor is read only.",
         observation: "The harness hands over versioned tensors with DLPACK_FLAG_BITMASK_READ_ONLY set whose data lies on pages mapped read-only: a write crashes the case, which is this rule's failure.",
         inferred: Some("the header defines the flag without saying what a consumer must do; that it must not write is what the flag means"),
+    },
+    Rule {
+        id: "dlpack.consumer.read-only-array",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "dlpack",
+        summary: "from_dlpack of a READ_ONLY tensor, as a view of its memory, returns a read-only array (where the library has read-only arrays)",
+        spec_file: ARRAY_API,
+        section: "__dlpack__",
+        quote: "A consumer that does not support read-only arrays should ignore this flag (this is preferred over raising an exception; the user is then responsible for ensuring the memory isn't modified).",
+        observation: "The harness hands over a versioned tensor flagged DLPACK_FLAG_BITMASK_READ_ONLY. When the library's array shares the tensor's memory (read back through its own __dlpack__, its data lies inside the tensor's) and the library shows a writeable state (the adapter's dlpack_writeable(obj), else NumPy's obj.flags.writeable), that state must be read-only. A copy, or a library without read-only arrays (no writeable state to read), is not judged: ignoring the flag is what the text asks of those.",
+        inferred: Some("the sentence tells a consumer without read-only arrays to ignore the flag, leaving the user responsible; that a consumer with read-only arrays gives back a read-only one, rather than leave the user to find out, is implied"),
     },
 ];
 
