@@ -150,15 +150,22 @@ pub fn declined_data(c: &Case) -> bool {
     }
 }
 
+/// Whether a case's end can hide what a library does with the other
+/// columns of its scenario: it declined the data, or failed inside itself
+/// (an error with its words, a crash) on one of them.
+pub fn hides_columns(c: &Case) -> bool {
+    declined_data(c) || matches!(c.verdict, Verdict::Error | Verdict::Crash)
+}
+
 /// The mixed generated scenarios (`gen/<i>`) and shapes, two columns or
-/// more, a library refused on some path, with the IDs of the refused
+/// more, a library refused (or failed on, [`hides_columns`]) on some path, with the IDs of the refused
 /// cases.
 fn refused_mixed<'a>(
     report: &'a Report,
     scenarios: &'a [Scenario],
 ) -> Vec<(&'a Scenario, std::collections::BTreeSet<&'a str>)> {
     let mut out: Vec<(&Scenario, std::collections::BTreeSet<&str>)> = Vec::new();
-    for c in report.cases.iter().filter(|c| declined_data(c)) {
+    for c in report.cases.iter().filter(|c| hides_columns(c)) {
         if !generate::splits(&c.scenario) {
             continue;
         }
@@ -188,8 +195,10 @@ pub fn parent_case_id(id: &str, scenario: &str) -> Option<String> {
 
 /// One unsupported column hides a whole scenario: a library that refuses
 /// one of a mixed scenario's columns refuses the scenario, and what it
-/// does with the others is never seen. Each case a library refused on a
-/// mixed generated scenario runs again on every column of that scenario
+/// does with the others is never seen. Each case a library refused, or
+/// errored or crashed on ([`hides_columns`]: the column alone also names
+/// the type that crashed it), on a mixed generated scenario or a shape
+/// runs again on every column of that scenario
 /// alone (`gen/3~col:1`: the same values, field and slices), so that every
 /// type it does take is exercised and the one it refused is named by its
 /// own refusal. Cases already in `report` (a resumed run) are not run
@@ -563,4 +572,68 @@ pub fn shrink_schedules(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    fn case(scenario: &Scenario, verdict: Verdict, message: &str) -> Case {
+        let mut c = crate::roundtrip::not_run(
+            &format!("producer/stream/{}", scenario.name),
+            "stream",
+            scenario,
+            None,
+            None,
+            "arrowcert replay",
+        );
+        c.verdict = verdict;
+        c.message = Some(message.into());
+        c
+    }
+
+    /// Declines, errors and crashes on a mixed scenario or a shape of two
+    /// columns or more are split; passes, failures, skips of a path, and
+    /// single-column or shrunk scenarios are not.
+    #[test]
+    fn what_is_split_into_columns() {
+        let seed = 3;
+        let mixed: Vec<Scenario> = (0..60)
+            .map(|i| generate::scenario(seed, &generate::name(i, &[])).unwrap())
+            .filter(|s| s.schema.fields().len() >= 2)
+            .take(6)
+            .collect();
+        let single = generate::scenario(seed, "gen/type:int8").unwrap();
+        let shape = generate::scenario(seed, "gen/shape:canonical-extensions").unwrap();
+        let declined = format!("{}load() cannot hold this data", certify::PRODUCER_DECLINED);
+        let cases = vec![
+            case(&mixed[0], Verdict::Skip, &declined),
+            case(&mixed[1], Verdict::Error, "the library failed inside itself"),
+            case(&mixed[2], Verdict::Crash, "the worker killed by SIGABRT"),
+            case(&mixed[3], Verdict::Pass, ""),
+            case(&mixed[4], Verdict::Fail, "1 rule(s) broken"),
+            case(&mixed[5], Verdict::Skip, "arrowcert_produce_stream is not exported by the plugin"),
+            case(&single, Verdict::Skip, &declined),
+            case(&shape, Verdict::Limitation, "the consumer declined: extension types"),
+        ];
+        let report = Report {
+            cases,
+            ..Report::begun("certify", Vec::new(), std::time::SystemTime::now(), String::new())
+        };
+        let mut all = mixed.clone();
+        all.extend([single, shape.clone()]);
+        let split: Vec<&str> = refused_mixed(&report, &all)
+            .iter()
+            .map(|(s, _)| s.name.as_str())
+            .collect();
+        assert_eq!(
+            split,
+            [&mixed[0].name, &mixed[1].name, &mixed[2].name, &shape.name].map(String::as_str)
+        );
+        let id = format!("producer/stream/{}~col:1/batch:0", mixed[0].name);
+        assert_eq!(
+            parent_case_id(&id, &format!("{}~col:1", mixed[0].name)),
+            Some(format!("producer/stream/{}/batch:0", mixed[0].name))
+        );
+    }
 }

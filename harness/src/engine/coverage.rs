@@ -86,6 +86,7 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
     struct Cell {
         ran: u64,
         refused: Option<String>,
+        errored: Option<String>,
     }
     #[derive(Default)]
     struct PathCells {
@@ -124,6 +125,12 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
             if e.refused.is_none() {
                 e.refused = c.message.clone();
             }
+        } else if c.verdict == Verdict::Error && cols.len() == 1 {
+            // The library failed inside itself on that column alone.
+            let e = cell.families.entry(cols[0].0).or_default();
+            if e.errored.is_none() {
+                e.errored = c.message.clone();
+            }
         }
     }
     let families = types::family_names();
@@ -136,6 +143,9 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
                 Some(Cell {
                     refused: Some(why), ..
                 }) => ("refused", 0, Some(why.clone())),
+                Some(Cell {
+                    errored: Some(why), ..
+                }) => ("errored", 0, Some(why.clone())),
                 _ => ("not_reached", 0, None),
             };
             out.push(CoverageRow {
@@ -158,8 +168,9 @@ pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
     for r in rows {
         let e = best.entry((r.path.as_str(), r.family.as_str())).or_insert("path_skipped");
         let rank = |s: &str| match s {
-            "exercised" => 3,
-            "refused" => 2,
+            "exercised" => 4,
+            "refused" => 3,
+            "errored" => 2,
             "not_reached" => 1,
             _ => 0,
         };
@@ -173,6 +184,7 @@ pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
         match status {
             "exercised" => e.exercised.push(family.into()),
             "refused" => e.refused.push(family.into()),
+            "errored" => e.errored.push(family.into()),
             "not_reached" => e.not_reached.push(family.into()),
             _ => {
                 e.skipped = rows
@@ -190,6 +202,9 @@ pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
 pub struct PathCoverage {
     pub exercised: Vec<String>,
     pub refused: Vec<String>,
+    /// Families the library failed on inside itself (an error, not a
+    /// decline), each alone.
+    pub errored: Vec<String>,
     pub not_reached: Vec<String>,
     /// When nothing of the path was reached: why its cases were skipped.
     pub skipped: Option<String>,
@@ -210,7 +225,11 @@ pub fn render(rows: &[CoverageRow]) -> String {
     };
     let mut out = String::from("\ncoverage (type families of the generator, per path):\n");
     for (path, p) in per_path(rows) {
-        if p.exercised.is_empty() && p.refused.is_empty() && p.not_reached.is_empty() {
+        if p.exercised.is_empty()
+            && p.refused.is_empty()
+            && p.errored.is_empty()
+            && p.not_reached.is_empty()
+        {
             let why = p.skipped.as_deref().unwrap_or("skipped");
             out.push_str(&format!(
                 "  {path:<40} nothing reached: {}\n",
@@ -221,6 +240,9 @@ pub fn render(rows: &[CoverageRow]) -> String {
         out.push_str(&format!("  {path:<40} {:>2} exercised", p.exercised.len()));
         if !p.refused.is_empty() {
             out.push_str(&format!(", {} refused{}", p.refused.len(), names(&p.refused)));
+        }
+        if !p.errored.is_empty() {
+            out.push_str(&format!(", {} errored{}", p.errored.len(), names(&p.errored)));
         }
         if !p.not_reached.is_empty() {
             out.push_str(&format!(", {} not reached{}", p.not_reached.len(), names(&p.not_reached)));
@@ -289,7 +311,8 @@ mod tests {
             .map(|i| generate::scenario(seed, &generate::name(i, &[])).unwrap())
             .find(|s| s.schema.fields().len() >= 2)
             .unwrap();
-        let scenarios = vec![int32, union, mixed.clone()];
+        let llv = generate::scenario(seed, "gen/type:large-list-view").unwrap();
+        let scenarios = vec![int32, union, llv, mixed.clone()];
         let declined = "the producer does not support this: unions are not supported";
         let sub = generate::column_name(&mixed.name, 0);
         let cases = vec![
@@ -302,6 +325,12 @@ mod tests {
             ),
             case(&format!("producer/stream/{}", mixed.name), &mixed.name, Verdict::Skip, Some(declined)),
             case(&format!("producer/stream/{sub}"), &sub, Verdict::Fail, None),
+            case(
+                "producer/stream/gen/type:large-list-view",
+                "gen/type:large-list-view",
+                Verdict::Error,
+                Some("the library failed inside itself: a panic"),
+            ),
         ];
         let rows = of(&cases, &scenarios);
         let get = |f: &str| {
@@ -314,12 +343,13 @@ mod tests {
         assert_eq!(get("dense-union").why.as_deref(), Some(declined));
         let first = types::family_of(mixed.schema.field(0).data_type());
         assert_eq!(get(first).status, "exercised", "the column alone ran");
-        assert_eq!(get("large-list-view").status, "not_reached");
+        assert_eq!(get("large-list-view").status, "errored");
+        assert_eq!(get("decimal256").status, "not_reached");
         assert_eq!(rows.len(), types::family_names().len());
         let by_path = per_path(&rows);
         let p = &by_path["producer/stream"];
         assert_eq!(
-            p.exercised.len() + p.refused.len() + p.not_reached.len(),
+            p.exercised.len() + p.refused.len() + p.errored.len() + p.not_reached.len(),
             types::family_names().len()
         );
         assert!(p.refused.contains(&"dense-union".to_string()));

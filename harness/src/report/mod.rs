@@ -90,13 +90,15 @@ pub struct CoverageRow {
     /// `exercised` (a case holding the family ran to a verdict on the
     /// library: pass, fail, crash or timeout), `refused` (the library
     /// declined a case whose only column is of this family, and nothing
-    /// holding it ran), `path_skipped` (no case of this path and factor
+    /// holding it ran), `errored` (the library failed inside itself on a
+    /// case whose only column is of this family: an error, its words in
+    /// `why`), `path_skipped` (no case of this path and factor
     /// ran or was declined, whatever its data: the path is not exported,
     /// the device is missing...) or `not_reached`.
     pub status: String,
     /// Cases that held the family and ran to a verdict.
     pub cases: u64,
-    /// `refused`: the library's words, from the first such case;
+    /// `refused`, `errored`: the library's words, from the first such case;
     /// `path_skipped`: why the path's first case was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
