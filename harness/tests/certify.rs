@@ -705,3 +705,49 @@ fn keep_output_writes_what_the_consumer_wrote_back() {
         .unwrap();
     assert_eq!(read.batches[0].num_rows(), primitive.batches[0].num_rows());
 }
+
+/// `arrowcert coverage REPORT` prints the report's coverage, and computes
+/// the same table for a report that predates the field (its scenarios
+/// rebuilt by name from the report's seed).
+#[test]
+fn coverage_of_a_report_with_and_without_the_field() {
+    bundled();
+    let dir = scratch("certify");
+    let report = dir.join("coverage.json");
+    let out = Command::new(arrowcert_exe())
+        .args(["certify", "--in-process", "--no-builtin", "--cases", "3", "--seed", "9"])
+        .arg("--report")
+        .arg(&report)
+        .arg("producer/stream/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let coverage = |path: &std::path::Path| {
+        let out = Command::new(arrowcert_exe())
+            .arg("coverage")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let with = coverage(&report);
+    let families = arrowcert::generate::types::family_names().len();
+    assert!(
+        with.lines().any(|l| l.starts_with("  producer/stream ")
+            && l.trim_end().ends_with(&format!(" {families} exercised"))),
+        "{with}"
+    );
+    let mut r = arrowcert::report::read(&report).unwrap();
+    assert!(!r.coverage.is_empty());
+    r.coverage.clear();
+    let old = dir.join("coverage-old.json");
+    std::fs::write(&old, serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(coverage(&old), with);
+    // Not a report: one line, exit 2.
+    let out = Command::new(arrowcert_exe())
+        .args(["coverage", "/nonexistent.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
