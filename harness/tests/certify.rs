@@ -715,20 +715,38 @@ fn coverage_of_a_report_with_and_without_the_field() {
     let dir = scratch("certify");
     let report = dir.join("coverage.json");
     let out = Command::new(arrowcert_exe())
-        .args(["certify", "--in-process", "--no-builtin", "--cases", "3", "--seed", "9"])
+        .args([
+            "certify",
+            "--in-process",
+            "--no-builtin",
+            "--cases",
+            "3",
+            "--seed",
+            "9",
+        ])
         .arg("--report")
         .arg(&report)
         .arg("producer/stream/")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let coverage = |path: &std::path::Path| {
         let out = Command::new(arrowcert_exe())
             .arg("coverage")
             .arg(path)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let with = coverage(&report);

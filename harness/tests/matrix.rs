@@ -76,13 +76,24 @@ fn plugin_names_and_errors_render_as_text() {
         .find(|u| u.id.ends_with("certify/producer/reference"))
         .unwrap();
     let families = arrowcert::generate::types::family_names().len() as u64;
-    for path in ["producer/schema", "producer/array", "producer/stream", "producer/device_stream"] {
+    for path in [
+        "producer/schema",
+        "producer/array",
+        "producer/stream",
+        "producer/device_stream",
+    ] {
         let c = &reference.coverage[path];
-        assert_eq!((c.exercised, c.refused, c.not_reached), (families, 0, 0), "{path}");
+        assert_eq!(
+            (c.exercised, c.refused, c.not_reached),
+            (families, 0, 0),
+            "{path}"
+        );
     }
     let page = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
     assert!(
-        page.contains(&format!("- certify/producer/reference: producer/array {families}/0/0")),
+        page.contains(&format!(
+            "- certify/producer/reference: producer/array {families}/0/0"
+        )),
         "{page}"
     );
 

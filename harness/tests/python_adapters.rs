@@ -307,17 +307,31 @@ def load(data):
     let r = arrowcert::report::read(&report).expect("a report");
     let declined = |c: &arrowcert::report::Case| {
         c.verdict == arrowcert::report::Verdict::Skip
-            && c.message.as_deref().is_some_and(|m| m.contains("are not supported"))
+            && c.message
+                .as_deref()
+                .is_some_and(|m| m.contains("are not supported"))
     };
     // A column is declined when it holds a union, map or view anywhere.
     let refused_union = |dt: &arrow_schema::DataType| {
         let mut all = std::collections::BTreeSet::new();
         arrowcert::generate::types::families_in(dt, &mut all);
-        all.iter()
-            .any(|f| ["sparse-union", "dense-union", "map", "utf8-view", "binary-view"].contains(f))
+        all.iter().any(|f| {
+            [
+                "sparse-union",
+                "dense-union",
+                "map",
+                "utf8-view",
+                "binary-view",
+            ]
+            .contains(f)
+        })
     };
     let mut split = 0;
-    for c in r.cases.iter().filter(|c| c.id.starts_with("producer/stream/gen/")) {
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with("producer/stream/gen/"))
+    {
         if c.scenario.contains("~col:") {
             continue;
         }
@@ -342,25 +356,45 @@ def load(data):
             if refused_union(f.data_type()) {
                 assert!(declined(sub), "{id}: {:?}", sub.message);
                 assert!(
-                    sub.message.as_deref().unwrap().contains(&"column 0: ".to_string()),
+                    sub.message
+                        .as_deref()
+                        .unwrap()
+                        .contains(&"column 0: ".to_string()),
                     "{id}: {:?}",
                     sub.message
                 );
             } else {
-                assert_eq!(sub.verdict, arrowcert::report::Verdict::Pass, "{id}: {:?}", sub.message);
+                assert_eq!(
+                    sub.verdict,
+                    arrowcert::report::Verdict::Pass,
+                    "{id}: {:?}",
+                    sub.message
+                );
             }
         }
     }
-    assert!(split >= 1, "no mixed scenario was declined with seed {seed}: {stdout}");
+    assert!(
+        split >= 1,
+        "no mixed scenario was declined with seed {seed}: {stdout}"
+    );
     // Every type family has its own scenario; the ones not declined pass.
     for family in arrowcert::generate::types::family_names() {
         let id = format!("producer/stream/gen/type:{family}");
-        let c = r.cases.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no {id}"));
+        let c = r
+            .cases
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no {id}"));
         let whole = arrowcert::generate::scenario(seed, &format!("gen/type:{family}")).unwrap();
         if refused_union(whole.schema.field(0).data_type()) {
             assert!(declined(c), "{id}: {:?}", c.message);
         } else {
-            assert_eq!(c.verdict, arrowcert::report::Verdict::Pass, "{id}: {:?}", c.message);
+            assert_eq!(
+                c.verdict,
+                arrowcert::report::Verdict::Pass,
+                "{id}: {:?}",
+                c.message
+            );
         }
     }
     // Cases that follow up on another come right after it, in ID order.

@@ -317,7 +317,12 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             sources,
             sides,
             &mut |c: &Case| {
-                if args.verbose || !matches!(c.verdict, Verdict::Pass | Verdict::Skip | Verdict::Limitation) {
+                if args.verbose
+                    || !matches!(
+                        c.verdict,
+                        Verdict::Pass | Verdict::Skip | Verdict::Limitation
+                    )
+                {
                     println!("case {} ... {}", c.id, verdict_word(c));
                 }
                 let mut cp = checkpoint.borrow_mut();

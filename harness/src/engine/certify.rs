@@ -608,17 +608,34 @@ mod split_tests {
         let declined = format!("{}load() cannot hold this data", certify::PRODUCER_DECLINED);
         let cases = vec![
             case(&mixed[0], Verdict::Skip, &declined),
-            case(&mixed[1], Verdict::Error, "the library failed inside itself"),
+            case(
+                &mixed[1],
+                Verdict::Error,
+                "the library failed inside itself",
+            ),
             case(&mixed[2], Verdict::Crash, "the worker killed by SIGABRT"),
             case(&mixed[3], Verdict::Pass, ""),
             case(&mixed[4], Verdict::Fail, "1 rule(s) broken"),
-            case(&mixed[5], Verdict::Skip, "arrowcert_produce_stream is not exported by the plugin"),
+            case(
+                &mixed[5],
+                Verdict::Skip,
+                "arrowcert_produce_stream is not exported by the plugin",
+            ),
             case(&single, Verdict::Skip, &declined),
-            case(&shape, Verdict::Limitation, "the consumer declined: extension types"),
+            case(
+                &shape,
+                Verdict::Limitation,
+                "the consumer declined: extension types",
+            ),
         ];
         let report = Report {
             cases,
-            ..Report::begun("certify", Vec::new(), std::time::SystemTime::now(), String::new())
+            ..Report::begun(
+                "certify",
+                Vec::new(),
+                std::time::SystemTime::now(),
+                String::new(),
+            )
         };
         let mut all = mixed.clone();
         all.extend([single, shape.clone()]);

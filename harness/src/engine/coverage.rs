@@ -16,7 +16,10 @@ use crate::scenario::Scenario;
 /// The families each column of a scenario holds: its top-level family
 /// and every family nested in it. Column subsets (`gen/3~col:1`) are found
 /// through their parent.
-fn columns(name: &str, scenarios: &[Scenario]) -> Option<Vec<(&'static str, BTreeSet<&'static str>)>> {
+fn columns(
+    name: &str,
+    scenarios: &[Scenario],
+) -> Option<Vec<(&'static str, BTreeSet<&'static str>)>> {
     let of = |s: &Scenario, only: Option<usize>| {
         s.schema
             .fields()
@@ -60,7 +63,12 @@ pub fn path_and_factor(id: &str, scenario: &str) -> Option<(String, String)> {
         None => format!("{side}/{kind}"),
     };
     let factor = if kind == "async" {
-        if side == "producer" { "schedules" } else { "deliveries" }.to_string()
+        if side == "producer" {
+            "schedules"
+        } else {
+            "deliveries"
+        }
+        .to_string()
     } else if segs.len() > 1 {
         segs[1..].join("/")
     } else if id.contains("/slice:") {
@@ -166,7 +174,9 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
 pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
     let mut best: BTreeMap<(&str, &str), &str> = BTreeMap::new();
     for r in rows {
-        let e = best.entry((r.path.as_str(), r.family.as_str())).or_insert("path_skipped");
+        let e = best
+            .entry((r.path.as_str(), r.family.as_str()))
+            .or_insert("path_skipped");
         let rank = |s: &str| match s {
             "exercised" => 4,
             "refused" => 3,
@@ -239,13 +249,25 @@ pub fn render(rows: &[CoverageRow]) -> String {
         }
         out.push_str(&format!("  {path:<40} {:>2} exercised", p.exercised.len()));
         if !p.refused.is_empty() {
-            out.push_str(&format!(", {} refused{}", p.refused.len(), names(&p.refused)));
+            out.push_str(&format!(
+                ", {} refused{}",
+                p.refused.len(),
+                names(&p.refused)
+            ));
         }
         if !p.errored.is_empty() {
-            out.push_str(&format!(", {} errored{}", p.errored.len(), names(&p.errored)));
+            out.push_str(&format!(
+                ", {} errored{}",
+                p.errored.len(),
+                names(&p.errored)
+            ));
         }
         if !p.not_reached.is_empty() {
-            out.push_str(&format!(", {} not reached{}", p.not_reached.len(), names(&p.not_reached)));
+            out.push_str(&format!(
+                ", {} not reached{}",
+                p.not_reached.len(),
+                names(&p.not_reached)
+            ));
         }
         out.push('\n');
     }
@@ -268,11 +290,17 @@ mod tests {
             ("producer/array".into(), "slice".into())
         );
         assert_eq!(
-            pf("consumer/array/varied/gen/type:int8/batch:0", "gen/type:int8"),
+            pf(
+                "consumer/array/varied/gen/type:int8/batch:0",
+                "gen/type:int8"
+            ),
             ("consumer/array".into(), "varied".into())
         );
         assert_eq!(
-            pf("consumer/device:cuda/device_stream/plain/primitive", "primitive"),
+            pf(
+                "consumer/device:cuda/device_stream/plain/primitive",
+                "primitive"
+            ),
             ("consumer/device:cuda/device_stream".into(), "plain".into())
         );
         assert_eq!(
@@ -316,14 +344,24 @@ mod tests {
         let declined = "the producer does not support this: unions are not supported";
         let sub = generate::column_name(&mixed.name, 0);
         let cases = vec![
-            case("producer/stream/gen/type:int32", "gen/type:int32", Verdict::Pass, None),
+            case(
+                "producer/stream/gen/type:int32",
+                "gen/type:int32",
+                Verdict::Pass,
+                None,
+            ),
             case(
                 "producer/stream/gen/type:dense-union",
                 "gen/type:dense-union",
                 Verdict::Skip,
                 Some(declined),
             ),
-            case(&format!("producer/stream/{}", mixed.name), &mixed.name, Verdict::Skip, Some(declined)),
+            case(
+                &format!("producer/stream/{}", mixed.name),
+                &mixed.name,
+                Verdict::Skip,
+                Some(declined),
+            ),
             case(&format!("producer/stream/{sub}"), &sub, Verdict::Fail, None),
             case(
                 "producer/stream/gen/type:large-list-view",

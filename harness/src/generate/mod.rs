@@ -357,7 +357,12 @@ pub fn project(whole: &Scenario, name: &str, col: usize) -> Result<Scenario, Str
 /// order.
 pub fn type_scenarios(seed: u64) -> Result<Vec<Scenario>, String> {
     (0..types::family_names().len() as u64)
-        .map(|k| build(&name(TYPE_BASE + k, &[]), &tree(seed, TYPE_BASE + k)?.current()))
+        .map(|k| {
+            build(
+                &name(TYPE_BASE + k, &[]),
+                &tree(seed, TYPE_BASE + k)?.current(),
+            )
+        })
         .collect()
 }
 
@@ -498,13 +503,20 @@ mod tests {
             assert_eq!(walked, format!("gen/type:{family}@s1c1"));
             assert_eq!(parse_name(&walked), Some((index, vec![true, false])));
         }
-        assert_eq!(parse_name("gen/type:union"), None, "unions are split by mode");
+        assert_eq!(
+            parse_name("gen/type:union"),
+            None,
+            "unions are split by mode"
+        );
         assert_eq!(parse_name("gen/type:nothing"), None);
         // A single-type scenario shrinks like any other.
         let mut t = tree(5, TYPE_BASE + 3).unwrap();
         assert!(t.simplify());
         let n = name(TYPE_BASE + 3, &[true]);
-        assert_eq!(scenario(5, &n).unwrap().ipc, build(&n, &t.current()).unwrap().ipc);
+        assert_eq!(
+            scenario(5, &n).unwrap().ipc,
+            build(&n, &t.current()).unwrap().ipc
+        );
     }
 
     /// A column alone keeps its field, values and slices.
@@ -517,7 +529,11 @@ mod tests {
         for col in 0..whole.schema.fields().len() {
             let n = column_name(&whole.name, col);
             assert_eq!(parse_column_name(&n), Some((whole.name.as_str(), col)));
-            assert_eq!(parse_name(&n), None, "a column subset is not a draw to shrink");
+            assert_eq!(
+                parse_name(&n),
+                None,
+                "a column subset is not a draw to shrink"
+            );
             let part = scenario(7, &n).unwrap();
             assert_eq!(part.name, n);
             assert_eq!(part.schema.fields().len(), 1);

@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, FixedSizeListArray, Float32Array, Int8Array, RecordBatch,
-    RecordBatchOptions, StringArray,
+    ArrayRef, FixedSizeListArray, Float32Array, Int8Array, RecordBatch, RecordBatchOptions,
+    StringArray,
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Fields, Schema, UnionFields, UnionMode};
@@ -111,7 +111,7 @@ fn nested_metadata_fields() -> Vec<Field> {
         Field::new("key", Utf8, false),
         Field::new("value", Int64, true),
     ]));
-    let fields = vec![
+    let fields = [
         Field::new(
             "s",
             Struct(Fields::from(vec![
@@ -120,10 +120,20 @@ fn nested_metadata_fields() -> Vec<Field> {
             ])),
             true,
         ),
-        Field::new("l", LargeList(item(Struct(Fields::from(vec![Field::new("x", Float64, true)])))), true),
+        Field::new(
+            "l",
+            LargeList(item(Struct(Fields::from(vec![Field::new(
+                "x", Float64, true,
+            )])))),
+            true,
+        ),
         Field::new("lv", ListView(item(Int16)), true),
         Field::new("fsl", FixedSizeList(item(Boolean), 2), true),
-        Field::new("m", Map(Arc::new(Field::new("entries", entries, false)), false), true),
+        Field::new(
+            "m",
+            Map(Arc::new(Field::new("entries", entries, false)), false),
+            true,
+        ),
         Field::new(
             "u",
             Union(
@@ -145,7 +155,10 @@ fn nested_metadata_fields() -> Vec<Field> {
 
 /// Extension metadata on a field.
 fn extension(f: Field, name: &str, metadata: &str) -> Field {
-    f.with_metadata(meta(&[(EXTENSION_NAME, name), (EXTENSION_METADATA, metadata)]))
+    f.with_metadata(meta(&[
+        (EXTENSION_NAME, name),
+        (EXTENSION_METADATA, metadata),
+    ]))
 }
 
 /// A validity of `len` slots, about one in four null.
@@ -162,21 +175,32 @@ fn canonical_columns(len: usize, rng: &mut Rng) -> Result<(Vec<Field>, Vec<Array
         (0..len).map(|_| rng.below(2) as i8).collect(),
         Some(some_nulls(len, rng)),
     ));
-    let uuid = values::array(&DataType::FixedSizeBinary(16), true, len, Nulls::Some, rng).map_err(err)?;
+    let uuid =
+        values::array(&DataType::FixedSizeBinary(16), true, len, Nulls::Some, rng).map_err(err)?;
     let texts = ["{}", "[1,2]", "{\"a\":null}", "\"é\"", "3.5", "true"];
-    let json: ArrayRef = Arc::new(StringArray::from_iter((0..len).map(|_| {
-        (!rng.chance(20)).then(|| texts[rng.below(texts.len() as u64) as usize])
-    })));
+    let json: ArrayRef =
+        Arc::new(StringArray::from_iter((0..len).map(|_| {
+            (!rng.chance(20)).then(|| texts[rng.below(texts.len() as u64) as usize])
+        })));
     let item = Arc::new(Field::new("item", DataType::Float32, false));
     let floats = Float32Array::from_iter_values((0..len * 4).map(|i| i as f32 / 4.0));
     let tensor: ArrayRef = Arc::new(
-        FixedSizeListArray::try_new(item.clone(), 4, Arc::new(floats), Some(some_nulls(len, rng)))
-            .map_err(err)?,
+        FixedSizeListArray::try_new(
+            item.clone(),
+            4,
+            Arc::new(floats),
+            Some(some_nulls(len, rng)),
+        )
+        .map_err(err)?,
     );
     let opaque = values::array(&DataType::Binary, true, len, Nulls::Some, rng).map_err(err)?;
     let fields = vec![
         extension(Field::new("bool8", DataType::Int8, true), "arrow.bool8", ""),
-        extension(Field::new("uuid", DataType::FixedSizeBinary(16), true), "arrow.uuid", ""),
+        extension(
+            Field::new("uuid", DataType::FixedSizeBinary(16), true),
+            "arrow.uuid",
+            "",
+        ),
         extension(Field::new("json", DataType::Utf8, true), "arrow.json", ""),
         extension(
             Field::new("tensor", DataType::FixedSizeList(item, 4), true),
@@ -280,7 +304,10 @@ fn data(seed: u64, name: &str) -> Result<(Arc<Schema>, Vec<RecordBatch>), String
             Ok((schema, batches))
         }
         "extension-storage" => from_fields(extension_storage_fields(seed)?, &mut rng),
-        other => Err(format!("{PREFIX}{other}: no such shape (shapes: {})", NAMES.join(", "))),
+        other => Err(format!(
+            "{PREFIX}{other}: no such shape (shapes: {})",
+            NAMES.join(", ")
+        )),
     }
 }
 
@@ -336,7 +363,11 @@ mod tests {
     #[test]
     fn every_nested_field_has_metadata() {
         fn walk(f: &Field, seen: &mut usize) {
-            assert!(f.metadata().contains_key("arrowcert.at"), "{} has none", f.name());
+            assert!(
+                f.metadata().contains_key("arrowcert.at"),
+                "{} has none",
+                f.name()
+            );
             *seen += 1;
             for c in crate::compare::nested_fields(f.data_type()).iter() {
                 walk(c, seen);
@@ -357,13 +388,20 @@ mod tests {
     fn the_comparisons_see_each_shape_misread() {
         // Nested metadata dropped two levels down.
         let s = scenario(1, "nested-metadata").unwrap();
-        let mut fields: Vec<Field> = s.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut fields: Vec<Field> = s
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
         let DataType::Struct(children) = fields[0].data_type().clone() else {
             panic!("a struct first")
         };
         let mut children: Vec<Field> = children.iter().map(|f| f.as_ref().clone()).collect();
         children[1] = children[1].clone().with_metadata(HashMap::new());
-        fields[0] = fields[0].clone().with_data_type(DataType::Struct(children.into()));
+        fields[0] = fields[0]
+            .clone()
+            .with_data_type(DataType::Struct(children.into()));
         let stripped = Schema::new(fields);
         assert!(!crate::compare::schemas(&s.schema, &stripped).is_empty());
         // Rows of a batch with no column lost.
@@ -413,7 +451,13 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["arrow.bool8", "arrow.uuid", "arrow.json", "arrow.fixed_shape_tensor", "arrow.opaque"]
+            [
+                "arrow.bool8",
+                "arrow.uuid",
+                "arrow.json",
+                "arrow.fixed_shape_tensor",
+                "arrow.opaque"
+            ]
         );
         for b in &s.batches {
             let bool8 = b.column(0).as_any().downcast_ref::<Int8Array>().unwrap();

@@ -62,43 +62,70 @@ pub fn leaf_families() -> Vec<(&'static str, BoxedStrategy<DataType>)> {
         ("float16", just(Float16)),
         ("float32", just(Float32)),
         ("float64", just(Float64)),
-        ("decimal32", (1u8..=9, -2i8..=4)
-            .prop_map(|(p, s)| Decimal32(p, s.min(p as i8)))
-            .boxed()),
-        ("decimal64", (1u8..=18, -2i8..=6)
-            .prop_map(|(p, s)| Decimal64(p, s.min(p as i8)))
-            .boxed()),
-        ("decimal128", (1u8..=38, -2i8..=10)
-            .prop_map(|(p, s)| Decimal128(p, s.min(p as i8)))
-            .boxed()),
-        ("decimal256", (1u8..=76, -2i8..=20)
-            .prop_map(|(p, s)| Decimal256(p, s.min(p as i8)))
-            .boxed()),
+        (
+            "decimal32",
+            (1u8..=9, -2i8..=4)
+                .prop_map(|(p, s)| Decimal32(p, s.min(p as i8)))
+                .boxed(),
+        ),
+        (
+            "decimal64",
+            (1u8..=18, -2i8..=6)
+                .prop_map(|(p, s)| Decimal64(p, s.min(p as i8)))
+                .boxed(),
+        ),
+        (
+            "decimal128",
+            (1u8..=38, -2i8..=10)
+                .prop_map(|(p, s)| Decimal128(p, s.min(p as i8)))
+                .boxed(),
+        ),
+        (
+            "decimal256",
+            (1u8..=76, -2i8..=20)
+                .prop_map(|(p, s)| Decimal256(p, s.min(p as i8)))
+                .boxed(),
+        ),
         ("binary", just(Binary)),
         ("large-binary", just(LargeBinary)),
         ("binary-view", just(BinaryView)),
         ("large-utf8", just(LargeUtf8)),
         ("utf8-view", just(Utf8View)),
-        ("fixed-size-binary", (1i32..=20).prop_map(FixedSizeBinary).boxed()),
+        (
+            "fixed-size-binary",
+            (1i32..=20).prop_map(FixedSizeBinary).boxed(),
+        ),
         ("date32", just(Date32)),
         ("date64", just(Date64)),
-        ("time32", prop_oneof![Just(TimeUnit::Second), Just(TimeUnit::Millisecond)]
-            .prop_map(Time32)
-            .boxed()),
-        ("time64", prop_oneof![Just(TimeUnit::Microsecond), Just(TimeUnit::Nanosecond)]
-            .prop_map(Time64)
-            .boxed()),
-        ("timestamp", (time_unit(), timezone())
-            .prop_map(|(u, tz)| Timestamp(u, tz))
-            .boxed()),
+        (
+            "time32",
+            prop_oneof![Just(TimeUnit::Second), Just(TimeUnit::Millisecond)]
+                .prop_map(Time32)
+                .boxed(),
+        ),
+        (
+            "time64",
+            prop_oneof![Just(TimeUnit::Microsecond), Just(TimeUnit::Nanosecond)]
+                .prop_map(Time64)
+                .boxed(),
+        ),
+        (
+            "timestamp",
+            (time_unit(), timezone())
+                .prop_map(|(u, tz)| Timestamp(u, tz))
+                .boxed(),
+        ),
         ("duration", time_unit().prop_map(Duration).boxed()),
-        ("interval", prop_oneof![
-            Just(IntervalUnit::YearMonth),
-            Just(IntervalUnit::DayTime),
-            Just(IntervalUnit::MonthDayNano),
-        ]
-        .prop_map(Interval)
-        .boxed()),
+        (
+            "interval",
+            prop_oneof![
+                Just(IntervalUnit::YearMonth),
+                Just(IntervalUnit::DayTime),
+                Just(IntervalUnit::MonthDayNano),
+            ]
+            .prop_map(Interval)
+            .boxed(),
+        ),
         ("dictionary", dictionary().boxed()),
     ]
 }
@@ -203,90 +230,117 @@ fn nested_families(
     use DataType::*;
     let elem = (inner, any::<bool>());
     vec![
-        ("list", elem.clone()
-                    .prop_map(|(t, n)| List(child("item", t, n)))
-                    .boxed()),
-        ("large-list", elem.clone()
-                    .prop_map(|(t, n)| LargeList(child("item", t, n)))
-                    .boxed()),
-        ("list-view", elem.clone()
-                    .prop_map(|(t, n)| ListView(child("item", t, n)))
-                    .boxed()),
-        ("large-list-view", elem.clone()
-                    .prop_map(|(t, n)| LargeListView(child("item", t, n)))
-                    .boxed()),
-        ("fixed-size-list", (elem.clone(), 1i32..=4)
-                    .prop_map(|((t, n), size)| FixedSizeList(child("item", t, n), size))
-                    .boxed()),
-        ("struct", prop::collection::vec(elem.clone(), 1..=3)
-                    .prop_map(|children| {
-                        Struct(
-                            children
-                                .into_iter()
-                                .enumerate()
-                                .map(|(i, (t, n))| {
-                                    let nullable = n || always_null(&t);
-                                    ordered(Field::new(format!("s{i}"), t, nullable))
-                                })
-                                .collect(),
-                        )
-                    })
-                    .boxed()),
-        ("map", (map_key(), elem.clone(), any::<bool>())
-                    .prop_map(|(k, (v, n), sorted)| {
-                        let entries = Struct(
-                            vec![
-                                Field::new("key", k, false),
-                                ordered(Field::new("value", v.clone(), n || always_null(&v))),
-                            ]
-                            .into(),
-                        );
-                        // values.rs writes each map's keys in order, so
-                        // declaring them sorted is true.
-                        Map(Arc::new(Field::new("entries", entries, false)), sorted)
-                    })
-                    .boxed()),
-        ("union", (prop::collection::vec(elem.clone(), 1..=3), dense)
-                    .prop_flat_map(|(children, dense)| {
-                        let n = children.len();
-                        (Just(children), Just(dense), type_ids(n))
-                    })
-                    .prop_map(|(children, dense, ids)| {
-                        let fields = children
+        (
+            "list",
+            elem.clone()
+                .prop_map(|(t, n)| List(child("item", t, n)))
+                .boxed(),
+        ),
+        (
+            "large-list",
+            elem.clone()
+                .prop_map(|(t, n)| LargeList(child("item", t, n)))
+                .boxed(),
+        ),
+        (
+            "list-view",
+            elem.clone()
+                .prop_map(|(t, n)| ListView(child("item", t, n)))
+                .boxed(),
+        ),
+        (
+            "large-list-view",
+            elem.clone()
+                .prop_map(|(t, n)| LargeListView(child("item", t, n)))
+                .boxed(),
+        ),
+        (
+            "fixed-size-list",
+            (elem.clone(), 1i32..=4)
+                .prop_map(|((t, n), size)| FixedSizeList(child("item", t, n), size))
+                .boxed(),
+        ),
+        (
+            "struct",
+            prop::collection::vec(elem.clone(), 1..=3)
+                .prop_map(|children| {
+                    Struct(
+                        children
                             .into_iter()
                             .enumerate()
                             .map(|(i, (t, n))| {
                                 let nullable = n || always_null(&t);
-                                ordered(Field::new(format!("u{i}"), t, nullable))
+                                ordered(Field::new(format!("s{i}"), t, nullable))
                             })
-                            .collect::<Vec<_>>();
-                        let mode = if dense {
-                            UnionMode::Dense
-                        } else {
-                            UnionMode::Sparse
-                        };
-                        Union(
-                            UnionFields::try_new(ids, fields).expect("distinct ids"),
-                            mode,
-                        )
-                    })
-                    .boxed()),
-        ("run-end-encoded", (
-                    prop_oneof![
-                        Just(DataType::Int32),
-                        Just(DataType::Int16),
-                        Just(DataType::Int64)
-                    ],
-                    ree_values(),
-                    any::<bool>(),
-                )
-                    .prop_map(|(r, v, n)| {
-                        RunEndEncoded(
-                            Arc::new(Field::new("run_ends", r, false)),
-                            Arc::new(Field::new("values", v, n)),
-                        )
-                    })
-                    .boxed()),
+                            .collect(),
+                    )
+                })
+                .boxed(),
+        ),
+        (
+            "map",
+            (map_key(), elem.clone(), any::<bool>())
+                .prop_map(|(k, (v, n), sorted)| {
+                    let entries = Struct(
+                        vec![
+                            Field::new("key", k, false),
+                            ordered(Field::new("value", v.clone(), n || always_null(&v))),
+                        ]
+                        .into(),
+                    );
+                    // values.rs writes each map's keys in order, so
+                    // declaring them sorted is true.
+                    Map(Arc::new(Field::new("entries", entries, false)), sorted)
+                })
+                .boxed(),
+        ),
+        (
+            "union",
+            (prop::collection::vec(elem.clone(), 1..=3), dense)
+                .prop_flat_map(|(children, dense)| {
+                    let n = children.len();
+                    (Just(children), Just(dense), type_ids(n))
+                })
+                .prop_map(|(children, dense, ids)| {
+                    let fields = children
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (t, n))| {
+                            let nullable = n || always_null(&t);
+                            ordered(Field::new(format!("u{i}"), t, nullable))
+                        })
+                        .collect::<Vec<_>>();
+                    let mode = if dense {
+                        UnionMode::Dense
+                    } else {
+                        UnionMode::Sparse
+                    };
+                    Union(
+                        UnionFields::try_new(ids, fields).expect("distinct ids"),
+                        mode,
+                    )
+                })
+                .boxed(),
+        ),
+        (
+            "run-end-encoded",
+            (
+                prop_oneof![
+                    Just(DataType::Int32),
+                    Just(DataType::Int16),
+                    Just(DataType::Int64)
+                ],
+                ree_values(),
+                any::<bool>(),
+            )
+                .prop_map(|(r, v, n)| {
+                    RunEndEncoded(
+                        Arc::new(Field::new("run_ends", r, false)),
+                        Arc::new(Field::new("values", v, n)),
+                    )
+                })
+                .boxed(),
+        ),
     ]
 }
 
@@ -401,9 +455,12 @@ pub fn families_in(dt: &DataType, out: &mut std::collections::BTreeSet<&'static 
     use DataType::*;
     out.insert(family_of(dt));
     match dt {
-        List(f) | LargeList(f) | ListView(f) | LargeListView(f) | FixedSizeList(f, _) | Map(f, _) => {
-            families_in(f.data_type(), out)
-        }
+        List(f)
+        | LargeList(f)
+        | ListView(f)
+        | LargeListView(f)
+        | FixedSizeList(f, _)
+        | Map(f, _) => families_in(f.data_type(), out),
         Struct(fs) => fs.iter().for_each(|f| families_in(f.data_type(), out)),
         Union(fs, _) => fs.iter().for_each(|(_, f)| families_in(f.data_type(), out)),
         Dictionary(_, v) => families_in(v, out),

@@ -632,7 +632,15 @@ pub fn page(m: &Matrix) -> String {
             let paths: Vec<String> = u
                 .coverage
                 .iter()
-                .map(|(p, c)| format!("{} {}/{}/{}", html(p), c.exercised, c.refused, c.not_reached))
+                .map(|(p, c)| {
+                    format!(
+                        "{} {}/{}/{}",
+                        html(p),
+                        c.exercised,
+                        c.refused,
+                        c.not_reached
+                    )
+                })
                 .collect();
             let _ = writeln!(o, "<li>{}: {}</li>", html(&u.id), paths.join("; "));
         }
