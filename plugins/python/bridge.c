@@ -954,7 +954,8 @@ ARROWCERT_EXPORT void arrowcert_free(void* ptr) { free(ptr); }
 
 /* glue.produce(kind, data address) returns what the loaded object's dunder
    returned; moved into `out`. `pair`: a (schema, array) tuple whose second
-   element is moved. */
+   element (1), or first (2: the schema that comes with an array), is
+   moved. */
 static int produce(const char* kind, struct ArrowArrayStream* data, const char* capsule_name,
                    void* out, size_t size, size_t release_offset, int pair) {
   clear_error();
@@ -968,7 +969,7 @@ static int produce(const char* kind, struct ArrowArrayStream* data, const char* 
   PyObject* res = NULL;
   rc = call_glue("produce", Py_BuildValue("(sN)", kind, address(data)), &res);
   if (rc == 0) {
-    PyObject* cap = pair ? pair_item(res, 1) : res;
+    PyObject* cap = pair ? pair_item(res, pair == 2 ? 0 : 1) : res;
     rc = cap ? move_out(cap, capsule_name, out, size, release_offset)
              : set_error(EIO, "%s: the dunder did not return a (schema, array) pair", kind);
   }
@@ -997,6 +998,12 @@ ARROWCERT_EXPORT int arrowcert_produce_array_from_stream(struct ArrowArrayStream
                                                          struct ArrowArray* out) {
   return produce("array", data, "arrow_array", out, sizeof *out, offsetof(struct ArrowArray, release),
                  1);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_array_schema_from_stream(struct ArrowArrayStream* data,
+                                                                struct ArrowSchema* out) {
+  return produce("array_schema", data, "arrow_schema", out, sizeof *out,
+                 offsetof(struct ArrowSchema, release), 2);
 }
 
 ARROWCERT_EXPORT int arrowcert_produce_device_array_from_stream(struct ArrowArrayStream* data,

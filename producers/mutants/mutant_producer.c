@@ -206,7 +206,11 @@
   /* schema.release.walks-children: the same for a schema */                          \
   X(SCHEMA_RELEASE_SKIPS_CHILDREN, "schema-release-skips-children")                    \
   /* array.release.walks-children: each child's release called twice */               \
-  X(RELEASE_FREES_CHILDREN_TWICE, "release-frees-children-twice")
+  X(RELEASE_FREES_CHILDREN_TWICE, "release-frees-children-twice")                    \
+  /* array.values.types: the schema exported with a batch's array (the schema */      \
+  /* half of __arrow_c_array__'s pair) without the schema-level metadata, which */     \
+  /* the schema export keeps (a batch exporter that forgets the table's metadata) */   \
+  X(ARRAY_SCHEMA_METADATA_DROPPED, "array-schema-metadata-dropped")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -798,6 +802,20 @@ int arrowcert_produce_schema(const uint8_t* ipc, int64_t len, struct ArrowSchema
     mutate_schema(out);
     if (M == SCHEMA_POINTS_INTO_ITSELF && out->private_data == out)
       out->release = schema_self_release;
+  }
+  return rc;
+}
+
+/* The schema that comes with a batch's array: the base's schema export
+ * (the reference exports one schema for every batch), untouched but by
+ * its own mutation. */
+int arrowcert_produce_array_schema(const uint8_t* ipc, int64_t len, int64_t batch,
+                                   int64_t offset, int64_t length, struct ArrowSchema* out) {
+  (void)batch, (void)offset, (void)length;
+  int rc = BASE(arrowcert_produce_schema)(ipc, len, out);
+  if (rc == 0 && M == ARRAY_SCHEMA_METADATA_DROPPED && out->metadata) {
+    fix_schema(out);
+    out->metadata = NULL;
   }
   return rc;
 }

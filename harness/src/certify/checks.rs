@@ -490,6 +490,61 @@ fn on_device(
     }
 }
 
+/// The schema a library exports with a batch's array, where the plugin
+/// hands it over (`arrowcert_produce_array_schema`: the schema half of
+/// `__arrow_c_array__`'s pair). The array path otherwise reads the batch
+/// with the library's schema export, so an array export that drops the
+/// schema-level metadata, or changes a field, would go unseen. "The
+/// ArrowSchema structure describes the type and metadata of an exported
+/// array or record batch": it is validated like any schema, then compared
+/// with the schema asked for (names, types, nullability, field and
+/// schema-level metadata) as the stream paths compare get_schema's, under
+/// array.values.types (INFO: the values are read, and judged, with the
+/// schema export). Metadata arrow-rs cannot read (not UTF-8, which the
+/// spec allows) is not compared, with the reason.
+fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &mut Observations) {
+    const AT: &str = "array's schema";
+    if !producer.has("arrowcert_produce_array_schema") {
+        return;
+    }
+    let (batch, offset, length) = call_range(spec.batch, spec.slice);
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    if let Err(e) =
+        producer.produce_array_schema(&scenario.ipc, batch, offset, length, &mut schema)
+    {
+        obs.not_exercised(
+            "array.values.types",
+            format!("the schema exported with the array could not be had: {e}"),
+        );
+        return;
+    }
+    let found = probe::check_schema(&schema);
+    let ok = !crate::inspect::any_must(&found);
+    obs.validated(&schema_rules(), found, AT);
+    let mut schema = relocate_poisoning(&mut schema);
+    if !ok {
+        // Not safe to follow or release.
+        schema.mark_released();
+        return;
+    }
+    match probe::read_schema(&schema) {
+        Ok(read) => {
+            let diffs = compare::schemas(&scenario.schema, &read);
+            obs.check("array.values.types", diffs.is_empty(), AT, || {
+                format!(
+                    "the schema exported with the array differs from the one asked for: {}",
+                    diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+                )
+            });
+        }
+        Err(why) => obs.not_exercised(
+            "array.values.types",
+            format!("arrow-rs cannot read the schema exported with the array, so it is not compared ({why})"),
+        ),
+    }
+    release_checked(&mut schema, "schema.release.marks-released", AT, obs);
+}
+
 /// Array and device array paths.
 fn array_case(
     producer: &Plugin,
@@ -603,6 +658,9 @@ fn array_case(
             }
         }
         Err(e) => unreadable("array", &e, obs),
+    }
+    if spec.path == Path::Array && spec.slice.is_none() {
+        array_schema(producer, scenario, spec, obs);
     }
 
     if opts.kind != DeviceKind::Cpu {
@@ -765,4 +823,47 @@ fn array_case(
     }
     release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
     Ended::Ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, BooleanArray, Int8Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn bools() -> Scenario {
+        let schema = Arc::new(Schema::new(vec![Field::new("b", DataType::Boolean, true)]));
+        let a: ArrayRef = Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![a]).unwrap();
+        Scenario::from_batches("bools", schema, vec![batch]).unwrap()
+    }
+
+    fn bool8(values: Vec<Option<i8>>) -> RecordBatch {
+        let field = Field::new("b", DataType::Int8, true).with_metadata(
+            [(
+                crate::generate::types::EXTENSION_NAME.to_string(),
+                "arrow.bool8".to_string(),
+            )],
+        );
+        let schema = Arc::new(Schema::new(vec![field]));
+        let a: ArrayRef = Arc::new(Int8Array::from(values));
+        RecordBatch::try_new(schema, vec![a]).unwrap()
+    }
+
+    /// A bool column exported as the canonical extension type arrow.bool8
+    /// (a library setting): the values are right in a type of the
+    /// producer's own, a flavour at INFO, never array.values.roundtrip.
+    #[test]
+    fn bool_exported_as_bool8_is_a_flavour() {
+        let s = bools();
+        let read = bool8(vec![Some(1), None, Some(0)]);
+        let (rule, shown) = value_tiers(&s, &s.batches, &[read]).expect("types differ");
+        assert_eq!(rule, "array.values.types", "{shown}");
+        assert!(shown.contains("arrow.bool8") || shown.contains("Int8"), "{shown}");
+        // Wrong values under the same type still fail the MUST.
+        let wrong = bool8(vec![Some(0), None, Some(0)]);
+        let (rule, shown) = value_tiers(&s, &s.batches, &[wrong]).expect("values differ");
+        assert_eq!(rule, "array.values.roundtrip", "{shown}");
+    }
 }

@@ -15,7 +15,10 @@
 //!   wall clock timestamps (a date is its midnight), time zones (an
 //!   instant is one instant in any zone);
 //! - dictionary and run-end encoding (the decoded value), union mode;
-//! - field names, nullability flags and metadata.
+//! - field names, nullability flags and metadata;
+//! - canonical extension types exported for the plain type they stand
+//!   for: a top-level column of `arrow.bool8` (int8 storage, "false is
+//!   denoted by the value 0", any other value true) reads as booleans.
 //!
 //! - the type flags (dictionary ordered, map keys sorted): they describe the
 //!   type, as the ArrowSchema does ("The ArrowSchema structure describes
@@ -97,7 +100,10 @@ pub fn streams(
     let mut out = Vec::new();
     for col in 0..ne {
         let e = column_values(expected, col);
-        let a = column_values(actual, col);
+        let mut a = column_values(actual, col);
+        if let Some(read) = canonical_extension(actual_schema.field(col)) {
+            a = a.into_iter().map(read).collect();
+        }
         for (row, (x, y)) in e.iter().zip(&a).enumerate() {
             if x != y {
                 out.push(format!(
@@ -111,6 +117,24 @@ pub fn streams(
         }
     }
     out
+}
+
+/// How the values of a field of a canonical extension type read as the
+/// plain type it stands for: `arrow.bool8` over int8 is a boolean
+/// (CanonicalExtensions.rst: "false is denoted by the value 0", "true can
+/// be specified using any non-zero value"). A library may export a bool
+/// column so under a setting of its own: a type flavour, not other values.
+fn canonical_extension(field: &arrow_schema::Field) -> Option<fn(Value) -> Value> {
+    let name = field
+        .metadata()
+        .get(crate::generate::types::EXTENSION_NAME)?;
+    match (name.as_str(), field.data_type()) {
+        ("arrow.bool8", DataType::Int8) => Some(|v| match v {
+            Value::Int(i) => Value::Bool(i != 0),
+            other => other,
+        }),
+        _ => None,
+    }
 }
 
 fn column_values(batches: &[RecordBatch], col: usize) -> Vec<Value> {
@@ -392,6 +416,42 @@ mod tests {
         // Row counts.
         let short = one("s", Arc::new(StringArray::from(vec!["a"])), false);
         assert!(same(s(), short)[0].contains("1 rows, expected 2"));
+    }
+
+    #[test]
+    fn bool8_reads_as_bool_and_plain_int8_does_not() {
+        use arrow_array::{BooleanArray, Int8Array};
+        let expected = one(
+            "b",
+            Arc::new(BooleanArray::from(vec![Some(true), None, Some(false), Some(true)])),
+            true,
+        );
+        let storage: ArrayRef = Arc::new(Int8Array::from(vec![Some(1), None, Some(0), Some(7)]));
+        let field = Field::new("b", DataType::Int8, true).with_metadata(
+            [(
+                crate::generate::types::EXTENSION_NAME.to_string(),
+                "arrow.bool8".to_string(),
+            )],
+        );
+        let schema = Schema::new(vec![field]);
+        let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![storage.clone()]).unwrap();
+        assert!(same(expected.clone(), (schema, vec![batch])).is_empty());
+        // The same bytes without the extension type are integers.
+        let plain = one("b", storage.clone(), true);
+        assert_eq!(same(expected.clone(), plain).len(), 3);
+        // bool8 whose values are wrong still differs.
+        let wrong: ArrayRef = Arc::new(Int8Array::from(vec![Some(0), None, Some(0), Some(1)]));
+        let field = Field::new("b", DataType::Int8, true).with_metadata(
+            [(
+                crate::generate::types::EXTENSION_NAME.to_string(),
+                "arrow.bool8".to_string(),
+            )],
+        );
+        let schema = Schema::new(vec![field]);
+        let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![wrong]).unwrap();
+        let diffs = same(expected, (schema, vec![batch]));
+        assert_eq!(diffs.len(), 1, "{diffs:?}");
+        assert!(diffs[0].contains("row 0"), "{diffs:?}");
     }
 
     #[test]

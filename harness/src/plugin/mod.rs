@@ -249,6 +249,8 @@ type ProduceAsyncFn =
     unsafe extern "C" fn(*const u8, i64, i32, i64, *mut ArrowAsyncDeviceStreamHandler) -> c_int;
 type ProduceArrayFn = unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowArray) -> c_int;
 type ProduceStreamFn = unsafe extern "C" fn(*const u8, i64, *mut ArrowArrayStream) -> c_int;
+type ProduceArraySchemaFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowSchema) -> c_int;
 type ConsumeDeviceArrayFn =
     unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowDeviceArray, *mut *mut u8, *mut i64) -> c_int;
 type ConsumeDeviceStreamFn =
@@ -265,6 +267,7 @@ type ConsumeAsyncCancelFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type OffersFn = unsafe extern "C" fn(*const c_char) -> i32;
 type ProduceSchemaS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int;
 type ProduceArrayS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> c_int;
+type ProduceArraySchemaS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int;
 type ProduceDeviceArrayS =
     unsafe extern "C" fn(*mut ArrowArrayStream, i32, i64, *mut ArrowDeviceArray) -> c_int;
 type ProduceStreamS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArrayStream) -> c_int;
@@ -299,6 +302,10 @@ pub const STREAM_VARIANTS: &[(&str, &str)] = &[
     (
         "arrowcert_produce_stream_from_stream",
         "arrowcert_produce_stream",
+    ),
+    (
+        "arrowcert_produce_array_schema_from_stream",
+        "arrowcert_produce_array_schema",
     ),
     (
         "arrowcert_consume_device_array_to_stream",
@@ -343,6 +350,7 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_consume_async_cancel", Role::Optional),
     ("arrowcert_plugin_offers", Role::Optional),
     ("arrowcert_plugin_load_error", Role::Optional),
+    ("arrowcert_produce_array_schema", Role::Optional),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,6 +373,7 @@ struct Entries {
     produce_async: Option<ProduceAsyncFn>,
     produce_array: Option<ProduceArrayFn>,
     produce_stream: Option<ProduceStreamFn>,
+    produce_array_schema: Option<ProduceArraySchemaFn>,
     consume_device_array: Option<ConsumeDeviceArrayFn>,
     consume_device_stream: Option<ConsumeDeviceStreamFn>,
     consume_array: Option<ConsumeArrayFn>,
@@ -376,6 +385,7 @@ struct Entries {
     /// read back as a stream.
     produce_schema_s: Option<ProduceSchemaS>,
     produce_array_s: Option<ProduceArrayS>,
+    produce_array_schema_s: Option<ProduceArraySchemaS>,
     produce_device_array_s: Option<ProduceDeviceArrayS>,
     produce_stream_s: Option<ProduceStreamS>,
     produce_device_stream_s: Option<ProduceDeviceStreamS>,
@@ -398,7 +408,15 @@ impl Entries {
             };
         }
         keep!("arrowcert_produce_schema", produce_schema, produce_schema_s);
-        keep!("arrowcert_produce_array", produce_array, produce_array_s);
+        // The schema that comes with an array export is the array entry
+        // point's: served with it.
+        keep!(
+            "arrowcert_produce_array",
+            produce_array,
+            produce_array_s,
+            produce_array_schema,
+            produce_array_schema_s
+        );
         keep!(
             "arrowcert_produce_device_array",
             produce_device_array,
@@ -633,6 +651,7 @@ impl Plugin {
                 produce_async: lookup(&lib, "arrowcert_produce_async"),
                 produce_array: lookup(&lib, "arrowcert_produce_array"),
                 produce_stream: lookup(&lib, "arrowcert_produce_stream"),
+                produce_array_schema: lookup(&lib, "arrowcert_produce_array_schema"),
                 consume_device_array: lookup(&lib, "arrowcert_consume_device_array"),
                 consume_device_stream: lookup(&lib, "arrowcert_consume_device_stream"),
                 consume_array: lookup(&lib, "arrowcert_consume_array"),
@@ -642,6 +661,7 @@ impl Plugin {
                 consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
                 produce_schema_s: lookup(&lib, "arrowcert_produce_schema_from_stream"),
                 produce_array_s: lookup(&lib, "arrowcert_produce_array_from_stream"),
+                produce_array_schema_s: lookup(&lib, "arrowcert_produce_array_schema_from_stream"),
                 produce_device_array_s: lookup(&lib, "arrowcert_produce_device_array_from_stream"),
                 produce_stream_s: lookup(&lib, "arrowcert_produce_stream_from_stream"),
                 produce_device_stream_s: lookup(
@@ -932,6 +952,52 @@ impl Plugin {
             return self.check(V, rc);
         }
         let f = self.entries.produce_array.ok_or(CallError::Missing(E))?;
+        crate::abi::breadcrumb::step(E);
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                batch_index,
+                slice_offset,
+                slice_length,
+                out,
+            )
+        });
+        self.check(E, rc)
+    }
+
+    /// The schema a library exports together with one batch's array (the
+    /// schema half of `__arrow_c_array__`'s pair, a C++
+    /// `ExportRecordBatch`'s schema): optional; `Missing` when the plugin
+    /// has no such entry point.
+    pub fn produce_array_schema(
+        &self,
+        ipc: &[u8],
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+        out: &mut ArrowSchema,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_array_schema";
+        if let (None, Some(f)) = (
+            self.entries.produce_array_schema,
+            self.entries.produce_array_schema_s,
+        ) {
+            const V: &str = "arrowcert_produce_array_schema_from_stream";
+            let mut data =
+                streamed::scenario(V, ipc, Some((batch_index, slice_offset, slice_length)))?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe { f(&mut data, out) });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
+        let f = self
+            .entries
+            .produce_array_schema
+            .ok_or(CallError::Missing(E))?;
         crate::abi::breadcrumb::step(E);
         // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
         // valid for the whole call.

@@ -775,7 +775,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
-        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
+        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode, a canonical extension type exported for the plain type it stands for: arrow.bool8's int8 0/1 for booleans), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails. Where the plugin hands over the schema it exports with a batch's array (arrowcert_produce_array_schema: the schema half of __arrow_c_array__'s pair), that schema is compared with the one asked for, schema-level metadata included, as a stream's get_schema is, and reported here.",
         inferred: None,
     },
     // ------------------------------------------------------------------
