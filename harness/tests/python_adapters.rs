@@ -329,3 +329,40 @@ fn an_array_export_that_drops_schema_metadata_is_reported() {
         }
     }
 }
+
+/// The bundled pyarrow adapter's one RecordBatch exported several times
+/// (its `__arrow_c_array__` called again on the object `load` returned):
+/// the exports are independent, so array.exports.independent is checked
+/// and holds.
+#[test]
+fn repeated_exports_of_one_pyarrow_batch_are_independent() {
+    let Some(py) = python() else { return };
+    let spec = format!("py:{}", workspace_dir().join("adapters/pyarrow.py").display());
+    let report = scratch("py-adapters").join("repeat.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .args(["certify", "--producer", &spec])
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .args(["--exact", "producer/array/primitive/batch:0", "producer/array/nested/batch:0"])
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = arrowcert::report::read(&report).expect("a report");
+    assert_eq!(r.cases.len(), 2, "{stdout}");
+    for c in &r.cases {
+        assert!(
+            c.checked.iter().any(|r| r == "array.exports.independent"),
+            "{}: {:?}",
+            c.id,
+            c.checked
+        );
+        assert!(
+            c.violations.iter().all(|v| v.rule != "array.exports.independent"),
+            "{:?}",
+            c.violations
+        );
+    }
+}

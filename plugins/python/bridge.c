@@ -1038,6 +1038,55 @@ ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(struct ArrowArr
                  offsetof(struct ArrowDeviceArrayStream, release), 0);
 }
 
+/* ---- one object, exported several times ----------------------------------- */
+
+/* The object load() made of the one batch in `data`: a new reference to it
+   is the handle (arrowcert_release_object drops it). */
+ARROWCERT_EXPORT int arrowcert_produce_object_from_stream(struct ArrowArrayStream* data,
+                                                          void** object) {
+  clear_error();
+  int rc = ensure_python();
+  if (rc == 0 && (object == NULL || data == NULL)) rc = set_error(EINVAL, "data or object is NULL");
+  if (rc != 0) {
+    if (data != NULL && data->release != NULL) data->release(data);
+    return rc;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  rc = call_glue("load_object", Py_BuildValue("(N)", address(data)), &res);
+  if (rc == 0) *object = res;
+  collect_garbage();
+  PyGILState_Release(g);
+  if (data->release != NULL) data->release(data);
+  return rc;
+}
+
+/* One more __arrow_c_array__ of the object: its array half moved into `out`. */
+ARROWCERT_EXPORT int arrowcert_export_object(void* object, struct ArrowArray* out) {
+  clear_error();
+  if (object == NULL || out == NULL) return set_error(EINVAL, "object or out is NULL");
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  int rc = call_glue("export_object", Py_BuildValue("(O)", (PyObject*)object), &res);
+  if (rc == 0) {
+    PyObject* cap = pair_item(res, 1);
+    rc = cap ? move_out(cap, "arrow_array", out, sizeof *out, offsetof(struct ArrowArray, release))
+             : set_error(EIO, "__arrow_c_array__ did not return a (schema, array) pair");
+  }
+  Py_XDECREF(res);
+  collect_garbage();
+  PyGILState_Release(g);
+  return rc;
+}
+
+ARROWCERT_EXPORT void arrowcert_release_object(void* object) {
+  if (object == NULL) return;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_DECREF((PyObject*)object);
+  collect_garbage();
+  PyGILState_Release(g);
+}
+
 /* ---- consumers ------------------------------------------------------------- */
 
 /* glue.consume(kind, address, address) returns what read() returned,

@@ -209,6 +209,27 @@ def produce(kind, data_addr):
     return dunder()
 
 
+def load_object(data_addr):
+    """One object of the library holding the one batch at `data_addr`, to
+    export several times (export_object)."""
+    try:
+        obj = ADAPTER.load(HarnessData(data_addr, True))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        raise CannotLoad(f"load() cannot hold this data: "
+                         f"{type(e).__module__}.{type(e).__name__}: {e}") from e
+    if _dunder(obj, "array") is None:
+        raise NotImplementedError(
+            f"{type(obj).__module__}.{type(obj).__name__} has no __arrow_c_array__")
+    return obj
+
+
+def export_object(obj):
+    """One more export of the same object."""
+    return _dunder(obj, "array")()
+
+
 def export_read(obj):
     """What read() returned, as a stream capsule or a (schema, array) pair."""
     if hasattr(obj, "__arrow_c_stream__"):

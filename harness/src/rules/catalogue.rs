@@ -447,6 +447,24 @@ pub static RULES: &[Rule] = &[
         observation: "Before releasing the base structure (after moving child 0 out) the harness swaps the release of every live child and dictionary, at every depth, for a recording trampoline that forwards the first call to the original; after the parent's release each must have been called exactly once (a second call is recorded, not forwarded, so a double release is a verdict rather than a double free). The moved-out child is marked released and not the parent's; its own release is watched the same way afterwards.",
         inferred: None,
     },
+    // Added: issue 38, item 5. Nothing before exported one library object
+    // twice, so an export that shares state with another export of the
+    // same object (a buffer, a reference count) was never seen. The spec
+    // speaks of one structure at a time; that one export's release leaves
+    // every other export of the same object intact is implied, not said:
+    // SHOULD.
+    Rule {
+        id: "array.exports.independent",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "array",
+        summary: "several exports of one library object are independent: taking one apart and releasing it leaves the others, and a later export, whole",
+        spec_file: CDATA,
+        section: "Member allocation",
+        quote: "The only way the consumer influences data lifetime is by calling the base structure's release callback.",
+        observation: "Where the plugin can export one library object several times (arrowcert_produce_object, arrowcert_export_object; the Python bridge: the dunder of the one object load() returned, called again), the harness makes one object of the first batch and exports it three times, moves column 0 out of the first export and releases that export and then the column, then validates and reads the other two and a fourth export made afterwards, comparing each with the batch asked for: an export that no longer validates or reads other values fails (it is then not released: it may point to freed memory).",
+        inferred: Some("a consumer that releases one export has released that structure only (\"The only way the consumer influences data lifetime is by calling the base structure's release callback\"): another export of the same object is another base structure, whose data only its own release may end; the spec never speaks of two exports of one object"),
+    },
     Rule {
         id: "array.move.child",
         level: Level::Must,
