@@ -304,7 +304,11 @@ fn an_array_export_that_drops_schema_metadata_is_reported() {
             .args(["certify", "--producer", &spec])
             .args(["--cases", "0", "--report"])
             .arg(&report)
-            .args(["--exact", "producer/array/metadata/batch:0", "producer/stream/metadata"])
+            .args([
+                "--exact",
+                "producer/array/metadata/batch:0",
+                "producer/stream/metadata",
+            ])
             .output()
             .expect("arrowcert runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -337,14 +341,21 @@ fn an_array_export_that_drops_schema_metadata_is_reported() {
 #[test]
 fn repeated_exports_of_one_pyarrow_batch_are_independent() {
     let Some(py) = python() else { return };
-    let spec = format!("py:{}", workspace_dir().join("adapters/pyarrow.py").display());
+    let spec = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
     let report = scratch("py-adapters").join("repeat.json");
     let _ = std::fs::remove_file(&report);
     let out = arrowcert(&py)
         .args(["certify", "--producer", &spec])
         .args(["--cases", "0", "--report"])
         .arg(&report)
-        .args(["--exact", "producer/array/primitive/batch:0", "producer/array/nested/batch:0"])
+        .args([
+            "--exact",
+            "producer/array/primitive/batch:0",
+            "producer/array/nested/batch:0",
+        ])
         .output()
         .expect("arrowcert runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -360,7 +371,9 @@ fn repeated_exports_of_one_pyarrow_batch_are_independent() {
             c.checked
         );
         assert!(
-            c.violations.iter().all(|v| v.rule != "array.exports.independent"),
+            c.violations
+                .iter()
+                .all(|v| v.rule != "array.exports.independent"),
             "{:?}",
             c.violations
         );

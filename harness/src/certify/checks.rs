@@ -509,8 +509,7 @@ fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &m
     }
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     let mut schema = Guard::<ArrowSchema>::poisoned();
-    if let Err(e) =
-        producer.produce_array_schema(&scenario.ipc, batch, offset, length, &mut schema)
+    if let Err(e) = producer.produce_array_schema(&scenario.ipc, batch, offset, length, &mut schema)
     {
         obs.not_exercised(
             "array.values.types",
@@ -593,7 +592,11 @@ fn repeated_exports(
         }
         let found = probe::check_array(schema, &out);
         let ok = !crate::inspect::any_must(&found);
-        obs.validated(&array_rules(), found, &format!("array (export {n} of one object)"));
+        obs.validated(
+            &array_rules(),
+            found,
+            &format!("array (export {n} of one object)"),
+        );
         if ok {
             Ok(Some(out))
         } else {
@@ -608,7 +611,10 @@ fn repeated_exports(
             Ok(Some(a)) => kept.push(a),
             Ok(None) => return,
             Err(why) => {
-                obs.not_exercised(RULE, format!("export {n} of one library object failed: {why}"));
+                obs.not_exercised(
+                    RULE,
+                    format!("export {n} of one library object failed: {why}"),
+                );
                 return;
             }
         }
@@ -972,12 +978,10 @@ mod tests {
     }
 
     fn bool8(values: Vec<Option<i8>>) -> RecordBatch {
-        let field = Field::new("b", DataType::Int8, true).with_metadata(
-            [(
-                crate::generate::types::EXTENSION_NAME.to_string(),
-                "arrow.bool8".to_string(),
-            )],
-        );
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
         let schema = Arc::new(Schema::new(vec![field]));
         let a: ArrayRef = Arc::new(Int8Array::from(values));
         RecordBatch::try_new(schema, vec![a]).unwrap()
@@ -992,7 +996,10 @@ mod tests {
         let read = bool8(vec![Some(1), None, Some(0)]);
         let (rule, shown) = value_tiers(&s, &s.batches, &[read]).expect("types differ");
         assert_eq!(rule, "array.values.types", "{shown}");
-        assert!(shown.contains("arrow.bool8") || shown.contains("Int8"), "{shown}");
+        assert!(
+            shown.contains("arrow.bool8") || shown.contains("Int8"),
+            "{shown}"
+        );
         // Wrong values under the same type still fail the MUST.
         let wrong = bool8(vec![Some(0), None, Some(0)]);
         let (rule, shown) = value_tiers(&s, &s.batches, &[wrong]).expect("values differ");

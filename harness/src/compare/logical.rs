@@ -506,16 +506,19 @@ mod tests {
         use arrow_array::{BooleanArray, Int8Array};
         let expected = one(
             "b",
-            Arc::new(BooleanArray::from(vec![Some(true), None, Some(false), Some(true)])),
+            Arc::new(BooleanArray::from(vec![
+                Some(true),
+                None,
+                Some(false),
+                Some(true),
+            ])),
             true,
         );
         let storage: ArrayRef = Arc::new(Int8Array::from(vec![Some(1), None, Some(0), Some(7)]));
-        let field = Field::new("b", DataType::Int8, true).with_metadata(
-            [(
-                crate::generate::types::EXTENSION_NAME.to_string(),
-                "arrow.bool8".to_string(),
-            )],
-        );
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
         let schema = Schema::new(vec![field]);
         let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![storage.clone()]).unwrap();
         assert!(same(expected.clone(), (schema, vec![batch])).is_empty());
@@ -524,12 +527,10 @@ mod tests {
         assert_eq!(same(expected.clone(), plain).len(), 3);
         // bool8 whose values are wrong still differs.
         let wrong: ArrayRef = Arc::new(Int8Array::from(vec![Some(0), None, Some(0), Some(1)]));
-        let field = Field::new("b", DataType::Int8, true).with_metadata(
-            [(
-                crate::generate::types::EXTENSION_NAME.to_string(),
-                "arrow.bool8".to_string(),
-            )],
-        );
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
         let schema = Schema::new(vec![field]);
         let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![wrong]).unwrap();
         let diffs = same(expected, (schema, vec![batch]));

@@ -1080,7 +1080,8 @@ impl Plugin {
         slice_length: i64,
     ) -> Result<LibraryObject<'_>, CallError> {
         const E: &str = "arrowcert_produce_object";
-        let (Some(export), Some(release)) = (self.entries.export_object, self.entries.release_object)
+        let (Some(export), Some(release)) =
+            (self.entries.export_object, self.entries.release_object)
         else {
             return Err(CallError::Missing(E));
         };
