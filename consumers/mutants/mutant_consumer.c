@@ -35,7 +35,12 @@
  *    memory": any array, device array or stream chunk with a buffer whose
  *    address is not aligned "according to the type of primitive data that
  *    they contain" (buffer_alignment) is refused with EINVAL, "unaligned
- *    memory is not supported" (a stream chunk as refuse-offsets).
+ *    memory is not supported" (a stream chunk as refuse-offsets);
+ *  - panic-on-unaligned: refuse-unaligned raised as a Rust panic a binding
+ *    caught: ENOTRECOVERABLE with arrow-rs's panic message ("... is not
+ *    aligned with the specified scalar type ..."). The spec says nothing
+ *    of how a consumer refuses, so where the same data aligned at offset 0
+ *    is read it is a limitation too.
  * Certification must report them as limitations, never as failures, and
  * the run must still pass (harness/tests/consumer_mutants.rs).
  *
@@ -92,6 +97,12 @@
   X(COPY_WITHOUT_MARKING, "copy-without-marking")                                      \
   /* consumer.read.values: the offset member ignored (values read from slot 0) */      \
   X(IGNORE_OFFSET, "ignore-offset")                                                    \
+  /* consumer.read.precision: month_day_nano intervals kept at microsecond */         \
+  /* precision (a library whose own interval type counts microseconds) */              \
+  X(INTERVAL_AS_MICROSECONDS, "interval-as-microseconds")                              \
+  /* consumer.read.values: the same intervals with the days lost, the control */       \
+  /* that other damage to such a column still fails the MUST */                        \
+  X(INTERVAL_DAYS_LOST, "interval-days-lost")                                          \
   /* consumer.read.values: a sliced string column's data copied up to */               \
   /* offsets[length] instead of offsets[offset + length] */                            \
   X(STRING_LENGTH_FROM_FIRST_OFFSET, "string-length-from-first-offset")                \
@@ -129,7 +140,10 @@
   /* none (a limitation): schemas with a union type anywhere refused */                \
   X(REFUSE_UNIONS, "refuse-unions")                                                    \
   /* none (a limitation): a buffer not aligned to its type refused */                  \
-  X(REFUSE_UNALIGNED, "refuse-unaligned")
+  X(REFUSE_UNALIGNED, "refuse-unaligned")                                              \
+  /* none (a limitation): refuse-unaligned raised as a Rust panic a binding */        \
+  /* caught (ENOTRECOVERABLE, the panic's words), as arrow-rs's import does */        \
+  X(PANIC_ON_UNALIGNED, "panic-on-unaligned")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -439,6 +453,36 @@ static void shorten_strings(struct tree* t, const struct ArrowSchema* s, struct 
   shorten_strings(t, s->dictionary, a->dictionary, failed);
 }
 
+/* interval-as-microseconds / interval-days-lost: every month_day_nano
+ * interval ("tin": int32 months, int32 days, int64 nanoseconds) of the
+ * tree read from a copy with the nanoseconds cut to microseconds (toward
+ * zero), or with the days set to 0. */
+static void cut_intervals(struct tree* t, const struct ArrowSchema* s, struct ArrowArray* a,
+                          int* failed) {
+  if (!s || !a) return;
+  if (s->format && strcmp(s->format, "tin") == 0 && a->n_buffers >= 2 && a->buffers &&
+      a->buffers[1] && a->offset >= 0 && a->length > 0) {
+    size_t n = (size_t)(a->offset + a->length);
+    unsigned char* v = tree_own(t, malloc(n * 16), failed);
+    if (!v) return;
+    memcpy(v, a->buffers[1], n * 16);
+    for (size_t i = 0; i < n; i++) {
+      if (M == INTERVAL_DAYS_LOST) {
+        memset(v + 16 * i + 4, 0, 4);
+        continue;
+      }
+      int64_t ns;
+      memcpy(&ns, v + 16 * i + 8, 8);
+      ns = ns / 1000 * 1000;
+      memcpy(v + 16 * i + 8, &ns, 8);
+    }
+    a->buffers[1] = v;
+  }
+  for (int64_t i = 0; i < s->n_children && i < a->n_children && s->children && a->children; i++)
+    cut_intervals(t, s->children[i], a->children[i], failed);
+  cut_intervals(t, s->dictionary, a->dictionary, failed);
+}
+
 /* refuse-offsets: a non-zero offset at any node of the array tree. */
 static int nonzero_offset(const struct ArrowArray* a) {
   if (!a) return 0;
@@ -460,6 +504,12 @@ static int has_union(const struct ArrowSchema* s) {
 static const char OFFSETS_REFUSED[] = "non-zero offsets are not supported";
 static const char UNIONS_REFUSED[] = "union types are not supported";
 static const char UNALIGNED_REFUSED[] = "unaligned memory is not supported";
+/* What arrow-rs's import panics with on such a buffer (arrow-buffer's
+ * ScalarBuffer), as a binding that catches the panic reports it. */
+static const char UNALIGNED_PANIC[] =
+    "panicked: Memory pointer from external source (e.g, FFI) is not aligned with the "
+    "specified scalar type. Before importing buffer through FFI, please make sure the "
+    "allocation is aligned.";
 
 /* refuse-unaligned: the alignment that buffer `i` of a node of format `f`
  * needs, "aligned at least according to the type of primitive data that
@@ -510,8 +560,12 @@ static int unaligned(const struct ArrowSchema* s, const struct ArrowArray* a) {
 
 /* What a refusal of refuse-offsets or refuse-unaligned says. */
 static const char* refusal_message(void) {
-  return M == REFUSE_UNALIGNED ? UNALIGNED_REFUSED : OFFSETS_REFUSED;
+  return M == PANIC_ON_UNALIGNED ? UNALIGNED_PANIC
+         : M == REFUSE_UNALIGNED ? UNALIGNED_REFUSED
+                                 : OFFSETS_REFUSED;
 }
+/* The code of such a refusal: a caught panic is ENOTRECOVERABLE. */
+static int refusal_code(void) { return M == PANIC_ON_UNALIGNED ? ENOTRECOVERABLE : EINVAL; }
 
 static int null_buffer_in_empty(const struct ArrowArray* a) {
   if (!a) return 0;
@@ -678,10 +732,15 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
       if (clone_array(array, &a, 1) != 0) return out_of_memory(schema, array);
       zero_offsets(&a);
       return hand_batch(schema, &a, dev, out, len);
-    case STRING_LENGTH_FROM_FIRST_OFFSET: {
+    case STRING_LENGTH_FROM_FIRST_OFFSET:
+    case INTERVAL_AS_MICROSECONDS:
+    case INTERVAL_DAYS_LOST: {
       if (clone_array(array, &a, 1) != 0) return out_of_memory(schema, array);
       int failed = 0;
-      shorten_strings(a.private_data, schema, &a, &failed);
+      if (M == STRING_LENGTH_FROM_FIRST_OFFSET)
+        shorten_strings(a.private_data, schema, &a, &failed);
+      else
+        cut_intervals(a.private_data, schema, &a, &failed);
       if (failed) {
         a.release(&a);
         release_schema(schema);
@@ -696,14 +755,16 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
       return fail(EINVAL, "NULL buffer in an empty array");
     case REFUSE_OFFSETS:
     case REFUSE_UNIONS:
-    case REFUSE_UNALIGNED: {
+    case REFUSE_UNALIGNED:
+    case PANIC_ON_UNALIGNED: {
       int refuse = M == REFUSE_OFFSETS ? nonzero_offset(array)
                    : M == REFUSE_UNIONS ? has_union(schema)
                                         : unaligned(schema, array);
       if (!refuse) return base_batch(schema, array, dev, out, len);
       release_schema(schema);
       release_array(array);
-      return fail(EINVAL, M == REFUSE_UNIONS ? UNIONS_REFUSED : refusal_message());
+      return fail(M == REFUSE_UNIONS ? EINVAL : refusal_code(),
+                  M == REFUSE_UNIONS ? UNIONS_REFUSED : refusal_message());
     }
     case DROP_METADATA:
     case IGNORE_FLAGS:
@@ -836,7 +897,8 @@ static int w_get_next_common(struct wstream* w, void* out, struct ArrowArray* ch
     struct ArrowArray clone;
     if (clone_array(chunk, &clone, 0) == 0) *chunk = clone; /* the original: never released */
   }
-  if (rc == 0 && (M == REFUSE_OFFSETS || M == REFUSE_UNALIGNED) && chunk->release &&
+  if (rc == 0 && (M == REFUSE_OFFSETS || M == REFUSE_UNALIGNED || M == PANIC_ON_UNALIGNED) &&
+      chunk->release &&
       (M == REFUSE_OFFSETS ? nonzero_offset(chunk) : chunk_unaligned(w, chunk))) {
     chunk->release(chunk); /* refused: the chunk released, the base told EINVAL */
     w->refused = 1;
@@ -889,7 +951,7 @@ static void wd_release(struct ArrowDeviceArrayStream* s) {
 static int wraps_streams(void) {
   return M == LEAK || M == KEEP_LAST_ERROR || M == GET_NEXT_AFTER_ERROR ||
          M == STREAM_NEVER_RELEASED || M == CONCURRENT_GET_NEXT || M == REFUSE_OFFSETS ||
-         M == REFUSE_UNALIGNED ||
+         M == REFUSE_UNALIGNED || M == PANIC_ON_UNALIGNED ||
          M == LAST_ERROR_AFTER_SUCCESS;
 }
 
@@ -899,7 +961,7 @@ static int stream_result(int rc) {
   if (rc != 0 && M == KEEP_LAST_ERROR && kept_error) use_kept = 1;
   if (chunk_refused) {
     chunk_refused = 0;
-    return fail(EINVAL, refusal_message());
+    return fail(refusal_code(), refusal_message());
   }
   return rc;
 }

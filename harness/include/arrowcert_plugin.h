@@ -278,6 +278,29 @@ ARROWCERT_EXPORT int arrowcert_produce_array(const uint8_t* ipc, int64_t ipc_len
 ARROWCERT_EXPORT int arrowcert_produce_stream(const uint8_t* ipc, int64_t ipc_len,
                                               struct ArrowArrayStream* out);
 
+/* Optional: the schema the library exports together with that batch's
+   array (the schema half of a PyCapsule __arrow_c_array__ pair, a C++
+   ExportRecordBatch's schema). The harness compares it with the schema
+   asked for, as it compares a stream's get_schema; absent, the array path
+   reads the batch with arrowcert_produce_schema's schema alone. */
+ARROWCERT_EXPORT int arrowcert_produce_array_schema(const uint8_t* ipc, int64_t ipc_len,
+                                                    int64_t batch_index, int64_t slice_offset,
+                                                    int64_t slice_length,
+                                                    struct ArrowSchema* out);
+
+/* Optional, all three or none: one library object holding that batch
+   (`*object`, the plugin's handle), exported as many times as the harness
+   calls arrowcert_export_object (each call the same object's array export,
+   a new structure), released with arrowcert_release_object once every
+   export is asked for (the exports themselves are released by their own
+   callbacks, before or after). The harness takes one export apart and
+   releases it, then judges the others and a fresh one. */
+ARROWCERT_EXPORT int arrowcert_produce_object(const uint8_t* ipc, int64_t ipc_len,
+                                              int64_t batch_index, int64_t slice_offset,
+                                              int64_t slice_length, void** object);
+ARROWCERT_EXPORT int arrowcert_export_object(void* object, struct ArrowArray* out);
+ARROWCERT_EXPORT void arrowcert_release_object(void* object);
+
 /* Consumer entry points. */
 ARROWCERT_EXPORT int arrowcert_consume_device_array(struct ArrowSchema* schema,
                                                     struct ArrowDeviceArray* array,
@@ -320,6 +343,10 @@ ARROWCERT_EXPORT int arrowcert_produce_schema_from_stream(struct ArrowArrayStrea
                                                           struct ArrowSchema* out);
 ARROWCERT_EXPORT int arrowcert_produce_array_from_stream(struct ArrowArrayStream* data,
                                                          struct ArrowArray* out);
+ARROWCERT_EXPORT int arrowcert_produce_array_schema_from_stream(struct ArrowArrayStream* data,
+                                                                struct ArrowSchema* out);
+ARROWCERT_EXPORT int arrowcert_produce_object_from_stream(struct ArrowArrayStream* data,
+                                                          void** object);
 ARROWCERT_EXPORT int arrowcert_produce_device_array_from_stream(
     struct ArrowArrayStream* data, int32_t device_type, int64_t device_id,
     struct ArrowDeviceArray* out);

@@ -78,6 +78,18 @@ const MUTANTS: &[Mutant] = &[
         "reads every array from physical index 0, ignoring ArrowArray.offset",
     ),
     m(
+        "interval-as-microseconds",
+        "consumer.read.precision",
+        &["consumer/array/plain/temporal_decimal"],
+        "keeps month_day_nano intervals at microsecond precision (a library whose own interval type counts microseconds)",
+    ),
+    m(
+        "interval-days-lost",
+        "consumer.read.values",
+        &["consumer/array/plain/temporal_decimal"],
+        "loses the days of month_day_nano intervals (the control: other damage to an interval column still fails the MUST)",
+    ),
+    m(
         "string-length-from-first-offset",
         "consumer.read.values",
         &["consumer/array/varied/binary"],
@@ -185,6 +197,12 @@ const LIMITATIONS: &[Limitation] = &[
         name: "refuse-unaligned",
         message: "unaligned memory is not supported",
         refuses: "any array, device array or stream chunk with a buffer not aligned to the type of primitive data it holds",
+        permission: "Consumers MAY decide not to support unaligned memory.",
+    },
+    Limitation {
+        name: "panic-on-unaligned",
+        message: "is not aligned with the specified scalar type",
+        refuses: "as `refuse-unaligned`, raised as a Rust panic a binding caught (ENOTRECOVERABLE with the panic's words, as arrow-rs's import panics): the offset-0 twin read, a limitation",
         permission: "Consumers MAY decide not to support unaligned memory.",
     },
 ];

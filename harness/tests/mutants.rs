@@ -104,6 +104,18 @@ const MUTANTS: &[Mutant] = &[
         "every column marked nullable, the values untouched (a library whose columns all are)",
     ),
     m(
+        "array-schema-metadata-dropped",
+        "array.values.types",
+        &["/metadata"],
+        "the schema exported with a batch's array (the schema half of `__arrow_c_array__`'s pair) lacks the schema-level metadata the schema export keeps: a batch exporter that forgets the table's metadata",
+    ),
+    m(
+        "exports-share-buffers",
+        "array.exports.independent",
+        &["/primitive"],
+        "every export of one library object reads its first column from the first export's memory, which that export's release recycles (a cache of converted buffers owned by the first export made)",
+    ),
+    m(
         "keys-sorted-on-non-map",
         "schema.flags.placement",
         &["/primitive"],

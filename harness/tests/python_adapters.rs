@@ -405,3 +405,133 @@ def load(data):
         }
     }
 }
+
+/// A pyarrow adapter whose batch export (`__arrow_c_array__`) drops the
+/// schema-level metadata its schema export keeps, or keeps it (`drop`
+/// false).
+fn metadata_adapter(drop: bool) -> PathBuf {
+    let file = scratch("py-adapters").join(format!("metadata_{drop}.py"));
+    std::fs::write(
+        &file,
+        format!(
+            r#"import pyarrow as pa
+DROP = {}
+NAME = "pyarrow (batch metadata test)"
+
+class OneBatch:
+    def __init__(self, data):
+        self.batch = pa.record_batch(data)
+    def __arrow_c_schema__(self):
+        return self.batch.schema.__arrow_c_schema__()
+    def __arrow_c_array__(self, requested_schema=None):
+        b = self.batch.replace_schema_metadata(None) if DROP else self.batch
+        return b.__arrow_c_array__()
+
+class Many:
+    def __init__(self, data):
+        self.table = pa.table(data)
+    def __arrow_c_schema__(self):
+        return self.table.schema.__arrow_c_schema__()
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.table.__arrow_c_stream__()
+
+def load(data):
+    return OneBatch(data) if hasattr(data, "__arrow_c_array__") else Many(data)
+"#,
+            if drop { "True" } else { "False" }
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// The schema that comes with an array export (the schema half of
+/// `__arrow_c_array__`'s pair) is compared with the one asked for, as a
+/// stream's get_schema is: dropped schema-level metadata is reported
+/// (array.values.types, INFO) on the array path; kept, nothing is.
+#[test]
+fn an_array_export_that_drops_schema_metadata_is_reported() {
+    let Some(py) = python() else { return };
+    for drop in [true, false] {
+        let spec = format!("py:{}", metadata_adapter(drop).display());
+        let report = scratch("py-adapters").join(format!("metadata-{drop}.json"));
+        let _ = std::fs::remove_file(&report);
+        let out = arrowcert(&py)
+            .args(["certify", "--producer", &spec])
+            .args(["--cases", "0", "--report"])
+            .arg(&report)
+            .args([
+                "--exact",
+                "producer/array/metadata/batch:0",
+                "producer/stream/metadata",
+            ])
+            .output()
+            .expect("arrowcert runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        let r = arrowcert::report::read(&report).expect("a report");
+        assert_eq!(r.cases.len(), 2, "{stdout}");
+        let seen: Vec<_> = r
+            .cases
+            .iter()
+            .flat_map(|c| c.violations.iter().map(move |v| (c.id.clone(), v.clone())))
+            .collect();
+        if drop {
+            assert_eq!(seen.len(), 1, "{seen:?}");
+            let (id, v) = &seen[0];
+            assert_eq!(id, "producer/array/metadata/batch:0");
+            assert_eq!(v.rule, "array.values.types");
+            assert_eq!(v.at, "array's schema");
+            assert!(v.evidence.contains("\"arrowcert\""), "{}", v.evidence);
+        } else {
+            assert!(seen.is_empty(), "{seen:?}");
+        }
+    }
+}
+
+/// The bundled pyarrow adapter's one RecordBatch exported several times
+/// (its `__arrow_c_array__` called again on the object `load` returned):
+/// the exports are independent, so array.exports.independent is checked
+/// and holds.
+#[test]
+fn repeated_exports_of_one_pyarrow_batch_are_independent() {
+    let Some(py) = python() else { return };
+    let spec = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
+    let report = scratch("py-adapters").join("repeat.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .args(["certify", "--producer", &spec])
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .args([
+            "--exact",
+            "producer/array/primitive/batch:0",
+            "producer/array/nested/batch:0",
+        ])
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r = arrowcert::report::read(&report).expect("a report");
+    assert_eq!(r.cases.len(), 2, "{stdout}");
+    for c in &r.cases {
+        assert!(
+            c.checked.iter().any(|r| r == "array.exports.independent"),
+            "{}: {:?}",
+            c.id,
+            c.checked
+        );
+        assert!(
+            c.violations
+                .iter()
+                .all(|v| v.rule != "array.exports.independent"),
+            "{:?}",
+            c.violations
+        );
+    }
+}

@@ -954,7 +954,8 @@ ARROWCERT_EXPORT void arrowcert_free(void* ptr) { free(ptr); }
 
 /* glue.produce(kind, data address) returns what the loaded object's dunder
    returned; moved into `out`. `pair`: a (schema, array) tuple whose second
-   element is moved. */
+   element (1), or first (2: the schema that comes with an array), is
+   moved. */
 static int produce(const char* kind, struct ArrowArrayStream* data, const char* capsule_name,
                    void* out, size_t size, size_t release_offset, int pair) {
   clear_error();
@@ -968,7 +969,7 @@ static int produce(const char* kind, struct ArrowArrayStream* data, const char* 
   PyObject* res = NULL;
   rc = call_glue("produce", Py_BuildValue("(sN)", kind, address(data)), &res);
   if (rc == 0) {
-    PyObject* cap = pair ? pair_item(res, 1) : res;
+    PyObject* cap = pair ? pair_item(res, pair == 2 ? 0 : 1) : res;
     rc = cap ? move_out(cap, capsule_name, out, size, release_offset)
              : set_error(EIO, "%s: the dunder did not return a (schema, array) pair", kind);
   }
@@ -997,6 +998,12 @@ ARROWCERT_EXPORT int arrowcert_produce_array_from_stream(struct ArrowArrayStream
                                                          struct ArrowArray* out) {
   return produce("array", data, "arrow_array", out, sizeof *out, offsetof(struct ArrowArray, release),
                  1);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_array_schema_from_stream(struct ArrowArrayStream* data,
+                                                                struct ArrowSchema* out) {
+  return produce("array_schema", data, "arrow_schema", out, sizeof *out,
+                 offsetof(struct ArrowSchema, release), 2);
 }
 
 ARROWCERT_EXPORT int arrowcert_produce_device_array_from_stream(struct ArrowArrayStream* data,
@@ -1029,6 +1036,55 @@ ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(struct ArrowArr
   }
   return produce("device_stream", data, "arrow_device_array_stream", out, sizeof *out,
                  offsetof(struct ArrowDeviceArrayStream, release), 0);
+}
+
+/* ---- one object, exported several times ----------------------------------- */
+
+/* The object load() made of the one batch in `data`: a new reference to it
+   is the handle (arrowcert_release_object drops it). */
+ARROWCERT_EXPORT int arrowcert_produce_object_from_stream(struct ArrowArrayStream* data,
+                                                          void** object) {
+  clear_error();
+  int rc = ensure_python();
+  if (rc == 0 && (object == NULL || data == NULL)) rc = set_error(EINVAL, "data or object is NULL");
+  if (rc != 0) {
+    if (data != NULL && data->release != NULL) data->release(data);
+    return rc;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  rc = call_glue("load_object", Py_BuildValue("(N)", address(data)), &res);
+  if (rc == 0) *object = res;
+  collect_garbage();
+  PyGILState_Release(g);
+  if (data->release != NULL) data->release(data);
+  return rc;
+}
+
+/* One more __arrow_c_array__ of the object: its array half moved into `out`. */
+ARROWCERT_EXPORT int arrowcert_export_object(void* object, struct ArrowArray* out) {
+  clear_error();
+  if (object == NULL || out == NULL) return set_error(EINVAL, "object or out is NULL");
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  int rc = call_glue("export_object", Py_BuildValue("(O)", (PyObject*)object), &res);
+  if (rc == 0) {
+    PyObject* cap = pair_item(res, 1);
+    rc = cap ? move_out(cap, "arrow_array", out, sizeof *out, offsetof(struct ArrowArray, release))
+             : set_error(EIO, "__arrow_c_array__ did not return a (schema, array) pair");
+  }
+  Py_XDECREF(res);
+  collect_garbage();
+  PyGILState_Release(g);
+  return rc;
+}
+
+ARROWCERT_EXPORT void arrowcert_release_object(void* object) {
+  if (object == NULL) return;
+  PyGILState_STATE g = PyGILState_Ensure();
+  Py_DECREF((PyObject*)object);
+  collect_garbage();
+  PyGILState_Release(g);
 }
 
 /* ---- consumers ------------------------------------------------------------- */

@@ -188,6 +188,10 @@ class CannotLoad(NotImplementedError):
 
 
 def produce(kind, data_addr):
+    # "array_schema": the schema half of the array dunder's pair (the bridge
+    # moves that half out).
+    if kind == "array_schema":
+        kind = "array"
     # A library that cannot hold this data (its import refuses it, or
     # panics) cannot export it: a declared limitation (ENOSYS) of the
     # producer, with its message, never a failure of its export.
@@ -203,6 +207,27 @@ def produce(kind, data_addr):
         raise NotImplementedError(
             f"{type(obj).__module__}.{type(obj).__name__} has no {DUNDERS[kind]}")
     return dunder()
+
+
+def load_object(data_addr):
+    """One object of the library holding the one batch at `data_addr`, to
+    export several times (export_object)."""
+    try:
+        obj = ADAPTER.load(HarnessData(data_addr, True))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        raise CannotLoad(f"load() cannot hold this data: "
+                         f"{type(e).__module__}.{type(e).__name__}: {e}") from e
+    if _dunder(obj, "array") is None:
+        raise NotImplementedError(
+            f"{type(obj).__module__}.{type(obj).__name__} has no __arrow_c_array__")
+    return obj
+
+
+def export_object(obj):
+    """One more export of the same object."""
+    return _dunder(obj, "array")()
 
 
 def export_read(obj):

@@ -206,7 +206,15 @@
   /* schema.release.walks-children: the same for a schema */                          \
   X(SCHEMA_RELEASE_SKIPS_CHILDREN, "schema-release-skips-children")                    \
   /* array.release.walks-children: each child's release called twice */               \
-  X(RELEASE_FREES_CHILDREN_TWICE, "release-frees-children-twice")
+  X(RELEASE_FREES_CHILDREN_TWICE, "release-frees-children-twice")                    \
+  /* array.values.types: the schema exported with a batch's array (the schema */      \
+  /* half of __arrow_c_array__'s pair) without the schema-level metadata, which */     \
+  /* the schema export keeps (a batch exporter that forgets the table's metadata) */   \
+  X(ARRAY_SCHEMA_METADATA_DROPPED, "array-schema-metadata-dropped")                    \
+  /* array.exports.independent: every export of one object reads the first */         \
+  /* column from the first export's memory, which that export's release */             \
+  /* recycles (a cache of converted buffers owned by the first export made) */         \
+  X(EXPORTS_SHARE_BUFFERS, "exports-share-buffers")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -800,6 +808,77 @@ int arrowcert_produce_schema(const uint8_t* ipc, int64_t len, struct ArrowSchema
       out->release = schema_self_release;
   }
   return rc;
+}
+
+/* The schema that comes with a batch's array: the base's schema export
+ * (the reference exports one schema for every batch), untouched but by
+ * its own mutation. */
+int arrowcert_produce_array_schema(const uint8_t* ipc, int64_t len, int64_t batch,
+                                   int64_t offset, int64_t length, struct ArrowSchema* out) {
+  (void)batch, (void)offset, (void)length;
+  int rc = BASE(arrowcert_produce_schema)(ipc, len, out);
+  if (rc == 0 && M == ARRAY_SCHEMA_METADATA_DROPPED && out->metadata) {
+    fix_schema(out);
+    out->metadata = NULL;
+  }
+  return rc;
+}
+
+/* ---- one library object, exported several times ---- */
+
+/* The object: the batch it holds (the base has no objects: each export is
+ * the base's export of the same batch), and for exports-share-buffers the
+ * first export's column 0 memory. */
+struct object {
+  uint8_t* ipc;
+  int64_t len, batch, offset, length;
+  int exports;
+  const void* shared[2];
+};
+
+int arrowcert_produce_object(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
+                             int64_t length, void** out) {
+  struct object* o = calloc(1, sizeof *o);
+  if (!o || !(o->ipc = malloc(len > 0 ? (size_t)len : 1))) {
+    free(o);
+    return ENOMEM;
+  }
+  memcpy(o->ipc, ipc, (size_t)len);
+  o->len = len, o->batch = batch, o->offset = offset, o->length = length;
+  *out = o;
+  return 0;
+}
+
+int arrowcert_export_object(void* p, struct ArrowArray* out) {
+  struct object* o = p;
+  int rc = BASE(arrowcert_produce_array)(o->ipc, o->len, o->batch, o->offset, o->length, out);
+  if (rc != 0 || M != EXPORTS_SHARE_BUFFERS || out->n_children == 0) return rc;
+  struct ArrowArray* col = out->children[0];
+  if (o->exports++ == 0) {
+    /* The first export's column 0 in pool memory its release clears. */
+    struct ArrowSchema schema = {0};
+    if (BASE(arrowcert_produce_schema)(o->ipc, o->len, &schema) != 0) return 0;
+    if (schema.n_children > 0 && col->n_buffers == 2)
+      column_into_pool(col, format_width(schema.children[0]->format), fix_array(out));
+    schema.release(&schema);
+    o->shared[0] = col->buffers[0];
+    o->shared[1] = col->buffers[1];
+  } else if (col->n_buffers == 2) {
+    struct fix* f = fix_array(col);
+    for (int i = 0; i < 2; i++) {
+      if (!col->buffers[i] || !o->shared[i]) continue;
+      fix_patch(f, &col->buffers[i]);
+      col->buffers[i] = o->shared[i];
+    }
+  }
+  return 0;
+}
+
+void arrowcert_release_object(void* p) {
+  struct object* o = p;
+  if (!o) return;
+  free(o->ipc);
+  free(o);
 }
 
 /* ---- array mutations, on the root struct array of a batch ---- */

@@ -490,6 +490,196 @@ fn on_device(
     }
 }
 
+/// The schema a library exports with a batch's array, where the plugin
+/// hands it over (`arrowcert_produce_array_schema`: the schema half of
+/// `__arrow_c_array__`'s pair). The array path otherwise reads the batch
+/// with the library's schema export, so an array export that drops the
+/// schema-level metadata, or changes a field, would go unseen. "The
+/// ArrowSchema structure describes the type and metadata of an exported
+/// array or record batch": it is validated like any schema, then compared
+/// with the schema asked for (names, types, nullability, field and
+/// schema-level metadata) as the stream paths compare get_schema's, under
+/// array.values.types (INFO: the values are read, and judged, with the
+/// schema export). Metadata arrow-rs cannot read (not UTF-8, which the
+/// spec allows) is not compared, with the reason.
+fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &mut Observations) {
+    const AT: &str = "array's schema";
+    if !producer.has("arrowcert_produce_array_schema") {
+        return;
+    }
+    let (batch, offset, length) = call_range(spec.batch, spec.slice);
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    if let Err(e) = producer.produce_array_schema(&scenario.ipc, batch, offset, length, &mut schema)
+    {
+        obs.not_exercised(
+            "array.values.types",
+            format!("the schema exported with the array could not be had: {e}"),
+        );
+        return;
+    }
+    let found = probe::check_schema(&schema);
+    let ok = !crate::inspect::any_must(&found);
+    obs.validated(&schema_rules(), found, AT);
+    let mut schema = relocate_poisoning(&mut schema);
+    if !ok {
+        // Not safe to follow or release.
+        schema.mark_released();
+        return;
+    }
+    match probe::read_schema(&schema) {
+        Ok(read) => {
+            let diffs = compare::schemas(&scenario.schema, &read);
+            obs.check("array.values.types", diffs.is_empty(), AT, || {
+                format!(
+                    "the schema exported with the array differs from the one asked for: {}",
+                    diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+                )
+            });
+        }
+        Err(why) => obs.not_exercised(
+            "array.values.types",
+            format!("arrow-rs cannot read the schema exported with the array, so it is not compared ({why})"),
+        ),
+    }
+    release_checked(&mut schema, "schema.release.marks-released", AT, obs);
+}
+
+/// How many exports of one object are made before one is taken apart.
+const REPEATS: usize = 3;
+
+/// array.exports.independent: one library object exported [`REPEATS`]
+/// times (where the plugin can be asked: `arrowcert_produce_object`); the
+/// first export taken apart (column 0 moved out, the export released, then
+/// the column), then the others and a fresh export of the same object
+/// validated and read. Their own layouts are the array rules' (recorded
+/// here too: each is an export like any other).
+fn repeated_exports(
+    producer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    schema: &ArrowSchema,
+    obs: &mut Observations,
+) {
+    const RULE: &str = "array.exports.independent";
+    let (batch, offset, length) = call_range(spec.batch, spec.slice);
+    let object = match producer.produce_object(&scenario.ipc, batch, offset, length) {
+        Ok(o) => o,
+        Err(crate::plugin::CallError::Missing(_)) => return,
+        Err(e) => {
+            obs.not_exercised(RULE, format!("the library object could not be made: {e}"));
+            return;
+        }
+    };
+    let expect = requested(scenario, spec.batch, spec.slice);
+    // One export, moved to a new address and validated (None, with the
+    // rules' findings recorded, when it is not safe to follow).
+    // `fresh`: made after the first export's release, validated by
+    // `judge` (a layout broken then is this rule's).
+    let export = |n: usize,
+                  fresh: bool,
+                  obs: &mut Observations|
+     -> Result<Option<Guard<ArrowArray>>, String> {
+        let mut out = Guard::<ArrowArray>::poisoned();
+        object.export(&mut out).map_err(|e| e.to_string())?;
+        if !probe::array_self_refs(schema, &out).is_empty() {
+            // array.release.relocatable is the first export's to judge.
+            out.mark_released();
+            return Ok(None);
+        }
+        let out = relocate_poisoning(&mut out);
+        if fresh {
+            return Ok(Some(out));
+        }
+        let found = probe::check_array(schema, &out);
+        let ok = !crate::inspect::any_must(&found);
+        obs.validated(
+            &array_rules(),
+            found,
+            &format!("array (export {n} of one object)"),
+        );
+        if ok {
+            Ok(Some(out))
+        } else {
+            let mut out = out;
+            out.mark_released();
+            Ok(None)
+        }
+    };
+    let mut kept = Vec::new();
+    for n in 1..=REPEATS {
+        match export(n, false, obs) {
+            Ok(Some(a)) => kept.push(a),
+            Ok(None) => return,
+            Err(why) => {
+                obs.not_exercised(
+                    RULE,
+                    format!("export {n} of one library object failed: {why}"),
+                );
+                return;
+            }
+        }
+    }
+    let mut first = kept.remove(0);
+    let mut child = probe::take_child_array(&mut first, 0);
+    release_quietly(&mut first);
+    if let Some(c) = child.as_mut() {
+        release_quietly(c);
+    }
+    // What each later export holds now, judged after the first is gone.
+    let judge = |mut a: Guard<ArrowArray>, what: &str, obs: &mut Observations| {
+        let found = probe::check_array(schema, &a);
+        if crate::inspect::any_must(&found) {
+            obs.check(RULE, false, what, || {
+                format!(
+                    "after another export of the same object was taken apart and released, this one no longer validates: {}",
+                    found.iter().map(|v| v.to_string()).take(3).collect::<Vec<_>>().join("; ")
+                )
+            });
+            // It may point to freed memory: not released.
+            a.mark_released();
+            return;
+        }
+        if not_utf8(obs) {
+            release_quietly(&mut a);
+            return;
+        }
+        match probe::import_batch(schema, &mut a) {
+            Ok(read) => {
+                let wrong = value_tiers(scenario, &expect, std::slice::from_ref(&read))
+                    .filter(|(rule, _)| *rule == "array.values.roundtrip");
+                obs.check(RULE, wrong.is_none(), what, || {
+                    format!(
+                        "after another export of the same object was taken apart and released, this one reads other values: {}",
+                        wrong.map(|(_, shown)| shown).unwrap_or_default()
+                    )
+                });
+            }
+            Err(e) => obs.check(RULE, false, what, || {
+                format!(
+                    "after another export of the same object was taken apart and released, arrow-rs can no longer import this one: {e}"
+                )
+            }),
+        }
+    };
+    for (i, a) in kept.into_iter().enumerate() {
+        judge(a, &format!("array (export {} of one object)", i + 2), obs);
+    }
+    match export(REPEATS + 1, true, obs) {
+        Ok(Some(a)) => judge(
+            a,
+            &format!("array (export {}, made afterwards)", REPEATS + 1),
+            obs,
+        ),
+        Ok(None) => {}
+        Err(why) => obs.check(RULE, false, "array (a fresh export)", || {
+            format!(
+                "after an export of the object was taken apart and released, a fresh export of it failed: {why}"
+            )
+        }),
+    }
+    drop(object);
+}
+
 /// Array and device array paths.
 fn array_case(
     producer: &Plugin,
@@ -603,6 +793,9 @@ fn array_case(
             }
         }
         Err(e) => unreadable("array", &e, obs),
+    }
+    if spec.path == Path::Array && spec.slice.is_none() {
+        array_schema(producer, scenario, spec, obs);
     }
 
     if opts.kind != DeviceKind::Cpu {
@@ -737,6 +930,9 @@ fn array_case(
             },
         );
     }
+    if spec.path == Path::Array && spec.batch == Some(0) && spec.slice.is_none() {
+        repeated_exports(producer, scenario, spec, &schema, obs);
+    }
     // array.release.frees: once per scenario and path (the whole first
     // batch), not per slice.
     if spec.batch == Some(0) && spec.slice.is_none() {
@@ -765,4 +961,48 @@ fn array_case(
     }
     release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
     Ended::Ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, BooleanArray, Int8Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn bools() -> Scenario {
+        let schema = Arc::new(Schema::new(vec![Field::new("b", DataType::Boolean, true)]));
+        let a: ArrayRef = Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![a]).unwrap();
+        Scenario::from_batches("bools", schema, vec![batch]).unwrap()
+    }
+
+    fn bool8(values: Vec<Option<i8>>) -> RecordBatch {
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
+        let schema = Arc::new(Schema::new(vec![field]));
+        let a: ArrayRef = Arc::new(Int8Array::from(values));
+        RecordBatch::try_new(schema, vec![a]).unwrap()
+    }
+
+    /// A bool column exported as the canonical extension type arrow.bool8
+    /// (a library setting): the values are right in a type of the
+    /// producer's own, a flavour at INFO, never array.values.roundtrip.
+    #[test]
+    fn bool_exported_as_bool8_is_a_flavour() {
+        let s = bools();
+        let read = bool8(vec![Some(1), None, Some(0)]);
+        let (rule, shown) = value_tiers(&s, &s.batches, &[read]).expect("types differ");
+        assert_eq!(rule, "array.values.types", "{shown}");
+        assert!(
+            shown.contains("arrow.bool8") || shown.contains("Int8"),
+            "{shown}"
+        );
+        // Wrong values under the same type still fail the MUST.
+        let wrong = bool8(vec![Some(0), None, Some(0)]);
+        let (rule, shown) = value_tiers(&s, &s.batches, &[wrong]).expect("values differ");
+        assert_eq!(rule, "array.values.roundtrip", "{shown}");
+    }
 }

@@ -477,6 +477,12 @@ impl ReadDifferences {
                 "output",
                 || self.types.join("; "),
             );
+            obs.check(
+                "consumer.read.precision",
+                self.precision.is_empty(),
+                "output",
+                || self.precision.join("; "),
+            );
             return None;
         }
         Some(self.values.join("; "))
@@ -498,7 +504,11 @@ pub(super) fn differences(
     ipc_bytes: &[u8],
 ) -> ReadDifferences {
     match ipc::decode(ipc_bytes) {
-        Ok(read) => crate::compare::tiers(expected.0, expected.1, &read.schema, &read.batches),
+        Ok(read) => {
+            let mut t = crate::compare::tiers(expected.0, expected.1, &read.schema, &read.batches);
+            t.split_precision_loss(expected.0, expected.1, &read.schema, &read.batches);
+            t
+        }
         Err(e) => ReadDifferences {
             values: vec![format!(
                 "the consumer's output is not an Arrow IPC stream: {}",
@@ -652,7 +662,12 @@ fn refused(
     let Encoding::Varied(seed) = enc else {
         return limitation;
     };
-    if !matches!(limitation, Ended::Limitation(_)) {
+    // A panic a binding caught (ENOTRECOVERABLE) is an error, unless the
+    // twins below show it refused only what the spec permits refusing:
+    // "Consumers MAY decide not to support unaligned memory" (and
+    // "non-0-offset arrays") says nothing of how a consumer refuses.
+    let panicked = e.code() == Some(libc::ENOTRECOVERABLE);
+    if !matches!(limitation, Ended::Limitation(_)) && !panicked {
         return limitation;
     }
     // Off the CPU a refusal can come from reading before the data was
@@ -674,12 +689,16 @@ fn refused(
     }
     let at_zero = answer(Encoding::VariedAlignedAtZero(seed));
     if at_zero.is_ok() {
-        let Ended::Limitation(why) = limitation else {
-            unreachable!("checked above")
+        let why = match limitation {
+            Ended::Limitation(why) => why,
+            _ => format!("the consumer refused by a panic it caught ({e})"),
         };
         return Ended::Limitation(format!(
             "{why} (non-zero offsets or unaligned memory: the same data, varied the same ways but aligned and at offset 0, was read)"
         ));
+    }
+    if panicked {
+        return limitation;
     }
     let again = at_zero.err().unwrap_or_default();
     obs.check("consumer.read.accepts", false, "input", || {

@@ -15,7 +15,10 @@
 //!   wall clock timestamps (a date is its midnight), time zones (an
 //!   instant is one instant in any zone);
 //! - dictionary and run-end encoding (the decoded value), union mode;
-//! - field names, nullability flags and metadata.
+//! - field names, nullability flags and metadata;
+//! - canonical extension types exported for the plain type they stand
+//!   for: a top-level column of `arrow.bool8` (int8 storage, "false is
+//!   denoted by the value 0", any other value true) reads as booleans.
 //!
 //! - the type flags (dictionary ordered, map keys sorted): they describe the
 //!   type, as the ArrowSchema does ("The ArrowSchema structure describes
@@ -97,7 +100,10 @@ pub fn streams(
     let mut out = Vec::new();
     for col in 0..ne {
         let e = column_values(expected, col);
-        let a = column_values(actual, col);
+        let mut a = column_values(actual, col);
+        if let Some(read) = canonical_extension(actual_schema.field(col)) {
+            a = a.into_iter().map(read).collect();
+        }
         for (row, (x, y)) in e.iter().zip(&a).enumerate() {
             if x != y {
                 out.push(format!(
@@ -111,6 +117,107 @@ pub fn streams(
         }
     }
     out
+}
+
+/// How the values of a field of a canonical extension type read as the
+/// plain type it stands for: `arrow.bool8` over int8 is a boolean
+/// (CanonicalExtensions.rst: "false is denoted by the value 0", "true can
+/// be specified using any non-zero value"). A library may export a bool
+/// column so under a setting of its own: a type flavour, not other values.
+fn canonical_extension(field: &arrow_schema::Field) -> Option<fn(Value) -> Value> {
+    let name = field
+        .metadata()
+        .get(crate::generate::types::EXTENSION_NAME)?;
+    match (name.as_str(), field.data_type()) {
+        ("arrow.bool8", DataType::Int8) => Some(|v| match v {
+            Value::Int(i) => Value::Bool(i != 0),
+            other => other,
+        }),
+        _ => None,
+    }
+}
+
+/// The units a consumer's own temporal types may hold, in nanoseconds,
+/// finest first, with their names.
+const COARSER_UNITS: [(i128, &str); 4] = [
+    (1_000, "microseconds"),
+    (1_000_000, "milliseconds"),
+    (1_000_000_000, "seconds"),
+    (86_400_000_000_000, "days"),
+];
+
+/// The coarsest unit that `y` is `x` cut to (toward zero or down), at any
+/// depth; `Some(1)` when equal; `None` when `y` differs otherwise.
+fn cut_to(x: &Value, y: &Value) -> Option<i128> {
+    if x == y {
+        return Some(1);
+    }
+    let one = |e: i128, a: i128| -> Option<i128> {
+        COARSER_UNITS
+            .iter()
+            .map(|(u, _)| *u)
+            .find(|u| a == e - e % u || a == e.div_euclid(*u) * u)
+    };
+    let all = |xs: &[Value], ys: &[Value]| -> Option<i128> {
+        if xs.len() != ys.len() {
+            return None;
+        }
+        xs.iter()
+            .zip(ys)
+            .map(|(x, y)| cut_to(x, y))
+            .try_fold(1, |u, c| c.map(|c| u.max(c)))
+    };
+    match (x, y) {
+        (Value::Temporal(k, e), Value::Temporal(l, a)) if k == l => one(*e, *a),
+        (Value::Interval(m, d, e), Value::Interval(n, f, a)) if m == n && d == f => one(*e, *a),
+        (Value::List(xs), Value::List(ys)) | (Value::Struct(xs), Value::Struct(ys)) => all(xs, ys),
+        (Value::Union(i, x), Value::Union(j, y)) if i == j => cut_to(x, y),
+        _ => None,
+    }
+}
+
+/// When every value of `actual` that differs from `expected` is a time,
+/// timestamp, duration or interval cut to a coarser unit (what a consumer
+/// whose own types hold microseconds does to nanoseconds), the evidence:
+/// each such column with the unit its values were cut to and a row. `None`
+/// when nothing differs or anything else does.
+pub fn precision_loss(
+    expected_schema: &Schema,
+    expected: &[RecordBatch],
+    actual_schema: &Schema,
+    actual: &[RecordBatch],
+) -> Option<Vec<String>> {
+    let rows = |b: &[RecordBatch]| b.iter().map(RecordBatch::num_rows).sum::<usize>();
+    let n = expected_schema.fields().len();
+    if n != actual_schema.fields().len() || rows(expected) != rows(actual) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for col in 0..n {
+        let e = column_values(expected, col);
+        let a = column_values(actual, col);
+        let mut unit = 1;
+        let mut first = None;
+        for (row, (x, y)) in e.iter().zip(&a).enumerate() {
+            let u = cut_to(x, y)?;
+            if u > 1 && first.is_none() {
+                first = Some(format!("row {row}: {y:?}, expected {x:?}"));
+            }
+            unit = unit.max(u);
+        }
+        if let Some(first) = first {
+            let name = COARSER_UNITS
+                .iter()
+                .find(|(u, _)| *u == unit)
+                .map_or("a coarser unit", |(_, n)| n);
+            out.push(format!(
+                "column {col} {:?} ({}): values cut to {name}, the finer digits lost ({first})",
+                expected_schema.field(col).name(),
+                expected_schema.field(col).data_type()
+            ));
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn column_values(batches: &[RecordBatch], col: usize) -> Vec<Value> {
@@ -392,6 +499,81 @@ mod tests {
         // Row counts.
         let short = one("s", Arc::new(StringArray::from(vec!["a"])), false);
         assert!(same(s(), short)[0].contains("1 rows, expected 2"));
+    }
+
+    #[test]
+    fn bool8_reads_as_bool_and_plain_int8_does_not() {
+        use arrow_array::{BooleanArray, Int8Array};
+        let expected = one(
+            "b",
+            Arc::new(BooleanArray::from(vec![
+                Some(true),
+                None,
+                Some(false),
+                Some(true),
+            ])),
+            true,
+        );
+        let storage: ArrayRef = Arc::new(Int8Array::from(vec![Some(1), None, Some(0), Some(7)]));
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
+        let schema = Schema::new(vec![field]);
+        let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![storage.clone()]).unwrap();
+        assert!(same(expected.clone(), (schema, vec![batch])).is_empty());
+        // The same bytes without the extension type are integers.
+        let plain = one("b", storage.clone(), true);
+        assert_eq!(same(expected.clone(), plain).len(), 3);
+        // bool8 whose values are wrong still differs.
+        let wrong: ArrayRef = Arc::new(Int8Array::from(vec![Some(0), None, Some(0), Some(1)]));
+        let field = Field::new("b", DataType::Int8, true).with_metadata([(
+            crate::generate::types::EXTENSION_NAME.to_string(),
+            "arrow.bool8".to_string(),
+        )]);
+        let schema = Schema::new(vec![field]);
+        let batch = RecordBatch::try_new(Arc::new(schema.clone()), vec![wrong]).unwrap();
+        let diffs = same(expected, (schema, vec![batch]));
+        assert_eq!(diffs.len(), 1, "{diffs:?}");
+        assert!(diffs[0].contains("row 0"), "{diffs:?}");
+    }
+
+    #[test]
+    fn nanoseconds_cut_to_microseconds_are_a_precision_loss() {
+        use arrow_array::types::IntervalMonthDayNano;
+        use arrow_array::{IntervalMonthDayNanoArray, TimestampNanosecondArray};
+        let iv = |ns: &[i64]| -> ArrayRef {
+            Arc::new(IntervalMonthDayNanoArray::from(
+                ns.iter()
+                    .map(|&n| Some(IntervalMonthDayNano::new(1, 2, n)))
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        let expected = one("i", iv(&[1_234_567, -1_234_567, 5_000, 0]), true);
+        // Cut toward zero to microseconds.
+        let cut = one("i", iv(&[1_234_000, -1_234_000, 5_000, 0]), true);
+        let loss = precision_loss(&expected.0, &expected.1, &cut.0, &cut.1).expect("a loss");
+        assert!(loss[0].contains("microseconds"), "{loss:?}");
+        // Nothing lost: no finding.
+        assert!(precision_loss(&expected.0, &expected.1, &expected.0, &expected.1).is_none());
+        // A value otherwise wrong (the days changed) is no precision loss.
+        let wrong: ArrayRef = Arc::new(IntervalMonthDayNanoArray::from(vec![
+            Some(IntervalMonthDayNano::new(1, 3, 1_234_000)),
+            Some(IntervalMonthDayNano::new(1, 2, -1_234_000)),
+            Some(IntervalMonthDayNano::new(1, 2, 5_000)),
+            Some(IntervalMonthDayNano::new(1, 2, 0)),
+        ]));
+        let wrong = one("i", wrong, true);
+        assert!(precision_loss(&expected.0, &expected.1, &wrong.0, &wrong.1).is_none());
+        // Digits changed, not cut: no precision loss.
+        let off = one("i", iv(&[1_234_568, -1_234_567, 5_000, 0]), true);
+        assert!(precision_loss(&expected.0, &expected.1, &off.0, &off.1).is_none());
+        // Timestamps cut down to milliseconds (floor for negatives).
+        let ts = |v: &[i64]| -> ArrayRef { Arc::new(TimestampNanosecondArray::from(v.to_vec())) };
+        let e = one("t", ts(&[1_234_567_890, -1_500_000]), false);
+        let a = one("t", ts(&[1_234_000_000, -2_000_000]), false);
+        let loss = precision_loss(&e.0, &e.1, &a.0, &a.1).expect("a loss");
+        assert!(loss[0].contains("milliseconds"), "{loss:?}");
     }
 
     #[test]

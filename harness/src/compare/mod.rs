@@ -360,12 +360,41 @@ pub struct Tiers {
     pub types: Vec<String>,
     /// Only field names and metadata changed.
     pub optional: Vec<String>,
+    /// Filled by [`Tiers::split_precision_loss`] only: every differing
+    /// value is a time, timestamp, duration or interval cut to a coarser
+    /// unit (then `values` is empty).
+    pub precision: Vec<String>,
 }
 
 impl Tiers {
+    /// Moves the value differences to `precision` when each one is a
+    /// temporal value cut to a coarser unit ([`logical::precision_loss`]):
+    /// a loss that follows from the reader's own types, judged apart from
+    /// values that are wrong.
+    pub fn split_precision_loss(
+        &mut self,
+        expected_schema: &Schema,
+        expected: &[RecordBatch],
+        actual_schema: &Schema,
+        actual: &[RecordBatch],
+    ) {
+        if self.values.is_empty() {
+            return;
+        }
+        if let Some(loss) =
+            logical::precision_loss(expected_schema, expected, actual_schema, actual)
+        {
+            self.precision = loss;
+            self.values.clear();
+        }
+    }
+
     /// Nothing differs at all.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty() && self.types.is_empty() && self.optional.is_empty()
+        self.values.is_empty()
+            && self.types.is_empty()
+            && self.optional.is_empty()
+            && self.precision.is_empty()
     }
 }
 

@@ -196,6 +196,39 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
+/// A library object a producer made (`arrowcert_produce_object`): each
+/// [`export`](Self::export) is one more export of that same object; the
+/// object is released (`arrowcert_release_object`) when this is dropped.
+pub struct LibraryObject<'a> {
+    plugin: &'a Plugin,
+    handle: *mut c_void,
+    export: ExportObjectFn,
+    release: ReleaseObjectFn,
+}
+
+impl LibraryObject<'_> {
+    /// One more array export of the object into `out`.
+    pub fn export(&self, out: &mut ArrowArray) -> Result<(), CallError> {
+        const E: &str = "arrowcert_export_object";
+        crate::abi::breadcrumb::step(E);
+        let f = self.export;
+        let handle = self.handle;
+        // SAFETY: `handle` is what arrowcert_produce_object returned and is
+        // not released yet; `out` is a slot of the out-structure arena.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe { f(handle, out) });
+        self.plugin.check(E, rc)
+    }
+}
+
+impl Drop for LibraryObject<'_> {
+    fn drop(&mut self) {
+        crate::abi::breadcrumb::step("arrowcert_release_object");
+        // SAFETY: the handle arrowcert_produce_object returned, released
+        // once, here.
+        unsafe { (self.release)(self.handle) };
+    }
+}
+
 /// The symbolic name of an errno value.
 pub fn errno_name(code: c_int) -> &'static str {
     match code {
@@ -249,6 +282,13 @@ type ProduceAsyncFn =
     unsafe extern "C" fn(*const u8, i64, i32, i64, *mut ArrowAsyncDeviceStreamHandler) -> c_int;
 type ProduceArrayFn = unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowArray) -> c_int;
 type ProduceStreamFn = unsafe extern "C" fn(*const u8, i64, *mut ArrowArrayStream) -> c_int;
+type ProduceObjectFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut *mut c_void) -> c_int;
+type ProduceObjectS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut *mut c_void) -> c_int;
+type ExportObjectFn = unsafe extern "C" fn(*mut c_void, *mut ArrowArray) -> c_int;
+type ReleaseObjectFn = unsafe extern "C" fn(*mut c_void);
+type ProduceArraySchemaFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowSchema) -> c_int;
 type ConsumeDeviceArrayFn =
     unsafe extern "C" fn(*mut ArrowSchema, *mut ArrowDeviceArray, *mut *mut u8, *mut i64) -> c_int;
 type ConsumeDeviceStreamFn =
@@ -265,6 +305,7 @@ type ConsumeAsyncCancelFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type OffersFn = unsafe extern "C" fn(*const c_char) -> i32;
 type ProduceSchemaS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int;
 type ProduceArrayS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArray) -> c_int;
+type ProduceArraySchemaS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowSchema) -> c_int;
 type ProduceDeviceArrayS =
     unsafe extern "C" fn(*mut ArrowArrayStream, i32, i64, *mut ArrowDeviceArray) -> c_int;
 type ProduceStreamS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut ArrowArrayStream) -> c_int;
@@ -299,6 +340,14 @@ pub const STREAM_VARIANTS: &[(&str, &str)] = &[
     (
         "arrowcert_produce_stream_from_stream",
         "arrowcert_produce_stream",
+    ),
+    (
+        "arrowcert_produce_array_schema_from_stream",
+        "arrowcert_produce_array_schema",
+    ),
+    (
+        "arrowcert_produce_object_from_stream",
+        "arrowcert_produce_object",
     ),
     (
         "arrowcert_consume_device_array_to_stream",
@@ -343,6 +392,10 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_consume_async_cancel", Role::Optional),
     ("arrowcert_plugin_offers", Role::Optional),
     ("arrowcert_plugin_load_error", Role::Optional),
+    ("arrowcert_produce_array_schema", Role::Optional),
+    ("arrowcert_produce_object", Role::Optional),
+    ("arrowcert_export_object", Role::Optional),
+    ("arrowcert_release_object", Role::Optional),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,6 +418,10 @@ struct Entries {
     produce_async: Option<ProduceAsyncFn>,
     produce_array: Option<ProduceArrayFn>,
     produce_stream: Option<ProduceStreamFn>,
+    produce_array_schema: Option<ProduceArraySchemaFn>,
+    produce_object: Option<ProduceObjectFn>,
+    export_object: Option<ExportObjectFn>,
+    release_object: Option<ReleaseObjectFn>,
     consume_device_array: Option<ConsumeDeviceArrayFn>,
     consume_device_stream: Option<ConsumeDeviceStreamFn>,
     consume_array: Option<ConsumeArrayFn>,
@@ -376,6 +433,8 @@ struct Entries {
     /// read back as a stream.
     produce_schema_s: Option<ProduceSchemaS>,
     produce_array_s: Option<ProduceArrayS>,
+    produce_array_schema_s: Option<ProduceArraySchemaS>,
+    produce_object_s: Option<ProduceObjectS>,
     produce_device_array_s: Option<ProduceDeviceArrayS>,
     produce_stream_s: Option<ProduceStreamS>,
     produce_device_stream_s: Option<ProduceDeviceStreamS>,
@@ -398,7 +457,17 @@ impl Entries {
             };
         }
         keep!("arrowcert_produce_schema", produce_schema, produce_schema_s);
-        keep!("arrowcert_produce_array", produce_array, produce_array_s);
+        // The schema that comes with an array export is the array entry
+        // point's: served with it.
+        keep!(
+            "arrowcert_produce_array",
+            produce_array,
+            produce_array_s,
+            produce_array_schema,
+            produce_array_schema_s,
+            produce_object,
+            produce_object_s
+        );
         keep!(
             "arrowcert_produce_device_array",
             produce_device_array,
@@ -633,6 +702,10 @@ impl Plugin {
                 produce_async: lookup(&lib, "arrowcert_produce_async"),
                 produce_array: lookup(&lib, "arrowcert_produce_array"),
                 produce_stream: lookup(&lib, "arrowcert_produce_stream"),
+                produce_array_schema: lookup(&lib, "arrowcert_produce_array_schema"),
+                produce_object: lookup(&lib, "arrowcert_produce_object"),
+                export_object: lookup(&lib, "arrowcert_export_object"),
+                release_object: lookup(&lib, "arrowcert_release_object"),
                 consume_device_array: lookup(&lib, "arrowcert_consume_device_array"),
                 consume_device_stream: lookup(&lib, "arrowcert_consume_device_stream"),
                 consume_array: lookup(&lib, "arrowcert_consume_array"),
@@ -642,6 +715,8 @@ impl Plugin {
                 consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
                 produce_schema_s: lookup(&lib, "arrowcert_produce_schema_from_stream"),
                 produce_array_s: lookup(&lib, "arrowcert_produce_array_from_stream"),
+                produce_array_schema_s: lookup(&lib, "arrowcert_produce_array_schema_from_stream"),
+                produce_object_s: lookup(&lib, "arrowcert_produce_object_from_stream"),
                 produce_device_array_s: lookup(&lib, "arrowcert_produce_device_array_from_stream"),
                 produce_stream_s: lookup(&lib, "arrowcert_produce_stream_from_stream"),
                 produce_device_stream_s: lookup(
@@ -946,6 +1021,103 @@ impl Plugin {
             )
         });
         self.check(E, rc)
+    }
+
+    /// The schema a library exports together with one batch's array (the
+    /// schema half of `__arrow_c_array__`'s pair, a C++
+    /// `ExportRecordBatch`'s schema): optional; `Missing` when the plugin
+    /// has no such entry point.
+    pub fn produce_array_schema(
+        &self,
+        ipc: &[u8],
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+        out: &mut ArrowSchema,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_array_schema";
+        if let (None, Some(f)) = (
+            self.entries.produce_array_schema,
+            self.entries.produce_array_schema_s,
+        ) {
+            const V: &str = "arrowcert_produce_array_schema_from_stream";
+            let mut data =
+                streamed::scenario(V, ipc, Some((batch_index, slice_offset, slice_length)))?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe { f(&mut data, out) });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
+        let f = self
+            .entries
+            .produce_array_schema
+            .ok_or(CallError::Missing(E))?;
+        crate::abi::breadcrumb::step(E);
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                batch_index,
+                slice_offset,
+                slice_length,
+                out,
+            )
+        });
+        self.check(E, rc)
+    }
+
+    /// One library object holding one batch (`arrowcert_produce_object`),
+    /// to export several times ([`LibraryObject::export`]): optional;
+    /// `Missing` when the plugin cannot be asked (no such entry points).
+    pub fn produce_object(
+        &self,
+        ipc: &[u8],
+        batch_index: i64,
+        slice_offset: i64,
+        slice_length: i64,
+    ) -> Result<LibraryObject<'_>, CallError> {
+        const E: &str = "arrowcert_produce_object";
+        let (Some(export), Some(release)) =
+            (self.entries.export_object, self.entries.release_object)
+        else {
+            return Err(CallError::Missing(E));
+        };
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        if let (None, Some(f)) = (self.entries.produce_object, self.entries.produce_object_s) {
+            const V: &str = "arrowcert_produce_object_from_stream";
+            let mut data =
+                streamed::scenario(V, ipc, Some((batch_index, slice_offset, slice_length)))?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: `data` (which the plugin takes) and `handle` are valid
+            // for the whole call.
+            let rc = unsafe { f(&mut data, &mut handle) };
+            release_if_live(&mut data);
+            self.check(V, rc)?;
+        } else {
+            let f = self.entries.produce_object.ok_or(CallError::Missing(E))?;
+            crate::abi::breadcrumb::step(E);
+            // SAFETY: `ipc` and `handle` are valid for the whole call.
+            let rc = unsafe {
+                f(
+                    ipc.as_ptr(),
+                    ipc.len() as i64,
+                    batch_index,
+                    slice_offset,
+                    slice_length,
+                    &mut handle,
+                )
+            };
+            self.check(E, rc)?;
+        }
+        Ok(LibraryObject {
+            plugin: self,
+            handle,
+            export,
+            release,
+        })
     }
 
     pub fn produce_stream(&self, ipc: &[u8], out: &mut ArrowArrayStream) -> Result<(), CallError> {

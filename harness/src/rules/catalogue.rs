@@ -447,6 +447,24 @@ pub static RULES: &[Rule] = &[
         observation: "Before releasing the base structure (after moving child 0 out) the harness swaps the release of every live child and dictionary, at every depth, for a recording trampoline that forwards the first call to the original; after the parent's release each must have been called exactly once (a second call is recorded, not forwarded, so a double release is a verdict rather than a double free). The moved-out child is marked released and not the parent's; its own release is watched the same way afterwards.",
         inferred: None,
     },
+    // Added: issue 38, item 5. Nothing before exported one library object
+    // twice, so an export that shares state with another export of the
+    // same object (a buffer, a reference count) was never seen. The spec
+    // speaks of one structure at a time; that one export's release leaves
+    // every other export of the same object intact is implied, not said:
+    // SHOULD.
+    Rule {
+        id: "array.exports.independent",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "array",
+        summary: "several exports of one library object are independent: taking one apart and releasing it leaves the others, and a later export, whole",
+        spec_file: CDATA,
+        section: "Member allocation",
+        quote: "The only way the consumer influences data lifetime is by calling the base structure's release callback.",
+        observation: "Where the plugin can export one library object several times (arrowcert_produce_object, arrowcert_export_object; the Python bridge: the dunder of the one object load() returned, called again), the harness makes one object of the first batch and exports it three times, moves column 0 out of the first export and releases that export and then the column, then validates and reads the other two and a fourth export made afterwards, comparing each with the batch asked for: an export that no longer validates or reads other values fails (it is then not released: it may point to freed memory).",
+        inferred: Some("a consumer that releases one export has released that structure only (\"The only way the consumer influences data lifetime is by calling the base structure's release callback\"): another export of the same object is another base structure, whose data only its own release may end; the spec never speaks of two exports of one object"),
+    },
     Rule {
         id: "array.move.child",
         level: Level::Must,
@@ -775,7 +793,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowSchema structure",
         quote: "The ArrowSchema structure describes the type and metadata of an exported array or record batch.",
-        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails.",
+        observation: "When the imported export differs from the requested batch, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode, a canonical extension type exported for the plain type it stands for: arrow.bool8's int8 0/1 for booleans), nullability and other type flags, field names and metadata. Equal then: the values are right and only the types changed, reported here (INFO), and array.values.roundtrip passes. Different: array.values.roundtrip fails. Where the plugin hands over the schema it exports with a batch's array (arrowcert_produce_array_schema: the schema half of __arrow_c_array__'s pair), that schema is compared with the one asked for, schema-level metadata included, as a stream's get_schema is, and reported here.",
         inferred: None,
     },
     // ------------------------------------------------------------------
@@ -1540,6 +1558,26 @@ pub static RULES: &[Rule] = &[
         observation: "When what the consumer wrote back differs from the data in more than names and metadata, the harness compares the two again value by value, setting aside type flavours (string, binary and list flavours, integer, float and decimal widths, temporal units, dictionary and run-end encoding, union mode) and nullability flags. Type flags (dictionary ordered, map keys sorted) are part of the type. Equal then: the values arrived and only the types changed, reported here (INFO). Different: consumer.read.values fails.",
         inferred: None,
     },
+    // Added: a consumer whose own types hold a coarser unit (microsecond
+    // intervals or timestamps) reads nanosecond values cut down. Every
+    // digit it keeps is right; what it lost follows from its types, not
+    // from a misreading of the C interface, so it is not
+    // consumer.read.values. The spec lets a consumer not support a type
+    // ("Consumers MAY decide not to support all data types, but they
+    // should document this limitation"); supporting it only in part,
+    // silently, is the nearest it says: inferred, at most SHOULD.
+    Rule {
+        id: "consumer.read.precision",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "it keeps the unit of temporal values it reads; a precision its own types cannot hold is reported, not failed as wrong values",
+        spec_file: CDATA,
+        section: "The ArrowSchema structure",
+        quote: "Consumers MAY decide not to support all data types, but they should document this limitation.",
+        observation: "When the values a consumer wrote back differ from the data and every differing value is a time, timestamp, duration or month_day_nano interval equal to the one sent cut (toward zero or down) to a coarser unit (microseconds, milliseconds, seconds, days), the rest of the row untouched, the harness reports this rule, naming each column, the unit its values were cut to and a row, and consumer.read.values passes. Any other difference, in the same columns or others, is consumer.read.values.",
+        inferred: Some("no sentence speaks of a consumer keeping a type's unit; the permission not to support a type, with its \"should document this limitation\", is the nearest: a lossy read is reported at SHOULD, never a MUST failure"),
+    },
     // Added: a clean refusal is a limitation only where a permission
     // covers it (types, non-zero offsets, unaligned memory); no sentence
     // says a consumer must accept the rest, so this is inferred: SHOULD.
@@ -1552,7 +1590,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowArray structure",
         quote: "The buffer pointers MAY be null only in two situations: 1. for the null bitmap buffer, if ArrowArray.null_count is 0; 2. for any buffer (including variadic buffers), if the size in bytes of the corresponding buffer would be 0.",
-        observation: "When a consumer refuses a varied case cleanly, the harness hands it the same data twice more: plainly (offsets 0, every buffer allocated) and varied the same ways with every offset 0. Refusing the plain twin is a type limitation, reading the offset-0 twin an offset limitation (both permitted, never failures); reading the plain twin but refusing the offset-0 one fails this rule.",
+        observation: "When a consumer refuses a varied case cleanly, the harness hands it the same data twice more: plainly (offsets 0, every buffer allocated) and varied the same ways with every offset 0. Refusing the plain twin is a type limitation, reading the offset-0 twin an offset limitation (both permitted, never failures); reading the plain twin but refusing the offset-0 one fails this rule. A refusal raised as a panic the plugin caught (ENOTRECOVERABLE) is an error, not a refusal of the data, except on a varied case whose plain and offset-0 twins the consumer reads: then it refused only non-zero offsets or unaligned memory, which \"Consumers MAY decide not to support\" in any form the spec leaves open (it says nothing of how a consumer refuses), so it is a limitation, with the panic's words. A panic on the offset-0 twin as well stays an error; a process abort is a crash.",
         inferred: Some("what the spec lets a producer export (this sentence, and \"MAY be -1 if not yet computed\" for null_count) a consumer that reads the type must be prepared to receive, or it cannot read conforming producers; no sentence says so of consumers"),
     },
     Rule {
