@@ -152,9 +152,28 @@ pub fn declined_data(c: &Case) -> bool {
 
 /// Whether a case's end can hide what a library does with the other
 /// columns of its scenario: it declined the data, or failed inside itself
-/// (an error with its words, a crash) on one of them.
+/// (an error with its words) on one of them, on a path where the data's
+/// types are what it was handed: a producer's export, or a consumer's
+/// plain array or stream. A varied consumer case's refusal is the
+/// encoding's to explain (its variations are run apart), an error-path or
+/// async case's is not about the data, and a crash is not split: a crash
+/// on a varied case would crash again on every column, and the columns of
+/// a crashed plain case are reached through the single-type scenarios.
 pub fn hides_columns(c: &Case) -> bool {
-    declined_data(c) || matches!(c.verdict, Verdict::Error | Verdict::Crash)
+    let mut parts = c.id.split('/');
+    let data_path = match parts.next() {
+        Some("producer") => !c.id.starts_with("producer/async/"),
+        Some("consumer") => {
+            let mut kind = parts.next();
+            if kind.is_some_and(|k| k.starts_with("device:")) {
+                kind = parts.next();
+            }
+            matches!(kind, Some("array" | "stream" | "device_array" | "device_stream"))
+                && parts.next() == Some("plain")
+        }
+        _ => false,
+    };
+    data_path && (declined_data(c) || c.verdict == Verdict::Error)
 }
 
 /// The mixed generated scenarios (`gen/<i>`) and shapes, two columns or
@@ -592,9 +611,9 @@ mod split_tests {
         c
     }
 
-    /// Declines, errors and crashes on a mixed scenario or a shape of two
-    /// columns or more are split; passes, failures, skips of a path, and
-    /// single-column or shrunk scenarios are not.
+    /// Declines and errors on a mixed scenario or a shape of two columns
+    /// or more are split; crashes, passes, failures, skips of a path,
+    /// single-column scenarios and varied consumer cases are not.
     #[test]
     fn what_is_split_into_columns() {
         let seed = 3;
@@ -645,8 +664,19 @@ mod split_tests {
             .collect();
         assert_eq!(
             split,
-            [&mixed[0].name, &mixed[1].name, &mixed[2].name, &shape.name].map(String::as_str)
+            [&mixed[0].name, &mixed[1].name, &shape.name].map(String::as_str)
         );
+        // A consumer's decline: split on a plain case, not a varied one.
+        let consumer = |enc: &str| {
+            let mut c = case(&shape, Verdict::Limitation, "the consumer declined");
+            c.id = format!("consumer/stream/{enc}/{}", shape.name);
+            c
+        };
+        assert!(hides_columns(&consumer("plain")));
+        assert!(!hides_columns(&consumer("varied")));
+        let mut error_path = consumer("plain");
+        error_path.id = format!("consumer/stream_error/schema-EINVAL/{}", shape.name);
+        assert!(!hides_columns(&error_path));
         let id = format!("producer/stream/{}~col:1/batch:0", mixed[0].name);
         assert_eq!(
             parent_case_id(&id, &format!("{}~col:1", mixed[0].name)),
