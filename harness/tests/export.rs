@@ -6,7 +6,7 @@
 //! certification would start here.
 
 use arrowcert::abi::ops::{Guard, Owned};
-use arrowcert::export::{encode, Encoding, Ledger, RELEASED_BYTE};
+use arrowcert::export::{encode, Encoding, Ledger, Variation, RELEASED_BYTE};
 use arrowcert::inspect::probe;
 use arrowcert::scenario::Scenario;
 
@@ -59,6 +59,90 @@ fn every_encoding_is_valid_and_reads_back_as_the_data() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+/// Each variation alone ([`Encoding::Only`]) hands over only what the spec
+/// allows and reads back as the data; it shows itself on some scenario
+/// (no single-variation case is vacuous everywhere), and it turns on
+/// nothing of the others a consumer may tell apart: offsets stay 0 but for
+/// `offset`, buffers aligned but for `unaligned`, null counts known but for
+/// `null-count-unknown`, data buffers allocated but for
+/// `null-empty-buffers`, names non-NULL but for `null-names`.
+#[test]
+fn each_variation_alone_is_valid_shows_itself_and_nothing_else() {
+    fn walk(n: &arrowcert::export::Node, f: &mut dyn FnMut(&arrowcert::export::Node)) {
+        f(n);
+        n.children.iter().for_each(|c| walk(c, f));
+        if let Some(d) = &n.dictionary {
+            walk(d, f);
+        }
+    }
+    fn names(n: &encode::SchemaNode, f: &mut dyn FnMut(&encode::SchemaNode)) {
+        f(n);
+        n.children.iter().for_each(|c| names(c, f));
+        if let Some(d) = &n.dictionary {
+            names(d, f);
+        }
+    }
+    let mut all = arrowcert::scenario::builtin();
+    all.extend(arrowcert::generate::scenarios(78, 80).expect("generated scenarios"));
+    for v in Variation::ALL {
+        assert_eq!(Variation::from_name(v.name()), Some(v));
+        let mut shown = 0;
+        for (k, s) in all.iter().enumerate() {
+            let enc = Encoding::Only(v, 1000 + k as u64);
+            let snode = encode::schema(&s.schema, enc).unwrap();
+            let plain_schema = encode::schema(&s.schema, Encoding::Plain).unwrap();
+            shown += usize::from(snode != plain_schema);
+            if v != Variation::NullNames {
+                names(&snode, &mut |n| assert!(n.name.is_some(), "{}", v.name()));
+            }
+            for (i, batch) in s.batches.iter().enumerate() {
+                let at = format!("{} batch {i} {}", s.name, v.name());
+                let anode = encode::batch(batch, enc, i as u64).unwrap();
+                shown +=
+                    usize::from(anode != encode::batch(batch, Encoding::Plain, i as u64).unwrap());
+                walk(&anode, &mut |n| {
+                    if v != Variation::Offset {
+                        assert_eq!(n.offset, 0, "{at}");
+                    }
+                    if v != Variation::Unaligned {
+                        assert_eq!(n.shift, 0, "{at}");
+                    }
+                    if v != Variation::NullCountUnknown {
+                        assert!(n.null_count >= 0, "{at}");
+                    }
+                    if v != Variation::NullEmptyBuffers {
+                        assert!(n.buffers.iter().skip(1).all(Option::is_some), "{at}");
+                    }
+                });
+                let ledger = Ledger::new(true);
+                let mut schema = ledger.schema(&snode, "schema");
+                let mut array = ledger.array(&anode, "array");
+                let bad = probe::check_schema(schema.get());
+                assert!(bad.is_empty(), "{at}: schema: {bad:?}");
+                let bad: Vec<_> = probe::check_array(schema.get(), array.get())
+                    .into_iter()
+                    .filter(|b| !(b.rule == "array.buffers.aligned" && v == Variation::Unaligned))
+                    .collect();
+                assert!(bad.is_empty(), "{at}: array: {bad:?}");
+                let mut moved = Guard::new(arrowcert::abi::ops::take(array.get()));
+                let read = probe::import_batch(schema.get(), &mut moved).unwrap();
+                let diff = arrowcert::compare::streams(
+                    &s.schema,
+                    std::slice::from_ref(batch),
+                    &read.schema(),
+                    std::slice::from_ref(&read),
+                );
+                assert!(diff.is_empty(), "{at}: {diff:?}");
+                drop(read);
+                schema.get().release();
+                let f = ledger.finish();
+                assert!(f.violations.is_empty(), "{at}: {:?}", f.violations);
+            }
+        }
+        assert!(shown > 0, "{} never shows itself alone", v.name());
+    }
 }
 
 #[test]
