@@ -283,9 +283,9 @@ pub fn variation_plan(scenarios: &[Scenario], all: bool) -> Vec<CaseSpec> {
             .filter(|&si| !scenarios[si].batches.is_empty())
             .collect();
         let mut next = 0;
-        for p in 0..DATA_PATHS.len() {
+        for (p, &done) in covered.iter().enumerate() {
             let from = if p < 2 { &with_batches } else { &rel };
-            if !covered[p] && !from.is_empty() {
+            if !done && !from.is_empty() {
                 chosen.push((v, from[next % from.len()], p));
                 next += 1;
             }
