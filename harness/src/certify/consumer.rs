@@ -3,8 +3,9 @@
 //! what it is handed.
 //!
 //! Per case the harness exports a scenario (a batch as an array or device
-//! array, or every batch as a stream or device stream) in one of two
-//! encodings, calls the consumer, and then judges:
+//! array, or every batch as a stream or device stream) plainly, in the
+//! varied encoding, or with one of its variations alone
+//! ([`variation_plan`]), calls the consumer, and then judges:
 //! - the release calls the ledger recorded (`consumer.release.*`);
 //! - the structures it handed over: each must be released or marked
 //!   released by a move (`consumer.move.marks-source`);
