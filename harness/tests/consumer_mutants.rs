@@ -487,3 +487,94 @@ fn refusing_null_buffers_of_empty_arrays_fails_accepts_not_values() {
         "{out}"
     );
 }
+
+/// The variation a single-variation case ID names
+/// (`consumer/<path>/varied:<variation>/...`), if it is one.
+fn variation_of(id: &str) -> Option<&str> {
+    id.split('/').find_map(|w| w.strip_prefix("varied:"))
+}
+
+/// A consumer that refuses exactly one permitted variation (any non-zero
+/// offset) is limited on the combined varied cases and the offset-only
+/// cases, each limitation naming `offset`, and passes every other
+/// single-variation case: the other variations are shown to it alone.
+#[test]
+fn a_refused_permitted_variation_is_named_and_the_others_are_read_alone() {
+    let (code, r, out) = certify(
+        "refuse-offsets",
+        &["consumer/array/varied", "consumer/stream/varied"],
+        false,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(r.summary.failed, 0, "{out}");
+    let mut offset_limited = 0;
+    let mut others_passed = 0;
+    for c in &r.cases {
+        let message = c.message.as_deref().unwrap_or("");
+        match (variation_of(&c.id), c.verdict) {
+            (Some("offset"), Verdict::Limitation) => {
+                assert!(message.contains("refused: offset;"), "{}: {message}", c.id);
+                offset_limited += 1;
+            }
+            (Some("offset"), v) => assert_eq!(v, Verdict::Pass, "{}", c.id),
+            (Some(_), v) => {
+                assert_eq!(v, Verdict::Pass, "{}: {message}", c.id);
+                others_passed += 1;
+            }
+            (None, Verdict::Limitation) => {
+                assert!(message.contains("refused: offset;"), "{}: {message}", c.id);
+            }
+            (None, v) => assert_eq!(v, Verdict::Pass, "{}", c.id),
+        }
+    }
+    assert!(offset_limited > 5, "{offset_limited}\n{out}");
+    assert!(others_passed > 50, "{others_passed}\n{out}");
+    assert!(
+        r.cases
+            .iter()
+            .any(|c| variation_of(&c.id).is_none() && c.verdict == Verdict::Limitation),
+        "{out}"
+    );
+}
+
+/// A consumer that refuses exactly one variation no permission covers
+/// (NULL pointers for the zero-sized buffers of empty arrays) fails
+/// `consumer.read.accepts` on the combined varied cases and on that
+/// variation's own cases, each naming it, and passes every other
+/// single-variation case.
+#[test]
+fn a_refused_variation_without_a_permission_fails_accepts_naming_it() {
+    let (code, r, out) = certify(
+        "null-buffers-of-empty",
+        &["batch:2", "varied:null-empty-buffers/"],
+        false,
+    );
+    assert_eq!(failing(&r), ["consumer.read.accepts"], "{out}");
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(r.summary.limitations, 0, "{:#?}", r.limitations);
+    let (mut alone, mut combined) = (0, 0);
+    for c in &r.cases {
+        let accepts: Vec<&str> = c
+            .violations
+            .iter()
+            .filter(|v| v.rule == "consumer.read.accepts")
+            .map(|v| v.evidence.as_str())
+            .collect();
+        for e in &accepts {
+            assert!(e.contains("(refused: null-empty-buffers)"), "{}: {e}", c.id);
+        }
+        match variation_of(&c.id) {
+            Some("null-empty-buffers") => alone += usize::from(!accepts.is_empty()),
+            Some(_) => {
+                assert!(accepts.is_empty(), "{}", c.id);
+                assert_eq!(c.verdict, Verdict::Pass, "{}: {:?}", c.id, c.message);
+            }
+            None if !accepts.is_empty() => {
+                assert!(c.id.contains("/varied/"), "{}", c.id);
+                combined += 1;
+            }
+            None => {}
+        }
+    }
+    assert!(alone > 0 && combined > 0, "{alone} {combined}\n{out}");
+}

@@ -3,8 +3,9 @@
 //! what it is handed.
 //!
 //! Per case the harness exports a scenario (a batch as an array or device
-//! array, or every batch as a stream or device stream) in one of two
-//! encodings, calls the consumer, and then judges:
+//! array, or every batch as a stream or device stream) plainly, in the
+//! varied encoding, or with one of its variations alone
+//! ([`variation_plan`]), calls the consumer, and then judges:
 //! - the release calls the ledger recorded (`consumer.release.*`);
 //! - the structures it handed over: each must be released or marked
 //!   released by a move (`consumer.move.marks-source`);
@@ -28,7 +29,9 @@ use arrow_schema::Schema;
 
 use super::{call_ended, CaseSpec, Ended, Observations, Path};
 use crate::abi::ops::Owned;
-use crate::export::{self, encode, Encoding, FailAt, Failure, Findings, Ledger, StreamPlan};
+use crate::export::{
+    self, encode, Encoding, FailAt, Failure, Findings, Ledger, StreamPlan, Variation,
+};
 use crate::plugin::{errno_name, CallError, Plugin, Refusal};
 use crate::scenario::Scenario;
 use crate::sdk::ipc;
@@ -38,6 +41,8 @@ use crate::sdk::ipc;
 pub enum Enc {
     Plain,
     Varied,
+    /// One variation of the varied encoding alone ([`Encoding::Only`]).
+    Only(Variation),
 }
 
 /// Where an error-path stream fails.
@@ -79,8 +84,9 @@ impl Kind {
     /// The two words after `consumer/` in case IDs.
     pub fn words(self) -> String {
         let enc = |e: Enc| match e {
-            Enc::Plain => "plain",
-            Enc::Varied => "varied",
+            Enc::Plain => "plain".to_string(),
+            Enc::Varied => "varied".to_string(),
+            Enc::Only(v) => format!("varied:{}", v.name()),
         };
         match self {
             Kind::Array(e) => format!("array/{}", enc(e)),
@@ -167,6 +173,7 @@ pub fn plan(scenarios: &[Scenario]) -> Vec<CaseSpec> {
             }
         }
     }
+    out.extend(variation_plan(scenarios, false));
     // Released inputs do not depend on the data: once per run, with the
     // first scenario's schema.
     if let Some(s) = scenarios.first() {
@@ -218,6 +225,211 @@ pub fn device_plan(scenarios: &[Scenario], device: crate::device::Kind) -> Vec<C
     out
 }
 
+/// The four data paths single-variation cases run on.
+const DATA_PATHS: [fn(Enc) -> Kind; 4] = [
+    Kind::Array,
+    Kind::DeviceArray,
+    Kind::Stream,
+    Kind::DeviceStream,
+];
+
+/// The single-variation cases (`consumer/<kind>/varied:<variation>/<scenario>[/batch:<i>]`),
+/// each judged like the varied case.
+///
+/// `all`: the full product, every variation on every data path for every
+/// scenario (`certify --all-variations`). Otherwise a covering choice, so
+/// that the default run stays affordable (issue 38 item 11):
+/// - every (variation, scenario) pair where the variation can show itself
+///   ([`relevant`]: unused dictionary values need a dictionary, shared
+///   union slots a dense union, several variadic buffers a view type, ...)
+///   is run once, on the path picked by FNV-1a of the variation's and the
+///   scenario's names (a pair gets the same path whatever other scenarios
+///   the run has: a replay over one scenario plans it again);
+/// - then every (variation, path) pair not yet covered is added, with the
+///   relevant scenarios in the run's order (cycling; one with a batch for
+///   the array paths), so every variation reaches every path.
+///
+/// A variation no scenario of the run can show is not planned.
+pub fn variation_plan(scenarios: &[Scenario], all: bool) -> Vec<CaseSpec> {
+    let mut chosen: Vec<(Variation, usize, usize)> = Vec::new();
+    for v in Variation::ALL {
+        let rel: Vec<usize> = (0..scenarios.len())
+            .filter(|&si| all || relevant(v, &scenarios[si]))
+            .collect();
+        if rel.is_empty() {
+            continue;
+        }
+        if all {
+            for &si in &rel {
+                chosen.extend((0..DATA_PATHS.len()).map(|p| (v, si, p)));
+            }
+            continue;
+        }
+        let mut covered = [false; 4];
+        for &si in &rel {
+            let key = format!("{}/{}", v.name(), scenarios[si].name);
+            // The high half: FNV-1a's low bits depend only on the low bits of
+            // each byte, and similar names would share a path.
+            let mut p = ((fnv1a(key.as_bytes()) >> 32) % DATA_PATHS.len() as u64) as usize;
+            // With no batch, the array paths have no case: its stream twin.
+            if scenarios[si].batches.is_empty() && p < 2 {
+                p += 2;
+            }
+            covered[p] = true;
+            chosen.push((v, si, p));
+        }
+        let with_batches: Vec<usize> = rel
+            .iter()
+            .copied()
+            .filter(|&si| !scenarios[si].batches.is_empty())
+            .collect();
+        let mut next = 0;
+        for (p, &done) in covered.iter().enumerate() {
+            let from = if p < 2 { &with_batches } else { &rel };
+            if !done && !from.is_empty() {
+                chosen.push((v, from[next % from.len()], p));
+                next += 1;
+            }
+        }
+    }
+    // In scenario order, then path, then variation: like the other cases.
+    chosen.sort_by_key(|&(v, si, p)| (si, p, v));
+    chosen.dedup();
+    let mut out = Vec::new();
+    for (v, si, p) in chosen {
+        let kind = DATA_PATHS[p](Enc::Only(v));
+        out.extend(cases_of(kind, si, &scenarios[si]));
+    }
+    out
+}
+
+/// The consumer case(s) of one kind and scenario on the CPU: one per batch
+/// on the array paths, one on the stream paths.
+fn cases_of(kind: Kind, si: usize, s: &Scenario) -> Vec<CaseSpec> {
+    let base = format!("consumer/{}/{}", kind.words(), s.name);
+    let spec = |batch: Option<usize>, id: String| CaseSpec {
+        path: Path::Consumer(kind),
+        scenario: si,
+        batch,
+        slice: None,
+        id,
+        device: crate::device::Kind::Cpu,
+    };
+    if kind.per_batch() {
+        (0..s.batches.len())
+            .map(|bi| spec(Some(bi), format!("{base}/batch:{bi}")))
+            .collect()
+    } else {
+        vec![spec(None, base)]
+    }
+}
+
+/// Whether variation `v` can change what a scenario's data is handed over
+/// as. Offsets, children longer than their parent (a batch is a struct),
+/// null_count -1 (the batch's struct has a validity bitmap), unaligned
+/// buffers and NULL names (the batch's schema has an empty name) reach
+/// every scenario with a column; the others need the types or data they
+/// vary.
+fn relevant(v: Variation, s: &Scenario) -> bool {
+    use arrow_schema::{DataType::*, UnionMode};
+    let mut types = Vec::new();
+    fn walk<'a>(dt: &'a arrow_schema::DataType, out: &mut Vec<&'a arrow_schema::DataType>) {
+        out.push(dt);
+        match dt {
+            List(f)
+            | LargeList(f)
+            | ListView(f)
+            | LargeListView(f)
+            | FixedSizeList(f, _)
+            | Map(f, _) => walk(f.data_type(), out),
+            Struct(fs) => fs.iter().for_each(|f| walk(f.data_type(), out)),
+            Union(fs, _) => fs.iter().for_each(|(_, f)| walk(f.data_type(), out)),
+            RunEndEncoded(r, vf) => {
+                walk(r.data_type(), out);
+                walk(vf.data_type(), out)
+            }
+            Dictionary(k, vt) => {
+                walk(k, out);
+                walk(vt, out)
+            }
+            _ => {}
+        }
+    }
+    s.schema
+        .fields()
+        .iter()
+        .for_each(|f| walk(f.data_type(), &mut types));
+    if types.is_empty() {
+        return false;
+    }
+    let any = |f: &dyn Fn(&arrow_schema::DataType) -> bool| types.iter().any(|t| f(t));
+    let variable = |t: &arrow_schema::DataType| {
+        matches!(
+            t,
+            Utf8 | Binary
+                | LargeUtf8
+                | LargeBinary
+                | Utf8View
+                | BinaryView
+                | List(_)
+                | LargeList(_)
+                | ListView(_)
+                | LargeListView(_)
+                | Map(..)
+        )
+    };
+    let nulls = s
+        .batches
+        .iter()
+        .any(|b| b.columns().iter().any(|c| c.logical_null_count() > 0));
+    let empty = s.batches.iter().any(|b| b.num_rows() == 0);
+    match v {
+        Variation::Offset
+        | Variation::LongChildren
+        | Variation::NullCountUnknown
+        | Variation::Unaligned
+        | Variation::NullNames => true,
+        Variation::NullEmptyBuffers => empty || any(&variable),
+        Variation::Garbage => nulls || any(&|t| variable(t) || matches!(t, Boolean)),
+        Variation::SpareBits => nulls || any(&|t| matches!(t, Boolean)),
+        Variation::VariadicBuffers => any(&|t| matches!(t, Utf8View | BinaryView)),
+        Variation::SharedUnionSlots => any(&|t| matches!(t, Union(_, UnionMode::Dense))),
+        Variation::UnusedDictionaryValues => any(&|t| matches!(t, Dictionary(..))),
+    }
+}
+
+/// The single-variation case an ID names, on the CPU, whether or not the
+/// plan chose it (a case of `--all-variations` replayed, or asked for by
+/// its exact ID).
+pub fn spec_from_id(scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
+    let rest = id.strip_prefix("consumer/")?;
+    let (kind_word, rest) = rest.split_once('/')?;
+    let rest = rest.strip_prefix("varied:")?;
+    let (v, rest) = rest.split_once('/')?;
+    let v = Variation::from_name(v)?;
+    let make = match kind_word {
+        "array" => Kind::Array,
+        "device_array" => Kind::DeviceArray,
+        "stream" => Kind::Stream,
+        "device_stream" => Kind::DeviceStream,
+        _ => return None,
+    };
+    let kind = make(Enc::Only(v));
+    let (name, batch) = if kind.per_batch() {
+        let (name, b) = rest.rsplit_once("/batch:")?;
+        (name, Some(b.parse::<usize>().ok()?))
+    } else {
+        (rest, None)
+    };
+    let si = scenarios.iter().position(|s| s.name == name)?;
+    if batch.is_some_and(|b| b >= scenarios[si].batches.len()) {
+        return None;
+    }
+    cases_of(kind, si, &scenarios[si])
+        .into_iter()
+        .find(|c| c.id == id)
+}
+
 /// A stable seed for a case's varied encoding (FNV-1a of its ID).
 pub(crate) fn seed_of(id: &str) -> u64 {
     fnv1a(id.as_bytes())
@@ -237,6 +449,7 @@ fn encoding(e: Enc, id: &str) -> Encoding {
     match e {
         Enc::Plain => Encoding::Plain,
         Enc::Varied => Encoding::Varied(seed_of(id)),
+        Enc::Only(v) => Encoding::Only(v, seed_of(id)),
     }
 }
 
@@ -579,7 +792,7 @@ fn data_case(
     }
     let wrong = match &first.result {
         Ok(bytes) => {
-            if matches!(enc, Encoding::Varied(_)) {
+            if matches!(enc, Encoding::Varied(_) | Encoding::Only(..)) {
                 // It took the encoding variations: the rule held.
                 obs.check("consumer.read.accepts", true, "", String::new);
             }
@@ -642,13 +855,22 @@ fn reads_right_unpoisoned(
 /// A consumer refused a data case cleanly ([`refusal`]). What it refused
 /// decides the verdict. The same data encoded plainly (offsets 0, every
 /// buffer allocated) is what a type refusal refuses: "Consumers MAY decide
-/// not to support all data types". A varied case whose plain twin the
-/// consumer reads is handed over once more, varied the same ways but
-/// aligned and with every offset 0: read then, the refusal was of the
-/// non-zero offsets or the unaligned buffers ("Consumers MAY decide not to
-/// support non-0-offset arrays", "... unaligned memory"), a limitation too; refused again, the consumer refuses an encoding the
+/// not to support all data types".
+///
+/// A single-variation case ([`Encoding::Only`]) whose plain twin the
+/// consumer reads refused that variation: a limitation for non-zero
+/// offsets and unaligned buffers ("Consumers MAY decide not to support
+/// non-0-offset arrays", "... unaligned memory"), `consumer.read.accepts`
+/// for any other (no permission covers it).
+///
+/// A varied case whose plain twin the consumer reads is handed over once
+/// more, varied the same ways but aligned and with every offset 0: read
+/// then, the refusal was of the non-zero offsets or the unaligned buffers,
+/// a limitation too; refused again, the consumer refuses an encoding the
 /// spec lets producers use (null_count -1, NULL pointers for zero-sized
 /// buffers, ...), which no permission covers: `consumer.read.accepts`.
+/// Either way it is also handed each variation alone (with the case's
+/// seed), and the verdict names the variations it refused alone.
 fn refused(
     consumer: &Plugin,
     scenario: &Scenario,
@@ -659,8 +881,9 @@ fn refused(
     obs: &mut Observations,
 ) -> Ended {
     let limitation = refusal(e);
-    let Encoding::Varied(seed) = enc else {
-        return limitation;
+    let seed = match enc {
+        Encoding::Varied(seed) | Encoding::Only(_, seed) => seed,
+        _ => return limitation,
     };
     // A panic a binding caught (ENOTRECOVERABLE) is an error, unless the
     // twins below show it refused only what the spec permits refusing:
@@ -687,14 +910,51 @@ fn refused(
     if answer(Encoding::Plain).is_err() {
         return limitation;
     }
+    let why = match &limitation {
+        Ended::Limitation(why) => why.clone(),
+        _ => format!("the consumer refused by a panic it caught ({e})"),
+    };
+    if let Encoding::Only(v, _) = enc {
+        if v.refusable() {
+            return Ended::Limitation(format!(
+                "{why} (refused: {}; the same data encoded plainly was read: {})",
+                v.name(),
+                permission(v)
+            ));
+        }
+        // A caught panic on a variation no permission covers stays the
+        // error it was.
+        if panicked {
+            return limitation;
+        }
+        obs.check("consumer.read.accepts", false, "input", || {
+            format!(
+                "the consumer reads this data encoded plainly but refused it with one variation the spec lets producers use and no permission covers (refused: {}): {e}",
+                v.name()
+            )
+        });
+        return Ended::Ran;
+    }
+    // Refusals are rare: each variation alone, to say which it refused.
+    let alone: Vec<Variation> = Variation::ALL
+        .into_iter()
+        .filter(|&v| answer(Encoding::Only(v, seed)).is_err())
+        .collect();
+    let (permitted, other): (Vec<Variation>, Vec<Variation>) =
+        alone.iter().partition(|v| v.refusable());
+    let names = |vs: &[Variation]| vs.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ");
     let at_zero = answer(Encoding::VariedAlignedAtZero(seed));
     if at_zero.is_ok() {
-        let why = match limitation {
-            Ended::Limitation(why) => why,
-            _ => format!("the consumer refused by a panic it caught ({e})"),
+        let which = if alone.is_empty() {
+            "none alone: only with the other variations".to_string()
+        } else {
+            names(&alone)
         };
+        let quotes: Vec<&str> = permitted.iter().map(|&v| permission(v)).collect();
         return Ended::Limitation(format!(
-            "{why} (non-zero offsets or unaligned memory: the same data, varied the same ways but aligned and at offset 0, was read)"
+            "{why} (refused: {which}; non-zero offsets or unaligned memory: the same data, varied the same ways but aligned and at offset 0, was read{}{})",
+            if quotes.is_empty() { "" } else { ": " },
+            quotes.join(", ")
         ));
     }
     if panicked {
@@ -702,11 +962,28 @@ fn refused(
     }
     let again = at_zero.err().unwrap_or_default();
     obs.check("consumer.read.accepts", false, "input", || {
+        let which = if other.is_empty() {
+            format!(
+                "refused alone: {}; each variation no permission covers was read alone, only their combination was refused",
+                if alone.is_empty() { "none".to_string() } else { names(&alone) }
+            )
+        } else {
+            format!("refused: {}", names(&other))
+        };
         format!(
-            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it (null_count -1, NULL pointers for zero-sized buffers, NULL names, all-valid bitmaps, garbage under nulls), even aligned and with every offset 0 (so not a refusal of offsets or unaligned memory, which the spec permits): {e}; aligned at offset 0: {again}"
+            "the consumer reads this data encoded plainly but refused it encoded as the spec also lets producers encode it, even aligned and with every offset 0 (so not a refusal of offsets or unaligned memory, which the spec permits) ({which}): {e}; aligned at offset 0: {again}"
         )
     });
     Ended::Ran
+}
+
+/// The sentence of CDataInterface.rst that lets consumers refuse `v`.
+fn permission(v: Variation) -> &'static str {
+    match v {
+        Variation::Offset => "\"Consumers MAY decide not to support non-0-offset arrays\"",
+        Variation::Unaligned => "\"Consumers MAY decide not to support unaligned memory\"",
+        _ => "",
+    }
 }
 
 /// A consumer's refusal of data the harness exported correctly. The spec

@@ -144,12 +144,15 @@ pub(crate) fn id_prefix(side: &str, device: DeviceKind) -> String {
 }
 
 /// The case `id` names: from `plan` when it is there, else an async case
-/// whose schedule the ID spells out (a replay of a shrunk schedule).
+/// whose schedule the ID spells out (a replay of a shrunk schedule), else a
+/// single-variation consumer case (`certify --all-variations` plans more of
+/// them than the default plan a worker makes).
 pub fn spec_for(plan: &[CaseSpec], scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
     plan.iter()
         .find(|s| s.id == id)
         .cloned()
         .or_else(|| asynchronous::spec_from_id(scenarios, id))
+        .or_else(|| consumer::spec_from_id(scenarios, id))
 }
 
 fn producer_plan(scenarios: &[Scenario], paths: &[Path], device: DeviceKind) -> Vec<CaseSpec> {

@@ -62,6 +62,9 @@ pub struct Args {
     /// Device types that must be present (`--require-device`): a missing
     /// one is an error, not skipped cases.
     pub require_devices: Vec<DeviceKind>,
+    /// `--all-variations`: every variation of the varied encoding alone on
+    /// every consumer data path for every scenario, not the covering choice.
+    pub all_variations: bool,
 }
 
 /// The device types a run covers, and a line on the ones left out.
@@ -136,6 +139,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
                 plan.push(spec);
             }
         }
+    }
+    if args.all_variations && sides.consumer {
+        // The full product of the single-variation cases, after the
+        // planned ones (workers plan the default, `planned` cases, and find
+        // these by their IDs: certify::spec_for).
+        let have: std::collections::HashSet<String> = plan.iter().map(|s| s.id.clone()).collect();
+        let more: Vec<_> = certify::consumer::variation_plan(&scenarios, true)
+            .into_iter()
+            .filter(|s| !have.contains(&s.id))
+            .collect();
+        plan.extend(more);
     }
     if args.list {
         for spec in plan
@@ -597,6 +611,12 @@ pub struct CertifyFlags {
     /// --consumer (docs/DLPACK.md).
     #[arg(long)]
     pub dlpack: bool,
+    /// Consumer certification: hand every variation of the varied encoding
+    /// alone on every data path for every scenario (the full product),
+    /// not the default covering choice (every variation on every path and
+    /// with every scenario it can change, once).
+    #[arg(long)]
+    pub all_variations: bool,
 }
 
 /// `arrowcert certify`, from its flags.
@@ -624,6 +644,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         devices,
         require_devices,
         dlpack,
+        all_variations,
     } = f;
     if dlpack {
         let mut kinds = device_kinds(&devices, "--device")?;
@@ -661,6 +682,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             Some(device_kinds(&devices, "--device")?)
         },
         require_devices: device_kinds(&require_devices, "--require-device")?,
+        all_variations,
         producer: lib(
             producer
                 .clone()
@@ -807,6 +829,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         // The case IDs say the device.
         devices: Some(crate::device::Kind::ALL.to_vec()),
         require_devices: Vec::new(),
+        all_variations: false,
     })
 }
 

@@ -49,6 +49,98 @@ pub enum Encoding {
     /// it over when a consumer refused a varied case, to tell a refusal of
     /// those (a limitation) from a refusal of the rest.
     VariedAlignedAtZero(u64),
+    /// Exactly one variation of [`Encoding::Varied`], everything else as
+    /// [`Encoding::Plain`]: what a consumer does with each variation alone
+    /// (a consumer that refuses one is still shown the others).
+    Only(Variation, u64),
+}
+
+/// One variation of the varied encoding. [`Encoding::Varied`] turns on all
+/// of them, [`Encoding::VariedAlignedAtZero`] all but [`Variation::Offset`]
+/// and [`Variation::Unaligned`], [`Encoding::Only`] one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variation {
+    /// Non-zero `offset` members at every level (bit offsets not multiples
+    /// of 8), with elements after the window too: "Consumers MAY decide not
+    /// to support non-0-offset arrays".
+    Offset,
+    /// Children longer than their parent needs: struct and sparse union
+    /// children with elements past the parent's end, list children with
+    /// elements no list slot points at (a non-zero first offset).
+    LongChildren,
+    /// null_count -1 ("MAY be -1 if not yet computed"), and all-valid
+    /// validity bitmaps present (without one, -1 cannot be used).
+    NullCountUnknown,
+    /// NULL pointers for zero-sized buffers of empty arrays ("a buffer
+    /// whose size would be 0").
+    NullEmptyBuffers,
+    /// Garbage under null slots and outside windows (bitmap bits, values,
+    /// string bytes before the first offset, unused variadic bytes).
+    Garbage,
+    /// The unused bits after the last element of a bitmap set.
+    SpareBits,
+    /// Buffers not aligned to their type ([`Node::shift`]): "Consumers MAY
+    /// decide not to support unaligned memory".
+    Unaligned,
+    /// View values out of line over several variadic buffers (some empty).
+    VariadicBuffers,
+    /// Dense union slots sharing one child element.
+    SharedUnionSlots,
+    /// Dictionaries with values no index uses.
+    UnusedDictionaryValues,
+    /// NULL names where a name is empty ("If omitted, MAY be NULL or an
+    /// empty string").
+    NullNames,
+}
+
+impl Variation {
+    /// Every variation, in case-ID order.
+    pub const ALL: [Variation; 11] = [
+        Variation::Offset,
+        Variation::LongChildren,
+        Variation::NullCountUnknown,
+        Variation::NullEmptyBuffers,
+        Variation::Garbage,
+        Variation::SpareBits,
+        Variation::Unaligned,
+        Variation::VariadicBuffers,
+        Variation::SharedUnionSlots,
+        Variation::UnusedDictionaryValues,
+        Variation::NullNames,
+    ];
+
+    /// The stable kebab-case name case IDs use (`varied:<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variation::Offset => "offset",
+            Variation::LongChildren => "long-children",
+            Variation::NullCountUnknown => "null-count-unknown",
+            Variation::NullEmptyBuffers => "null-empty-buffers",
+            Variation::Garbage => "garbage",
+            Variation::SpareBits => "spare-bits",
+            Variation::Unaligned => "unaligned",
+            Variation::VariadicBuffers => "variadic-buffers",
+            Variation::SharedUnionSlots => "shared-union-slots",
+            Variation::UnusedDictionaryValues => "unused-dictionary-values",
+            Variation::NullNames => "null-names",
+        }
+    }
+
+    /// The variation named `name` ([`Variation::name`]).
+    pub fn from_name(name: &str) -> Option<Variation> {
+        Variation::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// True for the variations the spec lets consumers refuse: "Consumers
+    /// MAY decide not to support non-0-offset arrays" and "Consumers MAY
+    /// decide not to support unaligned memory" (CDataInterface.rst).
+    pub fn refusable(self) -> bool {
+        matches!(self, Variation::Offset | Variation::Unaligned)
+    }
+
+    fn bit(self) -> u16 {
+        1 << self as u16
+    }
 }
 
 impl Encoding {
@@ -58,6 +150,24 @@ impl Encoding {
             Encoding::Plain => "plain",
             Encoding::Varied(_) => "varied",
             Encoding::VariedAlignedAtZero(_) => "varied-aligned-at-offset-0",
+            Encoding::Only(..) => "varied-one-variation",
+        }
+    }
+
+    /// Whether `v` is on in this encoding.
+    pub fn has(self, v: Variation) -> bool {
+        self.variations() & v.bit() != 0
+    }
+
+    fn variations(self) -> u16 {
+        let all = Variation::ALL.iter().fold(0, |m, v| m | v.bit());
+        match self {
+            Encoding::Plain => 0,
+            Encoding::Varied(_) => all,
+            Encoding::VariedAlignedAtZero(_) => {
+                all & !Variation::Offset.bit() & !Variation::Unaligned.bit()
+            }
+            Encoding::Only(v, _) => v.bit(),
         }
     }
 }
@@ -103,7 +213,7 @@ pub fn schema(schema: &Schema, enc: Encoding) -> Result<SchemaNode, String> {
     Ok(SchemaNode {
         format: "+s".into(),
         // "If omitted, MAY be NULL or an empty string."
-        name: if e.varied() && e.coin() {
+        name: if e.on(Variation::NullNames) && e.coin() {
             None
         } else {
             Some(String::new())
@@ -139,9 +249,17 @@ struct Encoder {
     /// every other choice is the same with and without them; `None` when
     /// buffers stay aligned (plain, and VariedAlignedAtZero).
     shifts: Option<Rng>,
-    /// The variations consumers may refuse allowed (non-zero `offset`
-    /// members): all but VariedAlignedAtZero (buffers are always aligned).
-    offsets: bool,
+    /// The variations on ([`Encoding::variations`]). Every choice of a
+    /// variation is gated on its bit so that with every bit on the draws
+    /// from `rng` are the ones the encoder made before the variations were
+    /// told apart (the varied encodings' bytes are pinned: existing case
+    /// results and the fuzz corpus depend on them). A gate skips its
+    /// draws when the variation is off.
+    on: u16,
+    /// [`Encoding::Only`] of [`Variation::SharedUnionSlots`]: with no
+    /// filler to share (filler comes from the other variations), dense
+    /// union slots of equal value share one child element instead.
+    share_equal: bool,
     /// Elements laid out so far, over every node of this tree.
     elements: usize,
     /// Bytes of fixed-width values laid out so far.
@@ -153,24 +271,26 @@ impl Encoder {
         Encoder {
             rng: match enc {
                 Encoding::Plain => None,
-                Encoding::Varied(seed) | Encoding::VariedAlignedAtZero(seed) => {
-                    Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9)))
-                }
+                Encoding::Varied(seed)
+                | Encoding::VariedAlignedAtZero(seed)
+                | Encoding::Only(_, seed) => Some(Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9))),
             },
             shifts: match enc {
-                Encoding::Varied(seed) => Some(Rng::new(
-                    seed ^ salt.wrapping_mul(0x9E37_79B9) ^ 0x0a11_9e0d_5eed,
-                )),
+                Encoding::Varied(seed) | Encoding::Only(Variation::Unaligned, seed) => Some(
+                    Rng::new(seed ^ salt.wrapping_mul(0x9E37_79B9) ^ 0x0a11_9e0d_5eed),
+                ),
                 _ => None,
             },
-            offsets: !matches!(enc, Encoding::VariedAlignedAtZero(_)),
+            on: enc.variations(),
+            share_equal: matches!(enc, Encoding::Only(Variation::SharedUnionSlots, _)),
             elements: 0,
             bytes: 0,
         }
     }
 
-    fn varied(&self) -> bool {
-        self.rng.is_some()
+    /// Whether variation `v` is on (never when plain).
+    fn on(&self, v: Variation) -> bool {
+        self.rng.is_some() && self.on & v.bit() != 0
     }
 
     /// A random value in `0..n` (0 when plain).
@@ -196,9 +316,19 @@ impl Encoder {
         self.below(2) == 1
     }
 
-    /// With probability `percent` when varied; never when plain.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.varied() && self.below(100) < percent
+    /// With probability `percent` when `v` is on; never (and no draw) when
+    /// it is off.
+    fn chance(&mut self, v: Variation, percent: u64) -> bool {
+        self.on(v) && self.below(100) < percent
+    }
+
+    /// A random value in `0..n` when `v` is on, else 0 (and no draw).
+    fn below_if(&mut self, v: Variation, n: u64) -> u64 {
+        if self.on(v) {
+            self.below(n)
+        } else {
+            0
+        }
     }
 
     fn byte(&mut self) -> u8 {
@@ -214,7 +344,7 @@ impl Encoder {
     fn field(&mut self, f: &Field) -> Result<SchemaNode, String> {
         let mut node = self.type_node(f.data_type())?;
         // "If omitted, MAY be NULL or an empty string."
-        node.name = if f.name().is_empty() && self.chance(50) {
+        node.name = if f.name().is_empty() && self.chance(Variation::NullNames, 50) {
             None
         } else {
             Some(f.name().clone())
@@ -251,7 +381,7 @@ impl Encoder {
             Dictionary(_, values) => {
                 let mut d = self.type_node(values)?;
                 d.flags |= format::NULLABLE;
-                d.name = if self.chance(50) {
+                d.name = if self.chance(Variation::NullNames, 50) {
                     None
                 } else {
                     Some(String::new())
@@ -297,7 +427,7 @@ impl Encoder {
         room: Room,
     ) -> Result<Node, String> {
         let l = data.len();
-        let (m, tail) = if room == Room::Any && self.varied() && self.offsets {
+        let (m, tail) = if room == Room::Any && self.on(Variation::Offset) {
             let prefixes: [usize; 7] = [0, 0, 1, 3, 5, 8, 13];
             let tails = [0, 0, 0, 1, 2];
             (
@@ -353,7 +483,7 @@ impl Encoder {
                 node.buffers.push(bitmap);
                 // "MAY be -1 if not yet computed"; never with a NULL
                 // bitmap, which is allowed only when null_count is 0.
-                if node.buffers[0].is_some() && self.chance(30) {
+                if node.buffers[0].is_some() && self.chance(Variation::NullCountUnknown, 30) {
                     node.null_count = -1;
                 }
             }
@@ -363,9 +493,11 @@ impl Encoder {
                 let mut bits = vec![0u8; lay.p.div_ceil(8)];
                 for i in 0..lay.p {
                     let v = match lay.slot(i) {
-                        Some(j) if data.is_null(j) && self.chance(50) => self.coin(),
+                        Some(j) if data.is_null(j) && self.chance(Variation::Garbage, 50) => {
+                            self.coin()
+                        }
                         Some(j) => get_bit(&data.buffers()[0], data.offset() + j),
-                        None if !lay.in_window(i) && self.varied() => self.coin(),
+                        None if !lay.in_window(i) && self.on(Variation::Garbage) => self.coin(),
                         None => false,
                     };
                     set_bit(&mut bits, i, v);
@@ -389,7 +521,7 @@ impl Encoder {
             Struct(_) => {
                 for child in data.child_data() {
                     let child = child.slice(data.offset(), l);
-                    let extra = if self.chance(40) {
+                    let extra = if self.chance(Variation::LongChildren, 40) {
                         1 + self.below(3) as usize
                     } else {
                         0
@@ -403,7 +535,7 @@ impl Encoder {
             Dictionary(index, _) => {
                 let w = index.primitive_width().ok_or("dictionary index width")?;
                 let values = &data.child_data()[0];
-                let mut dict_back = if self.chance(40) {
+                let mut dict_back = if self.chance(Variation::UnusedDictionaryValues, 40) {
                     1 + self.below(3) as usize
                 } else {
                     0
@@ -436,7 +568,7 @@ impl Encoder {
         for i in 0..lay.p {
             let valid = match lay.slot(i) {
                 Some(j) => data.is_valid(j),
-                None if !lay.in_window(i) && self.varied() => self.coin(),
+                None if !lay.in_window(i) && self.on(Variation::Garbage) => self.coin(),
                 None => true,
             };
             if !valid && lay.in_window(i) {
@@ -447,7 +579,7 @@ impl Encoder {
         self.unused_bits(&mut bits, lay.p);
         // "The pointer to the null bitmap buffer [...] MAY be NULL only if
         // ArrowArray.null_count is 0."
-        if nulls == 0 && !self.chance(50) {
+        if nulls == 0 && !self.chance(Variation::NullCountUnknown, 50) {
             return (None, 0);
         }
         (self.sized(bits), nulls)
@@ -455,7 +587,7 @@ impl Encoder {
 
     /// Sets the bits after the last element, in the last byte.
     fn unused_bits(&mut self, bits: &mut [u8], p: usize) {
-        if p % 8 != 0 && self.chance(60) {
+        if p % 8 != 0 && self.chance(Variation::SpareBits, 60) {
             let last = bits.len() - 1;
             bits[last] |= 0xffu8 << (p % 8);
         }
@@ -463,7 +595,7 @@ impl Encoder {
 
     /// A buffer that may be NULL when it is empty.
     fn sized(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
-        if bytes.is_empty() && self.chance(70) {
+        if bytes.is_empty() && self.chance(Variation::NullEmptyBuffers, 70) {
             None
         } else {
             Some(bytes)
@@ -496,7 +628,7 @@ impl Encoder {
         let mut out = Vec::with_capacity(bytes);
         for i in 0..lay.p {
             match lay.slot(i) {
-                Some(j) if data.is_null(j) && self.chance(60) => {
+                Some(j) if data.is_null(j) && self.chance(Variation::Garbage, 60) => {
                     for _ in 0..w {
                         let b = self.byte();
                         out.push(b);
@@ -506,7 +638,7 @@ impl Encoder {
                     let at = (data.offset() + j) * w;
                     out.extend_from_slice(&src[at..at + w]);
                 }
-                None if !lay.in_window(i) && self.varied() => {
+                None if !lay.in_window(i) && self.on(Variation::Garbage) => {
                     for _ in 0..w {
                         let b = self.byte();
                         out.push(b);
@@ -526,7 +658,7 @@ impl Encoder {
         let values = &data.buffers()[1];
         let mut out_values = Vec::new();
         // The first offset need not be 0.
-        for _ in 0..self.below(6) {
+        for _ in 0..self.below_if(Variation::Garbage, 6) {
             let b = self.ascii();
             out_values.push(b);
         }
@@ -534,7 +666,7 @@ impl Encoder {
         push_offset::<W>(&mut out_offsets, out_values.len());
         for i in 0..lay.p {
             match lay.slot(i) {
-                Some(j) if data.is_null(j) && self.chance(50) => {
+                Some(j) if data.is_null(j) && self.chance(Variation::Garbage, 50) => {
                     for _ in 0..self.below(4) {
                         let b = self.ascii();
                         out_values.push(b);
@@ -557,21 +689,21 @@ impl Encoder {
     /// ones in variadic buffers (several, some empty, when varied), then
     /// the int64 sizes of those buffers.
     fn views(&mut self, data: &ArrayData, lay: &Layout, node: &mut Node) -> Result<(), String> {
-        let n_bufs = if self.varied() {
+        let n_bufs = if self.on(Variation::VariadicBuffers) {
             1 + self.below(3) as usize
         } else {
             1
         };
         let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); n_bufs];
         for b in bufs.iter_mut() {
-            for _ in 0..self.below(9) {
+            for _ in 0..self.below_if(Variation::Garbage, 9) {
                 b.push(self.ascii());
             }
         }
         let mut views = Vec::with_capacity(lay.p * 16);
         for i in 0..lay.p {
             let value: Vec<u8> = match lay.slot(i) {
-                Some(j) if data.is_null(j) && self.chance(50) => {
+                Some(j) if data.is_null(j) && self.chance(Variation::Garbage, 50) => {
                     (0..self.below(13)).map(|_| self.ascii()).collect()
                 }
                 Some(j) => view_value(data, data.offset() + j)?,
@@ -591,7 +723,7 @@ impl Encoder {
             views.extend_from_slice(&view);
         }
         // Plain exports no variadic buffer when nothing is out of line.
-        if !self.varied() && bufs[0].is_empty() {
+        if !self.on(Variation::VariadicBuffers) && bufs[0].is_empty() {
             bufs.clear();
         }
         node.buffers.push(self.sized(views));
@@ -617,7 +749,7 @@ impl Encoder {
     ) -> Result<(), String> {
         let offsets = &data.buffers()[0];
         let child = &data.child_data()[0];
-        let (cf, cb) = if self.chance(50) {
+        let (cf, cb) = if self.chance(Variation::LongChildren, 50) {
             (self.below(3) as usize, self.below(3) as usize)
         } else {
             (0, 0)
@@ -648,7 +780,7 @@ impl Encoder {
     ) -> Result<(), String> {
         let (offsets, sizes) = (&data.buffers()[0], &data.buffers()[1]);
         let child = &data.child_data()[0];
-        let (cf, cb) = if self.chance(50) {
+        let (cf, cb) = if self.chance(Variation::LongChildren, 50) {
             (self.below(3) as usize, self.below(3) as usize)
         } else {
             (0, 0)
@@ -696,7 +828,7 @@ impl Encoder {
             UnionMode::Sparse => {
                 for child in data.child_data() {
                     let child = child.slice(data.offset(), lay.l);
-                    let extra = if self.chance(40) { 1 } else { 0 };
+                    let extra = usize::from(self.chance(Variation::LongChildren, 40));
                     let c =
                         self.node(&child, lay.pre, lay.p - lay.pre - lay.l + extra, Room::Any)?;
                     node.children.push(c);
@@ -705,21 +837,37 @@ impl Encoder {
             UnionMode::Dense => {
                 let offsets = &data.buffers()[1];
                 let filler = lay.p > lay.l;
+                // Filler slots all point at one element of child 0 when
+                // slots may share ("dense union slots may share a child
+                // element"); with that variation off, each filler slot
+                // gets an element of its own, before and after child 0's
+                // data.
+                let share = self.on(Variation::SharedUnionSlots);
+                let own = !share && filler && !data.child_data().is_empty();
+                let (pre_filler, post_filler) = if own {
+                    (lay.pre, lay.p - lay.pre - lay.l)
+                } else {
+                    (0, 0)
+                };
                 let mut fronts = Vec::new();
+                let mut extra0 = 0;
                 for (k, child) in data.child_data().iter().enumerate() {
-                    // Filler slots all point at one element of child 0: dense
-                    // union slots may share a child element.
-                    let min = usize::from(k == 0 && filler);
-                    let cf = min
-                        + if self.chance(40) {
-                            self.below(3) as usize
-                        } else {
-                            0
-                        };
-                    let cb = if self.chance(40) {
+                    let min = usize::from(k == 0 && filler && share);
+                    let extra = if self.chance(Variation::LongChildren, 40) {
                         self.below(3) as usize
                     } else {
                         0
+                    };
+                    let cb = if self.chance(Variation::LongChildren, 40) {
+                        self.below(3) as usize
+                    } else {
+                        0
+                    };
+                    let (cf, cb) = if k == 0 {
+                        extra0 = extra;
+                        (min + extra + pre_filler, cb + post_filler)
+                    } else {
+                        (min + extra, cb)
                     };
                     fronts.push(cf);
                     node.children.push(self.node(child, cf, cb, Room::Any)?);
@@ -731,17 +879,34 @@ impl Encoder {
                 // value array must be in order / increasing" holds over the
                 // whole node, filler included.
                 let mut last0 = fronts.first().map_or(0, |f| f.saturating_sub(1));
+                // Alone, the variation has no filler to share: slots of
+                // equal value in one child share that child's element
+                // (child -> the previous slot's source and exported offset).
+                let mut previous: Vec<Option<(usize, usize)>> = vec![None; fronts.len()];
+                let len0 = data.child_data().first().map_or(0, |c| c.len());
                 for i in 0..lay.p {
                     let o = match lay.slot(i) {
                         Some(j) => {
                             let id = type_ids[data.offset() + j] as i8;
                             let k = ids.iter().position(|&x| x == id).ok_or("union type id")?;
-                            let o = read_offset::<4>(offsets, data.offset() + j) + fronts[k];
+                            let src = read_offset::<4>(offsets, data.offset() + j);
+                            let mut o = src + fronts[k];
+                            if self.share_equal {
+                                if let Some((ps, po)) = previous[k] {
+                                    let child = &data.child_data()[k];
+                                    if child.slice(ps, 1) == child.slice(src, 1) {
+                                        o = po;
+                                    }
+                                }
+                                previous[k] = Some((src, o));
+                            }
                             if k == 0 {
                                 last0 = o;
                             }
                             o
                         }
+                        None if own && i < lay.pre => extra0 + i,
+                        None if own => fronts[0] + len0 + (i - lay.pre - lay.l),
                         None => last0,
                     };
                     out.extend_from_slice(&(o as i32).to_ne_bytes());

@@ -16,6 +16,6 @@ pub mod format;
 mod raw;
 mod stream;
 
-pub use encode::{Encoding, Node, SchemaNode};
+pub use encode::{Encoding, Node, SchemaNode, Variation};
 pub use raw::{Findings, Handed, Ledger, Root, RELEASED_BYTE};
 pub use stream::{FailAt, Failure, StreamPlan, OVERWRITTEN};
