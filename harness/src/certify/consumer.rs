@@ -333,32 +333,9 @@ fn cases_of(kind: Kind, si: usize, s: &Scenario) -> Vec<CaseSpec> {
 fn relevant(v: Variation, s: &Scenario) -> bool {
     use arrow_schema::{DataType::*, UnionMode};
     let mut types = Vec::new();
-    fn walk<'a>(dt: &'a arrow_schema::DataType, out: &mut Vec<&'a arrow_schema::DataType>) {
-        out.push(dt);
-        match dt {
-            List(f)
-            | LargeList(f)
-            | ListView(f)
-            | LargeListView(f)
-            | FixedSizeList(f, _)
-            | Map(f, _) => walk(f.data_type(), out),
-            Struct(fs) => fs.iter().for_each(|f| walk(f.data_type(), out)),
-            Union(fs, _) => fs.iter().for_each(|(_, f)| walk(f.data_type(), out)),
-            RunEndEncoded(r, vf) => {
-                walk(r.data_type(), out);
-                walk(vf.data_type(), out)
-            }
-            Dictionary(k, vt) => {
-                walk(k, out);
-                walk(vt, out)
-            }
-            _ => {}
-        }
+    for f in s.schema.fields() {
+        crate::generate::types::walk_types(f.data_type(), true, &mut |t| types.push(t));
     }
-    s.schema
-        .fields()
-        .iter()
-        .for_each(|f| walk(f.data_type(), &mut types));
     if types.is_empty() {
         return false;
     }

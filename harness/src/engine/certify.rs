@@ -168,8 +168,10 @@ pub fn hides_columns(c: &Case) -> bool {
             if kind.is_some_and(|k| k.starts_with("device:")) {
                 kind = parts.next();
             }
-            matches!(kind, Some("array" | "stream" | "device_array" | "device_stream"))
-                && parts.next() == Some("plain")
+            matches!(
+                kind,
+                Some("array" | "stream" | "device_array" | "device_stream")
+            ) && parts.next() == Some("plain")
         }
         _ => false,
     };

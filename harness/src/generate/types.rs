@@ -449,27 +449,49 @@ pub fn family_of(dt: &DataType) -> &'static str {
     }
 }
 
-/// Every family a type holds, its own and those of every type nested in
-/// it (dictionary values, list elements, struct and union children...).
-pub fn families_in(dt: &DataType, out: &mut std::collections::BTreeSet<&'static str>) {
+/// Visits a type and every type nested in it (list elements, struct and
+/// union children, map entries, run ends and values, dictionary values,
+/// and with `dictionary_keys` the dictionary's key type too).
+pub fn walk_types<'a>(
+    dt: &'a DataType,
+    dictionary_keys: bool,
+    visit: &mut dyn FnMut(&'a DataType),
+) {
     use DataType::*;
-    out.insert(family_of(dt));
+    visit(dt);
     match dt {
         List(f)
         | LargeList(f)
         | ListView(f)
         | LargeListView(f)
         | FixedSizeList(f, _)
-        | Map(f, _) => families_in(f.data_type(), out),
-        Struct(fs) => fs.iter().for_each(|f| families_in(f.data_type(), out)),
-        Union(fs, _) => fs.iter().for_each(|(_, f)| families_in(f.data_type(), out)),
-        Dictionary(_, v) => families_in(v, out),
+        | Map(f, _) => walk_types(f.data_type(), dictionary_keys, visit),
+        Struct(fs) => fs
+            .iter()
+            .for_each(|f| walk_types(f.data_type(), dictionary_keys, visit)),
+        Union(fs, _) => fs
+            .iter()
+            .for_each(|(_, f)| walk_types(f.data_type(), dictionary_keys, visit)),
+        Dictionary(k, v) => {
+            if dictionary_keys {
+                walk_types(k, dictionary_keys, visit);
+            }
+            walk_types(v, dictionary_keys, visit)
+        }
         RunEndEncoded(r, v) => {
-            families_in(r.data_type(), out);
-            families_in(v.data_type(), out);
+            walk_types(r.data_type(), dictionary_keys, visit);
+            walk_types(v.data_type(), dictionary_keys, visit);
         }
         _ => {}
     }
+}
+
+/// Every family a type holds, its own and those of every type nested in
+/// it (dictionary values, list elements, struct and union children...).
+pub fn families_in(dt: &DataType, out: &mut std::collections::BTreeSet<&'static str>) {
+    walk_types(dt, false, &mut |t| {
+        out.insert(family_of(t));
+    });
 }
 
 /// How a top-level field is named: plain, empty, non-ASCII.
