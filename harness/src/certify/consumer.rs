@@ -330,7 +330,7 @@ fn cases_of(kind: Kind, si: usize, s: &Scenario) -> Vec<CaseSpec> {
 /// buffers and NULL names (the batch's schema has an empty name) reach
 /// every scenario with a column; the others need the types or data they
 /// vary.
-fn relevant(v: Variation, s: &Scenario) -> bool {
+pub fn relevant(v: Variation, s: &Scenario) -> bool {
     use arrow_schema::{DataType::*, UnionMode};
     let mut types = Vec::new();
     for f in s.schema.fields() {
@@ -1182,5 +1182,78 @@ fn released(
             obs.check("consumer.release.checks-released", true, "", String::new);
             Ended::Ran
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The default plan is a covering array of strength 2 over (scenario,
+    /// variation, data path): every (scenario, path) pair has a plain case,
+    /// every (variation, relevant scenario) pair and every (variation, path)
+    /// pair a single-variation case. The full product (`--all-variations`)
+    /// has every triple.
+    #[test]
+    fn the_default_plan_covers_every_pair_and_the_flag_every_triple() {
+        let seed = 20261122;
+        let mut scenarios = crate::scenario::builtin();
+        scenarios.extend(crate::generate::scenarios(seed, 30).unwrap());
+        scenarios.extend(crate::generate::type_scenarios(seed).unwrap());
+        let ids: BTreeSet<String> = plan(&scenarios).into_iter().map(|c| c.id).collect();
+        let paths = ["array", "device_array", "stream", "device_stream"];
+        let has = |p: &str, enc: &str, s: &Scenario| {
+            let base = format!("consumer/{p}/{enc}/{}", s.name);
+            ids.contains(&base) || ids.contains(&format!("{base}/batch:0"))
+        };
+        let mut triples = 0;
+        for s in &scenarios {
+            for p in paths {
+                if (p == "array" || p == "device_array") && s.batches.is_empty() {
+                    continue;
+                }
+                assert!(has(p, "plain", s), "{p} {}", s.name);
+            }
+            for v in Variation::ALL {
+                let enc = format!("varied:{}", v.name());
+                if relevant(v, s) {
+                    assert!(paths.iter().any(|p| has(p, &enc, s)), "{enc} {}", s.name);
+                }
+            }
+        }
+        for v in Variation::ALL {
+            for p in paths {
+                let prefix = format!("consumer/{p}/varied:{}/", v.name());
+                assert!(ids.iter().any(|id| id.starts_with(&prefix)), "{prefix}");
+            }
+        }
+        let full: BTreeSet<String> = variation_plan(&scenarios, true)
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        for s in &scenarios {
+            for v in Variation::ALL {
+                for p in paths {
+                    let base = format!("consumer/{p}/varied:{}/{}", v.name(), s.name);
+                    let per_batch = p == "array" || p == "device_array";
+                    if per_batch && s.batches.is_empty() {
+                        continue;
+                    }
+                    let id = if per_batch {
+                        format!("{base}/batch:0")
+                    } else {
+                        base
+                    };
+                    assert!(full.contains(&id), "{id}");
+                    triples += 1;
+                }
+            }
+        }
+        // The covering plan is far smaller than the product it covers.
+        let default = ids.iter().filter(|id| id.contains("/varied:")).count();
+        assert!(default * 3 < full.len(), "{default} of {}", full.len());
+        assert!(triples > 0);
     }
 }

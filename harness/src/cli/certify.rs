@@ -349,6 +349,32 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             },
         )
         .map_err(BadInput)?;
+        // Single-variation pairs planned on a path the consumer does not
+        // serve: on a path it does, each result after the case it moves.
+        let so_far = checkpoint.borrow().report.clone();
+        crate::engine::certify::move_variations(
+            &engine,
+            &so_far,
+            &scenarios,
+            sources,
+            sides,
+            &mut |c: &Case, original: &str| {
+                if args.verbose
+                    || !matches!(
+                        c.verdict,
+                        Verdict::Pass | Verdict::Skip | Verdict::Limitation
+                    )
+                {
+                    println!("case {} ... {}", c.id, verdict_word(c));
+                }
+                let mut cp = checkpoint.borrow_mut();
+                if let Some(at) = cp.position.get(original).copied() {
+                    cp.position.insert(c.id.clone(), at);
+                }
+                cp.add(c);
+            },
+        )
+        .map_err(BadInput)?;
     }
 
     // Shrink what failed on generated scenarios, then write the report.

@@ -2,7 +2,8 @@
 //! family and path. A report written before reports carried `coverage`
 //! has it computed from its cases, over its scenarios rebuilt by name
 //! (built-in ones, `gen/...` from the report's seed, `gold/...` from
-//! `--gold DIR` or the report's own `--gold`).
+//! `--gold DIR` or the report's own `--gold`); `--recompute` does so for
+//! any report.
 
 use std::path::PathBuf;
 
@@ -21,12 +22,16 @@ pub struct CoverageFlags {
     /// Print the table as JSON (one row per family, path and factor).
     #[arg(long)]
     pub json: bool,
+    /// Compute the table from the report's cases even when it carries
+    /// one (a report an older arrowcert wrote has older statuses).
+    #[arg(long)]
+    pub recompute: bool,
 }
 
 /// `arrowcert coverage`, from its flags.
 pub fn coverage_command(f: CoverageFlags) -> Result<i32, BadInput> {
     let report = crate::report::read(&f.report).map_err(BadInput)?;
-    let rows = if report.coverage.is_empty() {
+    let rows = if report.coverage.is_empty() || f.recompute {
         let mut names: Vec<String> = Vec::new();
         for c in &report.cases {
             // Column subsets are found through their parents.

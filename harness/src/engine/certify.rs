@@ -278,6 +278,104 @@ pub fn split_refusals(
     Ok(())
 }
 
+/// The consumer's CPU data paths, in the order a moved pair tries them.
+const DATA_PATHS: [&str; 4] = ["stream", "array", "device_stream", "device_array"];
+
+/// The single-variation cases the covering plan put on a data path the
+/// consumer does not serve (every plain case of that path skipped unread:
+/// not exported, not offered), each as the IDs of the same (variation,
+/// scenario) on the first path it does serve (stream, array, device
+/// stream, device array), with the ID of the case it stands for. Without
+/// this the pair would reach no path at all: the plan is made before any
+/// plugin is loaded, so it cannot know which paths a library serves.
+/// IDs already in `report` are left out.
+pub fn moved_variations(report: &Report, scenarios: &[Scenario]) -> Vec<(String, String)> {
+    let served = |p: &str| {
+        let prefix = format!("consumer/{p}/plain/");
+        report.cases.iter().any(|c| {
+            c.id.starts_with(&prefix)
+                && (matches!(
+                    c.verdict,
+                    Verdict::Pass | Verdict::Fail | Verdict::Crash | Verdict::Timeout
+                ) || declined_data(c))
+        })
+    };
+    let serving: Vec<&str> = DATA_PATHS.into_iter().filter(|p| served(p)).collect();
+    let Some(&to) = serving.first() else {
+        return Vec::new();
+    };
+    let done: std::collections::HashSet<&str> =
+        report.cases.iter().map(|c| c.id.as_str()).collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in &report.cases {
+        let Some(rest) = c.id.strip_prefix("consumer/") else {
+            continue;
+        };
+        let Some((from, tail)) = rest.split_once('/') else {
+            continue;
+        };
+        if !tail.starts_with("varied:") || serving.contains(&from) || !DATA_PATHS.contains(&from) {
+            continue;
+        }
+        let Some((variation, _)) = tail.split_once('/') else {
+            continue;
+        };
+        let Some(s) = scenarios.iter().find(|s| s.name == c.scenario) else {
+            continue;
+        };
+        let base = format!("consumer/{to}/{variation}/{}", s.name);
+        let ids: Vec<String> = if to == "array" || to == "device_array" {
+            (0..s.batches.len())
+                .map(|b| format!("{base}/batch:{b}"))
+                .collect()
+        } else {
+            vec![base]
+        };
+        for id in ids {
+            if !done.contains(id.as_str()) && !out.iter().any(|(x, _)| *x == id) {
+                out.push((id, c.id.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Runs [`moved_variations`]: each result goes to `on_case` with the ID
+/// of the case it stands for.
+pub fn move_variations(
+    engine: &Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    sources: &Sources,
+    sides: certify::Sides,
+    on_case: &mut dyn FnMut(&Case, &str),
+) -> Result<(), String> {
+    let moved = moved_variations(report, scenarios);
+    if moved.is_empty() || run::proc::interrupted().is_some() || !sides.consumer {
+        return Ok(());
+    }
+    let mut plan = certify::plan(scenarios, sides, sources.seed);
+    let planned = plan.len();
+    let mut stands_for = std::collections::HashMap::new();
+    for (id, original) in &moved {
+        if let Some(spec) = certify::spec_for(&[], scenarios, id) {
+            plan.push(spec);
+            stands_for.insert(id.clone(), original.clone());
+        }
+    }
+    let selected: Vec<usize> = (planned..plan.len()).collect();
+    engine.run(
+        sources,
+        scenarios,
+        &plan,
+        planned,
+        &selected,
+        &mut |_| {},
+        &mut |c: &Case| on_case(c, stands_for.get(&c.id).map_or("", String::as_str)),
+    )?;
+    Ok(())
+}
+
 /// What a shrink is after: a rule broken, or the process dying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
@@ -684,5 +782,113 @@ mod split_tests {
             parent_case_id(&id, &format!("{}~col:1", mixed[0].name)),
             Some(format!("producer/stream/{}/batch:0", mixed[0].name))
         );
+    }
+}
+
+#[cfg(test)]
+mod move_tests {
+    use super::*;
+
+    fn case(id: &str, s: &Scenario, verdict: Verdict, message: &str) -> Case {
+        let mut c = crate::roundtrip::not_run(id, "stream", s, None, None, "arrowcert replay");
+        c.verdict = verdict;
+        c.message = Some(message.into());
+        c
+    }
+
+    /// A single-variation case planned on a path the consumer does not
+    /// serve moves to the first path it does (per batch on the array
+    /// paths); one on a served path, or with no path served, does not.
+    #[test]
+    fn variations_on_unserved_paths_move_to_a_served_one() {
+        let s = generate::scenario(3, "gen/type:int32").unwrap();
+        assert!(s.batches.len() >= 2);
+        let name = &s.name;
+        let missing = "arrowcert_consume_device_array is not exported by the plugin";
+        let mut cases = vec![
+            case(
+                &format!("consumer/array/plain/{name}/batch:0"),
+                &s,
+                Verdict::Pass,
+                "",
+            ),
+            case(
+                &format!("consumer/stream/plain/{name}"),
+                &s,
+                Verdict::Skip,
+                "arrowcert_consume_stream is not exported by the plugin",
+            ),
+            case(
+                &format!("consumer/device_array/plain/{name}/batch:0"),
+                &s,
+                Verdict::Skip,
+                missing,
+            ),
+            case(
+                &format!("consumer/device_array/varied:offset/{name}/batch:0"),
+                &s,
+                Verdict::Skip,
+                missing,
+            ),
+            case(
+                &format!("consumer/device_array/varied:offset/{name}/batch:1"),
+                &s,
+                Verdict::Skip,
+                missing,
+            ),
+            case(
+                &format!("consumer/stream/varied:garbage/{name}"),
+                &s,
+                Verdict::Skip,
+                "arrowcert_consume_stream is not exported by the plugin",
+            ),
+            case(
+                &format!("consumer/array/varied:unaligned/{name}/batch:0"),
+                &s,
+                Verdict::Pass,
+                "",
+            ),
+        ];
+        let report = |cases: Vec<Case>| Report {
+            cases,
+            ..Report::begun(
+                "certify",
+                Vec::new(),
+                std::time::SystemTime::now(),
+                String::new(),
+            )
+        };
+        let moved = moved_variations(&report(cases.clone()), std::slice::from_ref(&s));
+        let from_device = format!("consumer/device_array/varied:offset/{name}/batch:0");
+        let from_stream = format!("consumer/stream/varied:garbage/{name}");
+        let mut want: Vec<(String, String)> = (0..s.batches.len())
+            .map(|b| {
+                (
+                    format!("consumer/array/varied:offset/{name}/batch:{b}"),
+                    from_device.clone(),
+                )
+            })
+            .collect();
+        want.extend((0..s.batches.len()).map(|b| {
+            (
+                format!("consumer/array/varied:garbage/{name}/batch:{b}"),
+                from_stream.clone(),
+            )
+        }));
+        assert_eq!(moved, want);
+        // Each moved ID is a case the worker can find by its ID.
+        for (id, _) in &moved {
+            assert!(
+                certify::spec_for(&[], std::slice::from_ref(&s), id).is_some(),
+                "{id}"
+            );
+        }
+        // Already run (a resumed run): not again.
+        cases.push(case(&want[0].0, &s, Verdict::Pass, ""));
+        let again = moved_variations(&report(cases.clone()), std::slice::from_ref(&s));
+        assert_eq!(again.len(), want.len() - 1);
+        // No path served: nothing to move to.
+        cases.retain(|c| !c.id.contains("/array/"));
+        assert!(moved_variations(&report(cases), std::slice::from_ref(&s)).is_empty());
     }
 }

@@ -109,12 +109,21 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
         let Some((path, factor)) = path_and_factor(&c.id, &c.scenario) else {
             continue;
         };
-        let cell = cells.entry((path, factor)).or_default();
+        // Released-structure cases hand over a structure already released:
+        // what they check is the release protocol, on a few built-in
+        // scenarios, whatever the type; they reach no type family.
+        if path.ends_with("/released") {
+            continue;
+        }
         let declined = super::certify::declined_data(c);
+        let consumer = path.starts_with("consumer/");
+        let cell = cells.entry((path, factor)).or_default();
         // A path is reached when a case of it ran: a library can decline
         // data before the harness finds the path missing (a `py:` adapter
         // loads the data first), so declines alone say nothing of it.
-        cell.reached |= ran(c);
+        // A consumer is handed the data only on a path it serves, so its
+        // declines and errors reach the path too.
+        cell.reached |= ran(c) || (consumer && (declined || c.verdict == Verdict::Error));
         if !ran(c) && !declined && cell.skipped.is_none() {
             cell.skipped = c.message.clone();
         }
@@ -142,8 +151,22 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
         }
     }
     let families = types::family_names();
+    // Where each (side, factor, family) ran: the pairwise plan runs a
+    // (type, variation) pair on one path of a side, not on every path.
+    let mut ran_on: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
+    for ((path, factor), cell) in &cells {
+        let side = path.split('/').next().unwrap_or_default();
+        for (family, c) in &cell.families {
+            if c.ran > 0 {
+                ran_on
+                    .entry((side, factor.as_str(), family))
+                    .or_insert(path.as_str());
+            }
+        }
+    }
     let mut out = Vec::new();
-    for ((path, factor), cell) in cells {
+    for ((path, factor), cell) in &cells {
+        let side = path.split('/').next().unwrap_or_default();
         for family in &families {
             let (status, ran, why) = match cell.families.get(family) {
                 Some(c) if c.ran > 0 => ("exercised", c.ran, None),
@@ -154,11 +177,24 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
                 Some(Cell {
                     errored: Some(why), ..
                 }) => ("errored", 0, Some(why.clone())),
-                _ => ("not_reached", 0, None),
+                _ => match unplanned(factor, family, scenarios) {
+                    Some(why) => ("not_applicable", 0, Some(why)),
+                    None => match ran_on.get(&(side, factor.as_str(), family)) {
+                        Some(other) => (
+                            "elsewhere",
+                            0,
+                            Some(format!(
+                                "the pairwise plan ran this type with {factor} on {other}; \
+                                 --all-variations runs every path"
+                            )),
+                        ),
+                        None => ("not_reached", 0, None),
+                    },
+                },
             };
             out.push(CoverageRow {
                 family: family.to_string(),
-                path: path.clone(),
+                path: path.to_string(),
                 factor: factor.clone(),
                 status: status.into(),
                 cases: ran,
@@ -167,6 +203,26 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
         }
     }
     out
+}
+
+/// Why a single-variation factor (`varied:<variation>`) has nothing to
+/// run for `family`: the run's single-type scenario of that family gives
+/// the variation nothing to change (no view buffers to spread, no dense
+/// union, no nulls to put garbage under...). `None` when it does, or when
+/// the factor is not a single variation.
+fn unplanned(factor: &str, family: &str, scenarios: &[Scenario]) -> Option<String> {
+    let v = crate::export::Variation::from_name(factor.strip_prefix("varied:")?)?;
+    let name = generate::name(
+        generate::TYPE_BASE + types::family_names().iter().position(|f| *f == family)? as u64,
+        &[],
+    );
+    let s = scenarios.iter().find(|s| s.name == name)?;
+    (!crate::certify::consumer::relevant(v, s)).then(|| {
+        format!(
+            "variation {} has nothing to change in this run's {name} data",
+            v.name()
+        )
+    })
 }
 
 /// Per path, how many families were exercised, refused and not reached
@@ -178,9 +234,11 @@ pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
             .entry((r.path.as_str(), r.family.as_str()))
             .or_insert("path_skipped");
         let rank = |s: &str| match s {
-            "exercised" => 4,
-            "refused" => 3,
-            "errored" => 2,
+            "exercised" => 6,
+            "refused" => 5,
+            "errored" => 4,
+            "elsewhere" => 3,
+            "not_applicable" => 2,
             "not_reached" => 1,
             _ => 0,
         };
@@ -196,6 +254,8 @@ pub fn per_path(rows: &[CoverageRow]) -> BTreeMap<String, PathCoverage> {
             "refused" => e.refused.push(family.into()),
             "errored" => e.errored.push(family.into()),
             "not_reached" => e.not_reached.push(family.into()),
+            "elsewhere" => e.elsewhere.push(family.into()),
+            "not_applicable" => e.not_applicable.push(family.into()),
             _ => {
                 e.skipped = rows
                     .iter()
@@ -216,8 +276,52 @@ pub struct PathCoverage {
     /// decline), each alone.
     pub errored: Vec<String>,
     pub not_reached: Vec<String>,
+    /// Families only the pairwise plan's other paths ran (in no factor of
+    /// this path): see each row's `why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elsewhere: Vec<String>,
+    /// Families this path's factors have nothing to vary in (see rows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<String>,
     /// When nothing of the path was reached: why its cases were skipped.
     pub skipped: Option<String>,
+}
+
+/// Over every path of the consumer side, the best status of each (type
+/// family, single variation) pair: the pairs the covering plan promises
+/// (every pair on some path). Sorted by status, then `variation/family`.
+pub fn variation_pairs(rows: &[CoverageRow]) -> BTreeMap<String, Vec<String>> {
+    let rank = |s: &str| match s {
+        "exercised" => 5,
+        "refused" => 4,
+        "errored" => 3,
+        "not_applicable" => 2,
+        "not_reached" | "elsewhere" => 1,
+        _ => 0,
+    };
+    let mut best: BTreeMap<String, &str> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.path.starts_with("consumer/")) {
+        let Some(v) = r.factor.strip_prefix("varied:") else {
+            continue;
+        };
+        let e = best
+            .entry(format!("{v}/{}", r.family))
+            .or_insert("path_skipped");
+        if rank(&r.status) > rank(e) {
+            *e = r.status.as_str();
+        }
+    }
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (pair, status) in best {
+        // A pair only other paths' rows call "elsewhere" ran nowhere.
+        let status = if status == "elsewhere" {
+            "not_reached"
+        } else {
+            status
+        };
+        out.entry(status.to_string()).or_default().push(pair);
+    }
+    out
 }
 
 /// The coverage section of a run's summary: one line per path with the
@@ -239,6 +343,8 @@ pub fn render(rows: &[CoverageRow]) -> String {
             && p.refused.is_empty()
             && p.errored.is_empty()
             && p.not_reached.is_empty()
+            && p.elsewhere.is_empty()
+            && p.not_applicable.is_empty()
         {
             let why = p.skipped.as_deref().unwrap_or("skipped");
             out.push_str(&format!(
@@ -262,6 +368,20 @@ pub fn render(rows: &[CoverageRow]) -> String {
                 names(&p.errored)
             ));
         }
+        if !p.elsewhere.is_empty() {
+            out.push_str(&format!(
+                ", {} on other paths only{}",
+                p.elsewhere.len(),
+                names(&p.elsewhere)
+            ));
+        }
+        if !p.not_applicable.is_empty() {
+            out.push_str(&format!(
+                ", {} not applicable{}",
+                p.not_applicable.len(),
+                names(&p.not_applicable)
+            ));
+        }
         if !p.not_reached.is_empty() {
             out.push_str(&format!(
                 ", {} not reached{}",
@@ -270,6 +390,24 @@ pub fn render(rows: &[CoverageRow]) -> String {
             ));
         }
         out.push('\n');
+    }
+    let pairs = variation_pairs(rows);
+    if !pairs.is_empty() {
+        let total: usize = pairs.values().map(Vec::len).sum();
+        let mut parts: Vec<String> = Vec::new();
+        for (status, list) in &pairs {
+            let words = status.replace('_', " ");
+            parts.push(if status == "exercised" || status == "not_applicable" {
+                format!("{} {words}", list.len())
+            } else {
+                format!("{} {words}{}", list.len(), names(list))
+            });
+        }
+        out.push_str(&format!(
+            "  {:<40} {total} (type, variation) pairs over the consumer paths: {}\n",
+            "consumer varied:<variation>",
+            parts.join(", ")
+        ));
     }
     out
 }
@@ -404,5 +542,80 @@ mod tests {
         assert!(p.exercised.is_empty() && p.not_reached.is_empty());
         assert!(p.skipped.as_deref().unwrap().contains("not exported"));
         assert!(render(&rows).contains("nothing reached: arrowcert_produce_array is not exported"));
+    }
+
+    /// Single-variation factors: a family the plan ran with a variation on
+    /// another path of the side is `elsewhere` (naming that path), a family
+    /// the variation has nothing to change in is `not_applicable`, and the
+    /// released-structure cases reach no family.
+    #[test]
+    fn pairwise_cells_are_told_from_unreached_ones() {
+        let seed = 3;
+        let int32 = generate::scenario(seed, "gen/type:int32").unwrap();
+        let utf8 = generate::scenario(seed, "gen/type:utf8").unwrap();
+        let views = generate::scenario(seed, "gen/type:utf8-view").unwrap();
+        let scenarios = vec![int32, utf8, views];
+        let cases = vec![
+            case(
+                "consumer/stream/varied:offset/gen/type:int32",
+                "gen/type:int32",
+                Verdict::Pass,
+                None,
+            ),
+            case(
+                "consumer/array/varied:offset/gen/type:utf8/batch:0",
+                "gen/type:utf8",
+                Verdict::Pass,
+                None,
+            ),
+            case(
+                "consumer/array/varied:variadic-buffers/gen/type:utf8-view/batch:0",
+                "gen/type:utf8-view",
+                Verdict::Pass,
+                None,
+            ),
+            case(
+                "consumer/released/array/gen/type:int32",
+                "gen/type:int32",
+                Verdict::Pass,
+                None,
+            ),
+        ];
+        let rows = of(&cases, &scenarios);
+        let get = |path: &str, factor: &str, f: &str| {
+            rows.iter()
+                .find(|r| r.family == f && r.path == path && r.factor == factor)
+                .unwrap_or_else(|| panic!("{path} {factor} {f}"))
+        };
+        assert_eq!(
+            get("consumer/stream", "varied:offset", "int32").status,
+            "exercised"
+        );
+        let e = get("consumer/array", "varied:offset", "int32");
+        assert_eq!(e.status, "elsewhere");
+        assert!(
+            e.why.as_deref().unwrap().contains("consumer/stream"),
+            "{e:?}"
+        );
+        let n = get("consumer/array", "varied:variadic-buffers", "utf8");
+        assert_eq!(n.status, "not_applicable", "{n:?}");
+        assert_eq!(
+            get("consumer/array", "varied:variadic-buffers", "utf8-view").status,
+            "exercised"
+        );
+        // A family with no single-type scenario in the run and no case:
+        // not reached.
+        assert_eq!(
+            get("consumer/array", "varied:offset", "decimal256").status,
+            "not_reached"
+        );
+        assert!(rows.iter().all(|r| !r.path.ends_with("/released")));
+        let p = &per_path(&rows)["consumer/array"];
+        assert!(p.elsewhere.contains(&"int32".to_string()), "{p:?}");
+        assert!(render(&rows).contains("on other paths only"));
+        let pairs = variation_pairs(&rows);
+        assert!(pairs["exercised"].contains(&"offset/int32".to_string()));
+        assert!(pairs["not_applicable"].contains(&"variadic-buffers/utf8".to_string()));
+        assert!(pairs["not_reached"].contains(&"offset/decimal256".to_string()));
     }
 }

@@ -94,12 +94,17 @@ pub struct CoverageRow {
     /// case whose only column is of this family: an error, its words in
     /// `why`), `path_skipped` (no case of this path and factor
     /// ran or was declined, whatever its data: the path is not exported,
-    /// the device is missing...) or `not_reached`.
+    /// the device is missing...), `not_applicable` (a single-variation
+    /// factor, `varied:<variation>`, that has nothing to change in the
+    /// run's data of this family), `elsewhere` (the pairwise plan ran this
+    /// family with this factor on another path of the same side, named in
+    /// `why`; `--all-variations` runs every path) or `not_reached`.
     pub status: String,
     /// Cases that held the family and ran to a verdict.
     pub cases: u64,
     /// `refused`, `errored`: the library's words, from the first such case;
-    /// `path_skipped`: why the path's first case was skipped.
+    /// `path_skipped`: why the path's first case was skipped;
+    /// `not_applicable`, `elsewhere`: why nothing ran here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
