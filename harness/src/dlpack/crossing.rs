@@ -127,6 +127,7 @@ fn arrow_nodes(input: &ArrowInput) -> Result<(SchemaNode, Node), String> {
         children: Vec::new(),
         dictionary: None,
         shift: 0,
+        empty_shift: 0,
     };
     Ok((schema, node))
 }

@@ -187,6 +187,14 @@ pub struct Node {
     /// nodes' buffers so that they are not aligned to their type
     /// ("Consumers MAY decide not to support unaligned memory").
     pub shift: u8,
+    /// Added to the shift of this node's zero-length buffers when `shift`
+    /// is even (odd: 3): a single unaligned variation
+    /// ([`Encoding::Only`] of [`Variation::Unaligned`]) hands every
+    /// zero-length buffer over as a non-NULL pointer off every type's
+    /// alignment. Nothing is read through it ("Buffers ... MAY be null
+    /// only if ... zero-size", CDataInterface.rst; a consumer that reads
+    /// one, or assumes it aligned, is the one at fault).
+    pub empty_shift: u8,
 }
 
 /// One `ArrowSchema` to be.
@@ -260,6 +268,9 @@ struct Encoder {
     /// filler to share (filler comes from the other variations), dense
     /// union slots of equal value share one child element instead.
     share_equal: bool,
+    /// [`Encoding::Only`] of [`Variation::Unaligned`]: every node's
+    /// zero-length buffers are off alignment ([`Node::empty_shift`]).
+    empty_unaligned: bool,
     /// Elements laid out so far, over every node of this tree.
     elements: usize,
     /// Bytes of fixed-width values laid out so far.
@@ -283,6 +294,7 @@ impl Encoder {
             },
             on: enc.variations(),
             share_equal: matches!(enc, Encoding::Only(Variation::SharedUnionSlots, _)),
+            empty_unaligned: matches!(enc, Encoding::Only(Variation::Unaligned, _)),
             elements: 0,
             bytes: 0,
         }
@@ -307,6 +319,17 @@ impl Encoder {
         };
         if r.below(4) == 0 {
             [1, 2, 3, 4, 5, 6, 7, 12][r.below(8) as usize]
+        } else {
+            0
+        }
+    }
+
+    /// [`Node::empty_shift`]: 3 bytes (off the alignment of every type
+    /// wider than a byte) under a single unaligned variation, else 0; no
+    /// draw, so every other choice stays as it was.
+    fn empty_shift(&self) -> u8 {
+        if self.empty_unaligned {
+            3
         } else {
             0
         }
@@ -468,6 +491,7 @@ impl Encoder {
             children: Vec::new(),
             dictionary: None,
             shift: self.shift(),
+            empty_shift: self.empty_shift(),
         };
         let dt = data.data_type();
         use DataType::*;
@@ -984,6 +1008,7 @@ impl Encoder {
             children: Vec::new(),
             dictionary: None,
             shift: self.shift(),
+            empty_shift: self.empty_shift(),
         });
         let vf = usize::from(lay.pre > 0);
         let vb = usize::from(lay.p > lay.pre + l);

@@ -598,6 +598,11 @@ impl Ledger {
                 Some(bytes) => {
                     let p = match &self.device {
                         Some(d) => self.keep_device_bytes(d, bytes),
+                        // An odd shift is off every alignment wider than
+                        // a byte (Node::empty_shift).
+                        None if bytes.is_empty() && node.shift % 2 == 0 => {
+                            self.keep_bytes_at(bytes, false, node.shift + node.empty_shift)
+                        }
                         None => self.keep_bytes_at(bytes, false, node.shift),
                     };
                     buffers.push((p as usize, bytes.len(), bytes.clone()));
