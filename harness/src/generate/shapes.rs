@@ -438,6 +438,31 @@ mod tests {
             })
             .collect();
         assert_ne!(dicts[0].to_data(), dicts[2].to_data());
+        // Checked: a reader that keeps the first batch's dictionary for the
+        // later batches (IPC thinking: "the dictionary was already sent")
+        // reads other values, and the comparison every stream path judges
+        // with says so.
+        use arrow_array::{cast::AsArray, types::Int16Type, DictionaryArray};
+        let stale: Vec<RecordBatch> = s
+            .batches
+            .iter()
+            .map(|b| {
+                let d = b.column(0).as_dictionary::<Int16Type>();
+                let keys = arrow_array::Int16Array::from_iter(
+                    d.keys()
+                        .iter()
+                        .map(|k| k.map(|k| k.min(dicts[0].len() as i16 - 1))),
+                );
+                let first = DictionaryArray::<Int16Type>::try_new(keys, dicts[0].clone()).unwrap();
+                let mut cols = b.columns().to_vec();
+                cols[0] = Arc::new(first);
+                RecordBatch::try_new(b.schema(), cols).unwrap()
+            })
+            .collect();
+        let diff = crate::compare::streams(&s.schema, &s.batches, &s.schema, &stale);
+        assert!(!diff.is_empty(), "a stale dictionary read as the data");
+        let same = crate::compare::streams(&s.schema, &s.batches, &s.schema, &s.batches);
+        assert!(same.is_empty(), "{same:?}");
     }
 
     #[test]
