@@ -899,3 +899,59 @@ fn a_failure_on_generated_data_is_shrunk_and_replays() {
     );
     assert!(text.contains("MUST array.values.roundtrip at "), "{text}");
 }
+
+/// Metadata or a name that is not UTF-8 ("A binary string": schema.metadata.utf8
+/// is INFO, schema.name.utf8 SHOULD) keeps arrow-rs, which reads the values,
+/// from importing the schema. On every path the values are then not judged,
+/// with the reason: no MUST rule fails (regression: the stream and device
+/// stream paths failed array.values.roundtrip with "0 rows, expected 38").
+/// The async path is covered by async_mutants.rs's `name-latin1`.
+#[test]
+fn names_and_metadata_that_are_not_utf8_fail_no_must_rule_on_any_path() {
+    for (mutant, rule, scenario) in [
+        (
+            "metadata-cut-mid-character",
+            "schema.metadata.utf8",
+            "metadata",
+        ),
+        ("name-latin1", "schema.name.utf8", "primitive"),
+    ] {
+        let filters = [
+            format!("producer/schema/{scenario}"),
+            format!("producer/array/{scenario}/"),
+            format!("producer/device_array/{scenario}/"),
+            format!("producer/stream/{scenario}"),
+            format!("producer/device_stream/{scenario}"),
+        ];
+        let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
+        let (code, r, out) = certify(mutant, &filters, false);
+        assert_eq!(code, Some(0), "{mutant}: {out}");
+        assert_eq!(failing(&r), vec![rule.to_string()], "{mutant}: {out}");
+        for path in ["array", "device_array", "stream", "device_stream"] {
+            let prefix = format!("producer/{path}/{scenario}");
+            let cases: Vec<_> = r
+                .cases
+                .iter()
+                .filter(|c| c.id.starts_with(&prefix))
+                .collect();
+            assert!(!cases.is_empty(), "{mutant}: no {prefix} case: {out}");
+            // Each shows the byte problem, and its values are not judged.
+            for c in cases {
+                assert!(
+                    c.violations.iter().any(|v| v.rule == rule),
+                    "{mutant} {}: {:?}",
+                    c.id,
+                    c.violations
+                );
+                assert!(
+                    c.not_exercised
+                        .iter()
+                        .any(|n| n.rule == "array.values.roundtrip" && n.reason.contains("UTF-8")),
+                    "{mutant} {}: {:?}",
+                    c.id,
+                    c.not_exercised
+                );
+            }
+        }
+    }
+}

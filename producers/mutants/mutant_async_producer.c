@@ -149,7 +149,11 @@
   X(EOS_AFTER_ERROR, "eos-after-error")                                                \
   /* async.extract.error-follows: the first task's extract_data fails (EIO, */          \
   /* its array cleaned up) and the driver goes on delivering as if it had not */       \
-  X(CONTINUES_AFTER_FAILED_EXTRACT, "continues-after-failed-extract")
+  X(CONTINUES_AFTER_FAILED_EXTRACT, "continues-after-failed-extract")                  \
+  /* schema.name.utf8 (SHOULD): the first field's name passed through in */           \
+  /* Latin-1 ("caf\xe9"); arrow-rs cannot import it, so the values are not */          \
+  /* judged, and nothing else may fail (issue 39: no MUST on any path) */             \
+  X(NAME_LATIN1, "name-latin1")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -766,6 +770,53 @@ static void drop_base(struct stream* s) {
   s->eof = 1; /* nothing more to fetch */
 }
 
+
+/* name-latin1: the base's first child name swapped for a Latin-1 one until
+ * the schema is released. The base frees what its own pointers point to,
+ * so the release puts the base's name back first. The schema may have been
+ * moved by then: the saved state is found by its private_data, which a
+ * move keeps. */
+#define LATIN1_SLOTS 64
+static struct latin1_slot {
+  void* private_data;
+  struct ArrowSchema* child;
+  const char* name;
+  void (*release)(struct ArrowSchema*);
+} latin1_slots[LATIN1_SLOTS];
+static pthread_mutex_t latin1_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void latin1_release(struct ArrowSchema* schema) {
+  pthread_mutex_lock(&latin1_mu);
+  for (int i = 0; i < LATIN1_SLOTS; i++) {
+    struct latin1_slot* e = &latin1_slots[i];
+    if (e->release && e->private_data == schema->private_data) {
+      e->child->name = e->name;
+      schema->release = e->release;
+      e->release = NULL;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&latin1_mu);
+  if (schema->release != latin1_release && schema->release) schema->release(schema);
+}
+
+static void latin1_first_name(struct ArrowSchema* schema) {
+  if (!schema->release || schema->n_children < 1) return;
+  pthread_mutex_lock(&latin1_mu);
+  for (int i = 0; i < LATIN1_SLOTS; i++) {
+    struct latin1_slot* e = &latin1_slots[i];
+    if (e->release) continue;
+    e->private_data = schema->private_data;
+    e->child = schema->children[0];
+    e->name = e->child->name;
+    e->release = schema->release;
+    e->child->name = "caf\xe9";
+    schema->release = latin1_release;
+    break;
+  }
+  pthread_mutex_unlock(&latin1_mu);
+}
+
 static void* driver(void* arg) {
   struct stream* s = arg;
   struct ArrowAsyncDeviceStreamHandler* h = s->h;
@@ -801,6 +852,7 @@ static void* driver(void* arg) {
       deliver(s, &a);
     }
   } else {
+    if (M == NAME_LATIN1) latin1_first_name(&schema);
     set_phase(s, IN_SCHEMA);
     rc = alive(s) ? h->on_schema(h, &schema) : ECANCELED;
     /* not moved by the consumer: still ours */

@@ -1338,6 +1338,9 @@ static int w_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
   if (M == SCHEMA_TAKEN_ONCE && w->schemas++ > 0)
     return w_fail(w, EINVAL, "the schema was already taken");
   int rc = w->inner.get_schema(&w->inner, out);
+  /* The schema-level byte mutations reach a stream's schema as they reach
+   * arrowcert_produce_schema's (a library has one schema exporter). */
+  if (rc == 0 && (M == METADATA_CUT_MID_CHARACTER || M == NAME_LATIN1)) mutate_schema(out);
   if (rc == 0 && M == SCHEMA_COPIES_SHARE_NAMES && out->n_children > 0) {
     struct ArrowSchema* col = out->children[0];
     if (!w->first_name && col->name && strlen(col->name) < 64) {
@@ -1432,7 +1435,10 @@ struct dwrapped { struct ArrowDeviceArrayStream inner; };
 
 static int dw_get_schema(struct ArrowDeviceArrayStream* s, struct ArrowSchema* out) {
   struct dwrapped* w = s->private_data;
-  return w->inner.get_schema(&w->inner, out);
+  int rc = w->inner.get_schema(&w->inner, out);
+  /* As w_get_schema. */
+  if (rc == 0 && (M == METADATA_CUT_MID_CHARACTER || M == NAME_LATIN1)) mutate_schema(out);
+  return rc;
 }
 static int dw_get_next(struct ArrowDeviceArrayStream* s, struct ArrowDeviceArray* out) {
   struct dwrapped* w = s->private_data;
@@ -1459,7 +1465,8 @@ int arrowcert_produce_device_stream(const uint8_t* ipc, int64_t len, int32_t dev
   int rc = BASE(arrowcert_produce_device_stream)(ipc, len, device_type, device_id, out);
   if (rc != 0) return rc;
   if (M == STREAM_DEVICE_TYPE) out->device_type = ARROW_DEVICE_CUDA_HOST;
-  if (M == CHUNK_ON_OTHER_DEVICE || M == CHUNK_ON_PINNED_HOST) {
+  if (M == CHUNK_ON_OTHER_DEVICE || M == CHUNK_ON_PINNED_HOST || M == METADATA_CUT_MID_CHARACTER ||
+      M == NAME_LATIN1) {
     struct dwrapped* w = calloc(1, sizeof *w);
     w->inner = *out;
     out->get_schema = dw_get_schema;

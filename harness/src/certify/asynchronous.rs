@@ -384,6 +384,9 @@ fn check_arrays(
 ) {
     let mut read = Vec::new();
     let mut contiguous = true;
+    // A task arrow-rs could not read for names or metadata that are not
+    // UTF-8: the values are not judged (as on every other path).
+    let mut unreadable = false;
     for (i, x) in arrays.iter_mut().enumerate() {
         let at = format!("task {}", x.index);
         let mut sub = Observations::default();
@@ -412,6 +415,7 @@ fn check_arrays(
                         .any(|(r, _, _)| crate::inspect::UNREADABLE_BY_ARROW_RS.contains(r)) =>
                 {
                     contiguous = false;
+                    unreadable = true;
                 }
                 Err(e) => {
                     found.push((
@@ -423,6 +427,9 @@ fn check_arrays(
                 }
             }
         }
+    }
+    if unreadable {
+        return;
     }
     // Values: the rows read, in task order, are the scenario's first rows;
     // all of them when the stream ran to its end with every task read.
