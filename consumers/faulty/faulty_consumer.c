@@ -3,6 +3,7 @@
  * Faults hit arrowcert_consume_array:
  *   SEGV_CONSUME   write through NULL
  *   HANG_CONSUME   never return
+ *   FLAKY_CONSUME  crash in the first process, decline in every later one
  * With -DLOAD_LOG it appends a line to the file $ARROWCERT_TEST_LOAD_LOG each
  * time it is loaded (tests count the workers that loaded it).
  * and, with -DFAULT_CANCELS, the async entry points: a handler that cancels
@@ -10,6 +11,8 @@
  * idempotent), to drive producers' cancel paths.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "arrowcert_plugin.h"
@@ -39,6 +42,20 @@ int arrowcert_consume_array(struct ArrowSchema* schema, struct ArrowArray* array
 #elif defined(FAULT_HANG_CONSUME)
   (void)schema; (void)array;
   for (;;) pause();
+#elif defined(FAULT_FLAKY_CONSUME)
+  /* Crashes in the first process that calls it ($ARROWCERT_TEST_FLAKY_MARK,
+   * a file, records that one did); in every later process it declines
+   * cleanly (released, ENOSYS): a verdict that changes from run to run. */
+  {
+    const char* mark = getenv("ARROWCERT_TEST_FLAKY_MARK");
+    if (mark && access(mark, F_OK) != 0) {
+      FILE* f = fopen(mark, "w");
+      if (f) fclose(f);
+      *(volatile int*)0 = 1;
+    }
+    if (array->release) array->release(array);
+    if (schema->release) schema->release(schema);
+  }
 #endif
   return ENOSYS;
 }

@@ -1387,3 +1387,57 @@ fn matrix_interrupted(to_group: bool) {
         .collect();
     assert!(left.is_empty(), "still running: {left:?}");
 }
+
+/// `--repeat N`: a case that did not pass runs N more times, each round in
+/// fresh workers; one whose verdict changes is flaky, with every verdict
+/// seen, in the report, the summary, the result line and the JUnit file.
+/// Without `--repeat` nothing is rerun.
+#[test]
+fn a_verdict_that_changes_when_run_again_is_reported_flaky() {
+    let consumer = faulty("consumer", "FLAKY_CONSUME");
+    let dir = scratch("flaky");
+    let id = "consumer/array/plain/primitive/batch:0";
+    let run = |repeat: &str, name: &str| {
+        let mark = dir.join(format!("{name}.mark"));
+        let _ = std::fs::remove_file(&mark);
+        let report = dir.join(format!("{name}.json"));
+        let junit = dir.join(format!("{name}.xml"));
+        let out = Command::new(arrowcert_exe())
+            .args(["certify", "--consumer"])
+            .arg(&consumer)
+            .args(["--jobs", "1", "--repeat", repeat, "--report"])
+            .arg(&report)
+            .arg("--junit")
+            .arg(&junit)
+            .args(["--exact", id])
+            .env("ARROWCERT_TEST_FLAKY_MARK", &mark)
+            .output()
+            .expect("arrowcert runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let r = arrowcert::report::read(&report).unwrap();
+        let junit = std::fs::read_to_string(&junit).unwrap();
+        (r, stdout, junit)
+    };
+    let (r, stdout, junit) = run("2", "repeat");
+    let c = r.cases.iter().find(|c| c.id == id).expect("the case ran");
+    assert_eq!(c.verdict, Verdict::Crash, "{stdout}");
+    assert_eq!(
+        c.flaky,
+        vec![Verdict::Crash, Verdict::Limitation],
+        "{stdout}"
+    );
+    assert_eq!(r.summary.flaky, 1, "{stdout}");
+    assert!(stdout.contains("1 flaky"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{id} (crash, limitation)")),
+        "{stdout}"
+    );
+    assert!(
+        junit.contains("flaky: the verdict changed when run again (crash, limitation)"),
+        "{junit}"
+    );
+    let (r, stdout, _) = run("0", "once");
+    let c = r.cases.iter().find(|c| c.id == id).expect("the case ran");
+    assert_eq!(c.verdict, Verdict::Crash, "{stdout}");
+    assert!(c.flaky.is_empty() && r.summary.flaky == 0, "{stdout}");
+}

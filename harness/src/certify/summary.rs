@@ -299,6 +299,19 @@ fn junit_case(c: &Case) -> String {
         ),
         Verdict::Skip => format!("<skipped type=\"skip\" message=\"{}\"/>", xml(message)),
     };
+    // A flaky case says so in its output (JUnit has no flaky state).
+    let inner = if c.flaky.is_empty() {
+        inner
+    } else {
+        let seen: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
+        format!(
+            "{inner}<system-out>{}</system-out>",
+            xml(&format!(
+                "flaky: the verdict changed when run again ({})",
+                seen.join(", ")
+            ))
+        )
+    };
     format!(
         "  <testcase classname=\"arrowcert.cases.{}\" name=\"{}\" time=\"{:.3}\">{inner}</testcase>\n",
         xml(&class.join(".")),

@@ -65,6 +65,8 @@ pub struct Args {
     /// `--all-variations`: every variation of the varied encoding alone on
     /// every consumer data path for every scenario, not the covering choice.
     pub all_variations: bool,
+    /// `--repeat N`: every case that did not pass runs N more times.
+    pub repeat: u32,
 }
 
 /// The device types a run covers, and a line on the ones left out.
@@ -242,7 +244,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             _ => Ok(None),
         }
     };
-    let engine = Engine {
+    let mut engine = Engine {
         jobs: args.jobs,
         producer_path: args.producer.as_ref().map(|l| l.path.clone()),
         consumer_path: args.consumer.as_ref().map(|l| l.path.clone()),
@@ -377,6 +379,33 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .map_err(BadInput)?;
     }
 
+    // `--repeat`: what did not pass runs again; a verdict that changes
+    // makes the case flaky.
+    if interrupted.is_none() && !args.replay && args.repeat > 0 {
+        let so_far = checkpoint.borrow().report.clone();
+        let seen = crate::engine::certify::rerun_unsettled(
+            &mut engine,
+            &so_far,
+            &scenarios,
+            &plan,
+            planned,
+            sources,
+            sides,
+            args.repeat,
+        )
+        .map_err(BadInput)?;
+        let mut cp = checkpoint.borrow_mut();
+        for c in cp.report.cases.iter_mut() {
+            if let Some(reruns) = seen.get(&c.id) {
+                c.flaky = crate::engine::certify::flaky_outcomes(c.verdict, reruns);
+                if !c.flaky.is_empty() {
+                    let words: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
+                    println!("case {} ... flaky ({})", c.id, words.join(", "));
+                }
+            }
+        }
+    }
+
     // Shrink what failed on generated scenarios, then write the report.
     let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
         let report = &checkpoint.borrow().report;
@@ -480,6 +509,24 @@ fn print_result(report: &Report, judgement: &outcome::Judgement, replay: bool) {
     );
     for reason in &judgement.reasons {
         println!("  {}", report::printable(reason));
+    }
+    let flaky: Vec<&Case> = report
+        .cases
+        .iter()
+        .filter(|c| !c.flaky.is_empty())
+        .collect();
+    if !flaky.is_empty() {
+        println!(
+            "  {} case(s) flaky (the verdict changed when run again; the first run's counts):",
+            flaky.len()
+        );
+        for c in flaky.iter().take(10) {
+            let seen: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
+            println!("    {} ({})", c.id, seen.join(", "));
+        }
+        if flaky.len() > 10 {
+            println!("    ... {} more in the report", flaky.len() - 10);
+        }
     }
     print_unused_expectations(report);
     if let Some(seed) = report.seed {
@@ -643,6 +690,12 @@ pub struct CertifyFlags {
     /// with every scenario it can change, once).
     #[arg(long)]
     pub all_variations: bool,
+    /// Run every case that did not pass (a failure, an error, a crash, a
+    /// hang, a limitation) N more times, each round in fresh worker
+    /// processes: a case whose verdict changes is reported flaky, with
+    /// every verdict seen (its first run's stays its verdict).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub repeat: u32,
 }
 
 /// `arrowcert certify`, from its flags.
@@ -671,6 +724,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         require_devices,
         dlpack,
         all_variations,
+        repeat,
     } = f;
     if dlpack {
         let mut kinds = device_kinds(&devices, "--device")?;
@@ -709,6 +763,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         },
         require_devices: device_kinds(&require_devices, "--require-device")?,
         all_variations,
+        repeat,
         producer: lib(
             producer
                 .clone()
@@ -856,6 +911,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         devices: Some(crate::device::Kind::ALL.to_vec()),
         require_devices: Vec::new(),
         all_variations: false,
+        repeat: 0,
     })
 }
 

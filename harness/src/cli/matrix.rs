@@ -37,6 +37,9 @@ pub struct Args {
     pub case_timeout_ms: u64,
     /// Candidates tried when shrinking a certification failure.
     pub shrink_candidates: u64,
+    /// Certification units: every case that did not pass runs this many
+    /// more times (`certify --repeat`); 0: none.
+    pub repeat: u32,
     /// Print the plan and exit.
     pub list: bool,
     /// Units run at once (each a child process with `jobs` workers).
@@ -138,6 +141,9 @@ fn unit_args(args: &Args, unit: &Planned, report: &Path) -> Vec<String> {
                 "--shrink-candidates".into(),
                 args.shrink_candidates.to_string(),
             ]);
+            if args.repeat > 0 {
+                v.extend(["--repeat".into(), args.repeat.to_string()]);
+            }
         }
         UnitKind::Pair => {
             v.push("roundtrip".into());
@@ -213,6 +219,7 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
         changed_paths: Default::default(),
         changed_cases: Vec::new(),
         limitation_cases: 0,
+        flaky_cases: Vec::new(),
         coverage: Default::default(),
         expectations: None,
         unexpected: Vec::new(),
@@ -299,6 +306,15 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
             .collect();
     }
     unit.limitation_cases = run.limitations.len() as u64;
+    unit.flaky_cases = run
+        .cases
+        .iter()
+        .filter(|c| !c.flaky.is_empty())
+        .map(|c| {
+            let seen: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
+            format!("{} ({})", c.id, seen.join(", "))
+        })
+        .collect();
     unit.coverage = crate::engine::coverage::per_path(&run.coverage)
         .into_iter()
         .filter(|(_, p)| !p.exercised.is_empty() || !p.refused.is_empty())
@@ -661,6 +677,11 @@ pub struct MatrixFlags {
     /// Candidates tried when shrinking a certification failure.
     #[arg(long, default_value_t = 200)]
     pub shrink_candidates: u64,
+    /// Certification units run every case that did not pass N more
+    /// times, in fresh workers (`certify --repeat`): a verdict that
+    /// changes is reported flaky, in the unit and the matrix.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub repeat: u32,
     /// Print the units this run (or shard) would run, and exit.
     #[arg(long)]
     pub list: bool,
@@ -692,6 +713,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         units_at_once,
         case_timeout_ms,
         shrink_candidates,
+        repeat,
         list,
         filters,
         expectations,
@@ -734,6 +756,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         jobs,
         case_timeout_ms,
         shrink_candidates,
+        repeat,
         list,
         units_at_once,
         filters,

@@ -67,7 +67,7 @@ pub fn verdict_word(c: &Case) -> String {
 /// some).
 pub fn counts(s: &report::Summary, duration_ms: u64) -> String {
     format!(
-        "{} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}; finished in {:.2}s",
+        "{} passed; {} failed; {} errors; {} crashed; {} timed out; {} limitations; {} skipped{}{}; finished in {:.2}s",
         s.passed,
         s.failed,
         s.errors,
@@ -77,6 +77,11 @@ pub fn counts(s: &report::Summary, duration_ms: u64) -> String {
         s.skipped,
         if s.harness_errors > 0 {
             format!("; {} harness errors", s.harness_errors)
+        } else {
+            String::new()
+        },
+        if s.flaky > 0 {
+            format!("; {} flaky", s.flaky)
         } else {
             String::new()
         },

@@ -711,6 +711,7 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
                 reason: why.clone(),
             })
             .collect(),
+        flaky: Vec::new(),
     }
 }
 

@@ -376,6 +376,122 @@ pub fn move_variations(
     Ok(())
 }
 
+/// Whether `--repeat` runs a case again: it ran and did not pass (a
+/// failure, an error, a crash, a hang, a harness error, or a limitation).
+/// Skips and passes are not rerun, nor the cases of a path found to hang
+/// (each would hang again).
+pub fn unsettled(c: &Case) -> bool {
+    !matches!(c.verdict, Verdict::Pass | Verdict::Skip)
+        && !c
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with(report::HANGING))
+}
+
+/// `--repeat`: runs every [`unsettled`] case of `report` again, `rounds`
+/// times, each round in fresh worker processes (the pool of the round
+/// before is stopped first; in-process runs rerun in this process), and
+/// returns the verdicts each case got, in round order. Cases of column
+/// subsets (`gen/3~col:1`) are rebuilt from their parent scenario.
+#[allow(clippy::too_many_arguments)]
+pub fn rerun_unsettled(
+    engine: &mut Engine,
+    report: &Report,
+    scenarios: &[Scenario],
+    plan: &[CaseSpec],
+    planned: usize,
+    sources: &Sources,
+    sides: certify::Sides,
+    rounds: u32,
+) -> Result<std::collections::BTreeMap<String, Vec<Verdict>>, String> {
+    let mut seen: std::collections::BTreeMap<String, Vec<Verdict>> = Default::default();
+    let ids: Vec<&Case> = report.cases.iter().filter(|c| unsettled(c)).collect();
+    if ids.is_empty() || rounds == 0 {
+        return Ok(seen);
+    }
+    // Cases of the run's own scenarios: the plan, or found by their IDs.
+    let mut whole: Vec<CaseSpec> = plan.to_vec();
+    let mut selected = Vec::new();
+    // Column subsets: their own scenarios and plan, as split_refusals
+    // made them.
+    let mut subs: Vec<Scenario> = Vec::new();
+    let mut sub_ids = std::collections::HashSet::new();
+    for c in &ids {
+        if let Some(i) = whole.iter().position(|s| s.id == c.id) {
+            selected.push(i);
+        } else if let Some(spec) = certify::spec_for(&[], scenarios, &c.id) {
+            whole.push(spec);
+            selected.push(whole.len() - 1);
+        } else if let Some((parent, col)) = generate::parse_column_name(&c.scenario) {
+            if !subs.iter().any(|s| s.name == c.scenario) {
+                if let Some(p) = scenarios.iter().find(|s| s.name == parent) {
+                    subs.push(generate::project(p, &c.scenario, col)?);
+                }
+            }
+            sub_ids.insert(c.id.clone());
+        }
+    }
+    let sub_plan = certify::plan(&subs, sides, sources.seed);
+    let sub_selected: Vec<usize> = (0..sub_plan.len())
+        .filter(|&i| sub_ids.contains(&sub_plan[i].id))
+        .collect();
+    let only = Sources {
+        builtin: false,
+        gold: None,
+        generated: 0,
+        single_types: false,
+        seed: sources.seed,
+        only: Some(subs.iter().map(|s| s.name.clone()).collect()),
+    };
+    for _ in 0..rounds {
+        if run::proc::interrupted().is_some() {
+            break;
+        }
+        // Fresh workers: the pool of the run (or round) before goes.
+        drop(engine.kept.take());
+        let mut record = |c: &Case| seen.entry(c.id.clone()).or_default().push(c.verdict);
+        if !selected.is_empty() {
+            engine.run(
+                sources,
+                scenarios,
+                &whole,
+                planned,
+                &selected,
+                &mut |_| {},
+                &mut record,
+            )?;
+        }
+        if !sub_selected.is_empty() {
+            engine.run(
+                &only,
+                &subs,
+                &sub_plan,
+                sub_plan.len(),
+                &sub_selected,
+                &mut |_| {},
+                &mut record,
+            )?;
+        }
+    }
+    Ok(seen)
+}
+
+/// The verdicts a case got, its first run's first, when they are not all
+/// the same (`Case::flaky`); empty otherwise.
+pub fn flaky_outcomes(first: Verdict, reruns: &[Verdict]) -> Vec<Verdict> {
+    let mut out = vec![first];
+    for &v in reruns {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.len() > 1 {
+        out
+    } else {
+        Vec::new()
+    }
+}
+
 /// What a shrink is after: a rule broken, or the process dying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {

@@ -203,6 +203,9 @@ pub struct Unit {
     /// Cases the consumer declined as a limitation the spec permits.
     #[serde(default)]
     pub limitation_cases: u64,
+    /// `--repeat`: the unit's flaky cases, each as `ID (verdicts seen)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky_cases: Vec<String>,
     /// Certification: per path, how many type families of the generator
     /// the unit exercised, the library refused, and nothing reached
     /// (paths the unit reached nothing of are left out).

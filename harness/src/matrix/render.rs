@@ -124,6 +124,7 @@ fn short_summary(s: &Summary) -> String {
         (s.crashed, "crashed"),
         (s.timed_out, "hung"),
         (s.skipped, "skipped"),
+        (s.flaky, "flaky"),
     ] {
         if n > 0 {
             parts.push(format!("{n} {word}"));
@@ -326,6 +327,26 @@ pub fn markdown(m: &Matrix) -> String {
         );
         for u in &limited {
             let _ = writeln!(o, "- {}: {} cases", md(&u.id), u.limitation_cases);
+        }
+    }
+    let flaky: Vec<&Unit> = m
+        .units
+        .iter()
+        .filter(|u| !u.flaky_cases.is_empty())
+        .collect();
+    if !flaky.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Flaky\n\nCases whose verdict changed when run again (`--repeat`), with every \
+             verdict seen; the first run's counts.\n"
+        );
+        for u in &flaky {
+            let _ = writeln!(
+                o,
+                "- {}: {}",
+                md(&u.id),
+                md(&clip(&u.flaky_cases.join("; "), 600))
+            );
         }
     }
     let unexpected = m.unexpected_units();
@@ -656,6 +677,27 @@ pub fn page(m: &Matrix) -> String {
         );
         for u in &limited {
             let _ = writeln!(o, "<li>{}: {} cases</li>", html(&u.id), u.limitation_cases);
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    let flaky: Vec<&Unit> = m
+        .units
+        .iter()
+        .filter(|u| !u.flaky_cases.is_empty())
+        .collect();
+    if !flaky.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2 id=\"flaky\">Flaky</h2>\n<p>Cases whose verdict changed when run again \
+             (<code>--repeat</code>), with every verdict seen; the first run's counts.</p><ul>"
+        );
+        for u in &flaky {
+            let _ = writeln!(
+                o,
+                "<li>{}: {}</li>",
+                html(&u.id),
+                html(&clip(&u.flaky_cases.join("; "), 600))
+            );
         }
         let _ = writeln!(o, "</ul>");
     }

@@ -291,6 +291,11 @@ pub struct Case {
     /// each with the reason (never counted as checked or passed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_exercised: Vec<NotExercised>,
+    /// `--repeat`: the case did not pass, was run again, and its verdict
+    /// changed: every verdict seen, the first run's (`verdict`) first.
+    /// Empty when the case was not rerun or held still.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<Verdict>,
 }
 
 impl Case {
@@ -379,6 +384,11 @@ pub struct Summary {
     /// Cases arrowcert's own code failed (please report these).
     #[serde(default)]
     pub harness_errors: u64,
+    /// Of all the cases, those `--repeat` found flaky (their verdict
+    /// changed when run again); each is also counted under its first
+    /// verdict.
+    #[serde(default)]
+    pub flaky: u64,
 }
 
 impl Summary {
@@ -386,6 +396,7 @@ impl Summary {
         let mut s = Summary::default();
         for c in cases {
             s.count(c.verdict);
+            s.flaky += u64::from(!c.flaky.is_empty());
         }
         s
     }
