@@ -14,6 +14,9 @@ pyarrow builds the input:
   type flavour (reports/FINDINGS.md, "How data differences are judged").
 - duration[ns] -9223372036854775808 (int64 min) comes back as null: it is
   pandas' NaT sentinel, so a valid value turns into a null.
+- a map column comes back as list<list<int64>>: pandas holds each entry as
+  a (key, value) tuple, and pyarrow infers a list for it (the harness sees
+  a list where an entry struct was).
 
 Exits 1 when any column differs after the round trip.
 """
@@ -24,6 +27,7 @@ INPUT = pa.table({
     "i8": pa.array([0, 3, None], pa.int8()),
     "list_i32": pa.array([[-2147483648, 2147483647], None, [1, None]], pa.list_(pa.int32())),
     "duration": pa.array([-9223372036854775808, 0, None], pa.duration("ns")),
+    "map": pa.array([[(-4, -7)], [(-4, -93), (-1, 52)], None], pa.map_(pa.int8(), pa.int16())),
 })
 
 
