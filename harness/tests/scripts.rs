@@ -1,0 +1,29 @@
+//! The project's Python scripts' own tests, run where CI runs everything
+//! (`cargo test --workspace`): `scripts/test_expectations_from_reports.py`
+//! (the expectations draft script's traced causes and `--retrace`).
+
+mod support;
+
+use std::process::Command;
+
+use support::workspace_dir;
+
+#[test]
+fn the_expectations_draft_scripts_tests_pass() {
+    let script = workspace_dir().join("scripts/test_expectations_from_reports.py");
+    let out = match Command::new("python3").arg("-W").arg("error").arg(&script).output() {
+        Ok(out) => out,
+        Err(e) => {
+            // The brief's fresh machine has python3; say so if this one has not.
+            println!("SKIPPED: python3 cannot be run here: {e}");
+            return;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("OK"), "{text}");
+}
