@@ -11,7 +11,12 @@ use support::workspace_dir;
 #[test]
 fn the_expectations_draft_scripts_tests_pass() {
     let script = workspace_dir().join("scripts/test_expectations_from_reports.py");
-    let out = match Command::new("python3").arg("-W").arg("error").arg(&script).output() {
+    let out = match Command::new("python3")
+        .arg("-W")
+        .arg("error")
+        .arg(&script)
+        .output()
+    {
         Ok(out) => out,
         Err(e) => {
             // The brief's fresh machine has python3; say so if this one has not.

@@ -704,6 +704,35 @@ fn valid_hand_built_edge_cases_pass() {
         vec![],
     );
     assert_clean(&check_array_raw(s, a), "empty utf8 with NULL data");
+    // Empty utf8 and large binary arrays whose one offset is not 0 ("Generally
+    // the first slot in the offsets array is 0"), with NULL data or data
+    // at a dangling address (arrow-rs hands 0x80 for an empty buffer): no
+    // slot reaches a byte, so no byte is required (regression: Arrow C++,
+    // arro3 and DataFusion hand a zero-length garbage-variation column
+    // back so, and were failed).
+    for (format, offsets, data) in [
+        ("u", leak_buf(vec![4i32]), std::ptr::null()),
+        ("u", leak_buf(vec![2i32]), 0x80 as *const c_void),
+        ("Z", leak_buf(vec![4i64]), 0x80 as *const c_void),
+    ] {
+        let s = sch(format, 0, vec![]);
+        let a = arr(0, 0, 0, vec![std::ptr::null(), offsets, data], vec![]);
+        assert_clean(&check_array_raw(s, a), "empty binary, first offset past 0");
+    }
+    // A slice of no slots at an offset: the same.
+    let s = sch("u", 0, vec![]);
+    let a = arr(
+        0,
+        0,
+        1,
+        vec![
+            std::ptr::null(),
+            leak_buf(vec![0i32, 3]),
+            0x80 as *const c_void,
+        ],
+        vec![],
+    );
+    assert_clean(&check_array_raw(s, a), "no slots at offset 1");
     // null_count -1 with a bitmap: not checked against the bits.
     let s = sch("i", 2, vec![]);
     let a = arr(
