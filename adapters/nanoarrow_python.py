@@ -11,3 +11,9 @@ def load(data):
 
 def read(data):
     return na.Array(data)
+
+
+def values(arr):
+    # nanoarrow's own conversion to Python objects (to_pylist of each
+    # column), not its Arrow exporter.
+    return [arr.child(i).to_pylist() for i in range(arr.n_children)]

@@ -125,6 +125,7 @@ mod tests {
             checked: Vec::new(),
             violations: Vec::new(),
             not_exercised: Vec::new(),
+            view: None,
             changed: Vec::new(),
         }
     }

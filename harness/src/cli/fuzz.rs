@@ -344,6 +344,7 @@ fn unreplayed(target: Target, name: &str, verdict: Verdict, message: String) -> 
         checked: Vec::new(),
         violations: Vec::new(),
         not_exercised: Vec::new(),
+        view: None,
         changed: Vec::new(),
     }
 }

@@ -405,6 +405,18 @@ pub fn bundled_plugin(name: &str, role: &str) -> Option<&'static Bundled> {
 }
 
 impl Bundled {
+    /// Whether its library (or adapter file, a variant's `#NAME` aside)
+    /// is there.
+    pub fn exists(&self) -> bool {
+        let path = self.location();
+        if self.place == Place::Adapter {
+            let text = path.to_string_lossy();
+            let file = text.rsplit_once('#').map_or(&*text, |(f, _)| f);
+            return Path::new(file).exists();
+        }
+        path.exists()
+    }
+
     /// Where this plugin's library is expected: beside the running
     /// executable, or `target/real/lib/` for real-library adapters (found
     /// from the executable's directory, `target/<profile>/`).
@@ -461,7 +473,7 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
         ))
     })?;
     let path = entry.location();
-    if !path.exists() {
+    if !entry.exists() {
         let how = match entry.place {
             Place::Workspace => {
                 "build it with `cargo build --workspace` (same profile as arrowcert)"

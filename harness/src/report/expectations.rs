@@ -348,6 +348,7 @@ mod tests {
                 })
                 .collect(),
             not_exercised: Vec::new(),
+            view: None,
         }
     }
 

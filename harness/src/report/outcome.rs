@@ -345,6 +345,7 @@ mod tests {
             checked: checked.iter().map(|s| s.to_string()).collect(),
             violations: Vec::new(),
             not_exercised: Vec::new(),
+            view: None,
         }
     }
 

@@ -370,6 +370,7 @@ pub fn not_run(
         checked: Vec::new(),
         violations: Vec::new(),
         not_exercised: Vec::new(),
+        view: None,
         changed: Vec::new(),
     }
 }

@@ -166,6 +166,7 @@ mod tests {
             checked: Vec::new(),
             violations: Vec::new(),
             not_exercised: Vec::new(),
+            view: None,
         }
     }
 
