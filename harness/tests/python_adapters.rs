@@ -670,3 +670,41 @@ fn variants_are_named_selected_and_certified_apart() {
         .expect("arrowcert runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_matrix_certifies_a_variant_alone_and_names_it() {
+    let Some(py) = python() else { return };
+    let base = format!("py:{}", workspace_dir().join("adapters/pyarrow.py").display());
+    let variant = format!("{base}#array");
+    let out_dir = scratch("py-adapters").join("variant-matrix");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(arrowcert_exe())
+        .env("ARROWCERT_PYTHON", &py)
+        .args(["matrix", "--cases", "0", "--seed", "3", "--jobs", "1"])
+        .args(["--filter", "/primitive", "--out"])
+        .arg(&out_dir)
+        .arg("--producers")
+        .arg(format!("{base},{variant}"))
+        .arg("--consumers")
+        .arg(format!("{base},{variant}"))
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = arrowcert::matrix::read(&out_dir.join("matrix.json")).expect(&text);
+    let ids: Vec<&str> = m.units.iter().map(|u| u.id.as_str()).collect();
+    // Two certifications each side, one pair: the variant is certified
+    // alone.
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    assert_eq!(ids.iter().filter(|i| i.starts_with("pair/")).count(), 1);
+    assert!(ids.iter().any(|i| i.starts_with("certify/producer/") && i.ends_with("#array")));
+    let md = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
+    // The single-sided table names the variant and its identity.
+    assert!(md.contains("#array |") && md.contains("(PyCapsule) \\[array\\]"), "{md}");
+    // The pair grid has one row and one column.
+    let grid = md.split("## Pairs by interface path").next().unwrap();
+    assert!(!grid.contains("#array"), "{grid}");
+}
