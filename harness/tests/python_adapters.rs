@@ -537,7 +537,12 @@ fn repeated_exports_of_one_pyarrow_batch_are_independent() {
 }
 
 /// Certifies the consumer `spec` on `ids` alone; the report.
-fn certify_consumer(py: &PathBuf, spec: &str, ids: &[&str], name: &str) -> arrowcert::report::Report {
+fn certify_consumer(
+    py: &PathBuf,
+    spec: &str,
+    ids: &[&str],
+    name: &str,
+) -> arrowcert::report::Report {
     let report = scratch("py-adapters").join(format!("{name}.json"));
     let _ = std::fs::remove_file(&report);
     let out = arrowcert(py)
@@ -578,7 +583,12 @@ fn a_misreading_its_exporter_undoes_passes_the_read_back_and_fails_the_values_vi
     let Some(py) = python() else { return };
     let spec = misreading_adapter();
     // Today's check alone (the variant without values()): passes.
-    let r = certify_consumer(&py, &format!("{spec}#no-view"), &VIEW_IDS, "misread-no-view");
+    let r = certify_consumer(
+        &py,
+        &format!("{spec}#no-view"),
+        &VIEW_IDS,
+        "misread-no-view",
+    );
     for c in &r.cases {
         assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
         assert!(c.view.is_none(), "{c:?}");
@@ -601,14 +611,20 @@ fn a_misreading_its_exporter_undoes_passes_the_read_back_and_fails_the_values_vi
     for c in &r.cases {
         assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
         let view = c.view.as_deref().unwrap_or_default();
-        assert!(view.contains("agreed on") && !view.contains("disagreed"), "{c:?}");
+        assert!(
+            view.contains("agreed on") && !view.contains("disagreed"),
+            "{c:?}"
+        );
     }
 }
 
 #[test]
 fn the_pyarrow_adapters_values_view_agrees_on_every_builtin_consumer_case() {
     let Some(py) = python() else { return };
-    let spec = format!("py:{}", workspace_dir().join("adapters/pyarrow.py").display());
+    let spec = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
     let report = scratch("py-adapters").join("pyarrow-view.json");
     let _ = std::fs::remove_file(&report);
     let out = arrowcert(&py)
@@ -661,7 +677,10 @@ fn variants_are_named_selected_and_certified_apart() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("no variant 'nope'") && stderr.contains("honest, no-view"), "{stderr}");
+    assert!(
+        stderr.contains("no variant 'nope'") && stderr.contains("honest, no-view"),
+        "{stderr}"
+    );
     // A malformed variant name is refused before anything loads.
     let out = arrowcert(&py)
         .args(["certify", "--consumer"])
@@ -674,7 +693,10 @@ fn variants_are_named_selected_and_certified_apart() {
 #[test]
 fn the_matrix_certifies_a_variant_alone_and_names_it() {
     let Some(py) = python() else { return };
-    let base = format!("py:{}", workspace_dir().join("adapters/pyarrow.py").display());
+    let base = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
     let variant = format!("{base}#array");
     let out_dir = scratch("py-adapters").join("variant-matrix");
     let _ = std::fs::remove_dir_all(&out_dir);
@@ -700,10 +722,15 @@ fn the_matrix_certifies_a_variant_alone_and_names_it() {
     // alone.
     assert_eq!(ids.len(), 5, "{ids:?}");
     assert_eq!(ids.iter().filter(|i| i.starts_with("pair/")).count(), 1);
-    assert!(ids.iter().any(|i| i.starts_with("certify/producer/") && i.ends_with("#array")));
+    assert!(ids
+        .iter()
+        .any(|i| i.starts_with("certify/producer/") && i.ends_with("#array")));
     let md = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
     // The single-sided table names the variant and its identity.
-    assert!(md.contains("#array |") && md.contains("(PyCapsule) \\[array\\]"), "{md}");
+    assert!(
+        md.contains("#array |") && md.contains("(PyCapsule) \\[array\\]"),
+        "{md}"
+    );
     // The pair grid has one row and one column.
     let grid = md.split("## Pairs by interface path").next().unwrap();
     assert!(!grid.contains("#array"), "{grid}");

@@ -559,7 +559,10 @@ fn attempt(
         }
     };
     // Asked at once: the view is of this call's read.
-    let values = result.as_ref().ok().and_then(|_| consumer.consumed_values());
+    let values = result
+        .as_ref()
+        .ok()
+        .and_then(|_| consumer.consumed_values());
     Ok(Attempt {
         result,
         findings: ledger.finish(),
@@ -842,7 +845,7 @@ fn judge_view(view: Option<&str>, expected: (&Schema, &[RecordBatch]), obs: &mut
         "the consumer's own values view",
         || {
             format!(
-                "what the consumer exported back was right, but its own view of what it read (values(obj), made without its Arrow exporter) disagrees with the data: {}",
+                "what the consumer exported back was right, but its own view of what it read (values(obj), made without its Arrow exporter) disagrees with the data: its importer misread what its exporter undid, or its own conversion misreads what it holds: {}",
                 c.disagreements.join("; ")
             )
         },

@@ -75,10 +75,7 @@ impl ViewComparison {
             self.agreed
         );
         if !self.disagreements.is_empty() {
-            s.push_str(&format!(
-                ", disagreed on {}",
-                self.disagreements.join("; ")
-            ));
+            s.push_str(&format!(", disagreed on {}", self.disagreements.join("; ")));
         }
         if !self.not_compared.is_empty() {
             s.push_str(&format!("; not compared: {}", self.not_compared.join("; ")));
@@ -364,7 +361,9 @@ fn same(x: &Value, y: &J) -> Outcome {
         (Value::Float(bits), y) => {
             let f = f64::from_bits(*bits);
             match num(y) {
-                Some(Num::Float(g)) => agree((f.is_nan() && g.is_nan()) || f.to_bits() == g.to_bits()),
+                Some(Num::Float(g)) => {
+                    agree((f.is_nan() && g.is_nan()) || f.to_bits() == g.to_bits())
+                }
                 Some(Num::Int(j)) => agree(int_of_float(f) == Some(j) && f == j as f64),
                 Some(Num::Dec(d)) => agree(float_text(f) == Some(d)),
                 None => Outcome::Disagree,
@@ -499,13 +498,17 @@ mod tests {
     #[test]
     fn the_same_values_agree_and_a_reversed_column_disagrees() {
         let (s, b) = batch(vec![
-            ("x", Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef),
+            (
+                "x",
+                Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef,
+            ),
             ("s", Arc::new(StringArray::from(vec!["a", "b", "c"]))),
         ]);
         let good = r#"{"columns": [[{"i": "1"}, null, {"i": "3"}], ["a", "b", "c"]], "names": ["x", "s"]}"#;
         let c = compare(&s, &b, good);
         assert_eq!((c.agreed, c.disagreements.len()), (6, 0), "{c:?}");
-        let reversed = r#"{"columns": [[{"i": "3"}, null, {"i": "1"}], ["c", "b", "a"]], "names": null}"#;
+        let reversed =
+            r#"{"columns": [[{"i": "3"}, null, {"i": "1"}], ["c", "b", "a"]], "names": null}"#;
         let c = compare(&s, &b, reversed);
         assert_eq!(c.disagreements.len(), 4, "{c:?}");
         assert!(c.disagreements[0].contains("column 0 \"x\" row 0"), "{c:?}");
@@ -514,7 +517,10 @@ mod tests {
     #[test]
     fn numbers_compare_across_kinds_and_nan_equals_nan() {
         let (s, b) = batch(vec![
-            ("f", Arc::new(Float64Array::from(vec![f64::NAN, 1.5, 2.0])) as ArrayRef),
+            (
+                "f",
+                Arc::new(Float64Array::from(vec![f64::NAN, 1.5, 2.0])) as ArrayRef,
+            ),
             (
                 "d",
                 Arc::new(
@@ -541,22 +547,33 @@ mod tests {
         )]);
         // Microseconds: 1500 ns cut to 1 us; -1500 ns down to -2 us or
         // toward zero to -1 us.
-        for v in [r#"[{"ts": "1", "unit": "us", "tz": false}, {"ts": "-2", "unit": "us", "tz": false}]"#,
-            r#"[{"ts": "1500", "unit": "ns", "tz": false}, {"ts": "-1", "unit": "us", "tz": false}]"#]
-        {
+        for v in [
+            r#"[{"ts": "1", "unit": "us", "tz": false}, {"ts": "-2", "unit": "us", "tz": false}]"#,
+            r#"[{"ts": "1500", "unit": "ns", "tz": false}, {"ts": "-1", "unit": "us", "tz": false}]"#,
+        ] {
             let c = compare(&s, &b, &format!(r#"{{"columns": [{v}]}}"#));
             assert_eq!((c.agreed, c.disagreements.len()), (2, 0), "{v}: {c:?}");
         }
-        let c = compare(&s, &b, r#"{"columns": [[{"ts": "2", "unit": "us"}, {"ts": "-1", "unit": "us"}]]}"#);
+        let c = compare(
+            &s,
+            &b,
+            r#"{"columns": [[{"ts": "2", "unit": "us"}, {"ts": "-1", "unit": "us"}]]}"#,
+        );
         assert_eq!(c.disagreements.len(), 1, "{c:?}");
     }
 
     #[test]
     fn what_cannot_be_mapped_is_not_compared_never_agreed() {
-        let (s, b) = batch(vec![("x", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)]);
+        let (s, b) = batch(vec![(
+            "x",
+            Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef,
+        )]);
         let c = compare(&s, &b, r#"{"columns": [[{"?": "uuid.UUID"}, {"i": "2"}]]}"#);
         assert_eq!((c.agreed, c.disagreements.len()), (1, 0), "{c:?}");
-        assert!(c.not_compared[0].contains("1 value(s), the view gives a uuid.UUID"), "{c:?}");
+        assert!(
+            c.not_compared[0].contains("1 value(s), the view gives a uuid.UUID"),
+            "{c:?}"
+        );
         let c = compare(&s, &b, r#"{"error": "builtins.ValueError: no"}"#);
         assert_eq!(c.agreed, 0);
         assert!(c.not_compared[0].contains("values(obj) raised"), "{c:?}");
@@ -573,8 +590,15 @@ mod tests {
             ],
         )
         .unwrap();
-        let c = compare(&dup, &[bb], r#"{"columns": [[{"i": "2"}]], "names": ["a"]}"#);
-        assert!(c.disagreements.is_empty() && c.not_compared.len() == 1, "{c:?}");
+        let c = compare(
+            &dup,
+            &[bb],
+            r#"{"columns": [[{"i": "2"}]], "names": ["a"]}"#,
+        );
+        assert!(
+            c.disagreements.is_empty() && c.not_compared.len() == 1,
+            "{c:?}"
+        );
     }
 
     #[test]

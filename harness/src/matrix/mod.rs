@@ -612,13 +612,10 @@ mod tests {
     fn variants_are_certified_alone_and_left_out_of_pairs() {
         assert!(is_variant("polars[series]") && is_variant("py:adapters/polars.py#series"));
         assert!(!is_variant("polars") && !is_variant("/p/lib#1.so"));
-        let ids: Vec<String> = plan(
-            &names(&["a", "a[v]"]),
-            &names(&["x", "py:x.py#w"]),
-        )
-        .into_iter()
-        .map(|u| u.id)
-        .collect();
+        let ids: Vec<String> = plan(&names(&["a", "a[v]"]), &names(&["x", "py:x.py#w"]))
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
         assert_eq!(
             ids,
             [

@@ -189,8 +189,16 @@ pub fn markdown(m: &Matrix) -> String {
     );
     // The grid is of pairs: variants (certified alone) are in the
     // single-sided table.
-    let grid_p: Vec<&String> = m.producers.iter().filter(|p| !super::is_variant(p)).collect();
-    let grid_c: Vec<&String> = m.consumers.iter().filter(|c| !super::is_variant(c)).collect();
+    let grid_p: Vec<&String> = m
+        .producers
+        .iter()
+        .filter(|p| !super::is_variant(p))
+        .collect();
+    let grid_c: Vec<&String> = m
+        .consumers
+        .iter()
+        .filter(|c| !super::is_variant(c))
+        .collect();
     let _ = write!(o, "| producer \\ consumer |");
     for c in &grid_c {
         let _ = write!(o, " {} |", md(c));
@@ -511,8 +519,16 @@ pub fn page(m: &Matrix) -> String {
         "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>"
     );
     // Variants (certified alone) are in the single-sided table.
-    let grid_p: Vec<&String> = m.producers.iter().filter(|p| !super::is_variant(p)).collect();
-    let grid_c: Vec<&String> = m.consumers.iter().filter(|c| !super::is_variant(c)).collect();
+    let grid_p: Vec<&String> = m
+        .producers
+        .iter()
+        .filter(|p| !super::is_variant(p))
+        .collect();
+    let grid_c: Vec<&String> = m
+        .consumers
+        .iter()
+        .filter(|c| !super::is_variant(c))
+        .collect();
     for c in &grid_c {
         let _ = write!(o, "<th>{}</th>", html(c));
     }
