@@ -17,3 +17,9 @@ def read(data):
     if hasattr(data, "__arrow_c_stream__"):
         return a3.Table.from_arrow(data)
     return a3.RecordBatch.from_arrow(data)
+
+
+def values(obj):
+    # arro3's own conversion to Python objects (to_pylist per column), not
+    # its Arrow exporter.
+    return [c.to_pylist() for c in obj.columns]

@@ -301,6 +301,13 @@ ARROWCERT_EXPORT int arrowcert_produce_object(const uint8_t* ipc, int64_t ipc_le
 ARROWCERT_EXPORT int arrowcert_export_object(void* object, struct ArrowArray* out);
 ARROWCERT_EXPORT void arrowcert_release_object(void* object);
 
+/* Optional: the consumer's own view of what its last consume call on this
+   thread read, made without its Arrow exporter (a library's conversion to
+   its native values), as JSON text (docs/PLUGIN_ABI.md, "An independent
+   view of what was read"); valid until the next call on the thread, NULL
+   when there is none. The harness compares it with what it sent. */
+ARROWCERT_EXPORT const char* arrowcert_consume_values(void);
+
 /* Consumer entry points. */
 ARROWCERT_EXPORT int arrowcert_consume_device_array(struct ArrowSchema* schema,
                                                     struct ArrowDeviceArray* array,

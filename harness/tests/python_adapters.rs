@@ -535,3 +535,203 @@ fn repeated_exports_of_one_pyarrow_batch_are_independent() {
         );
     }
 }
+
+/// Certifies the consumer `spec` on `ids` alone; the report.
+fn certify_consumer(
+    py: &PathBuf,
+    spec: &str,
+    ids: &[&str],
+    name: &str,
+) -> arrowcert::report::Report {
+    let report = scratch("py-adapters").join(format!("{name}.json"));
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(py)
+        .args(["certify", "--consumer", spec, "--cases", "0", "--report"])
+        .arg(&report)
+        .arg("--exact")
+        .args(ids)
+        .output()
+        .expect("arrowcert runs");
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(r.complete);
+    assert_eq!(r.cases.len(), ids.len());
+    r
+}
+
+fn misreading_adapter() -> String {
+    format!(
+        "py:{}",
+        workspace_dir()
+            .join("harness/tests/fixtures/py/shared_misreading.py")
+            .display()
+    )
+}
+
+const VIEW_IDS: [&str; 2] = [
+    "consumer/array/plain/primitive/batch:0",
+    "consumer/stream/plain/primitive",
+];
+
+#[test]
+fn a_misreading_its_exporter_undoes_passes_the_read_back_and_fails_the_values_view() {
+    let Some(py) = python() else { return };
+    let spec = misreading_adapter();
+    // Today's check alone (the variant without values()): passes.
+    let r = certify_consumer(
+        &py,
+        &format!("{spec}#no-view"),
+        &VIEW_IDS,
+        "misread-no-view",
+    );
+    for c in &r.cases {
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+        assert!(c.view.is_none(), "{c:?}");
+    }
+    // With the library's own values: consumer.read.values fails, naming
+    // the independent view.
+    let r = certify_consumer(&py, &spec, &VIEW_IDS, "misread");
+    for c in &r.cases {
+        assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+        assert!(
+            c.violations.iter().any(|v| v.rule == "consumer.read.values"
+                && v.at == "the consumer's own values view"
+                && v.evidence.contains("values(obj)")
+                && v.evidence.contains("row 1")),
+            "{c:?}"
+        );
+    }
+    // The same library reading right passes, its view compared.
+    let r = certify_consumer(&py, &format!("{spec}#honest"), &VIEW_IDS, "misread-honest");
+    for c in &r.cases {
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+        let view = c.view.as_deref().unwrap_or_default();
+        assert!(
+            view.contains("agreed on") && !view.contains("disagreed"),
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn the_pyarrow_adapters_values_view_agrees_on_every_builtin_consumer_case() {
+    let Some(py) = python() else { return };
+    let spec = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
+    let report = scratch("py-adapters").join("pyarrow-view.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .args(["certify", "--consumer", &spec, "--cases", "0", "--report"])
+        .arg(&report)
+        .arg("consumer/stream/plain/")
+        .output()
+        .expect("arrowcert runs");
+    let r = arrowcert::report::read(&report).expect("a report");
+    let viewed: Vec<_> = r.cases.iter().filter(|c| c.view.is_some()).collect();
+    assert!(viewed.len() > 5, "{}", String::from_utf8_lossy(&out.stderr));
+    for c in &viewed {
+        assert!(
+            !c.violations
+                .iter()
+                .any(|v| v.at == "the consumer's own values view"),
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn variants_are_named_selected_and_certified_apart() {
+    let Some(py) = python() else { return };
+    let spec = misreading_adapter();
+    let ids = [VIEW_IDS[0]];
+    let a = certify_consumer(&py, &format!("{spec}#honest"), &ids, "variant-a");
+    let b = certify_consumer(&py, &spec, &ids, "variant-b");
+    let name = |r: &arrowcert::report::Report| {
+        r.plugins
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(name(&a), "shared-misreading mutant (pyarrow) [honest]");
+    assert_eq!(name(&b), "shared-misreading mutant (pyarrow)");
+    // One variant's verdicts are its own: the default fails, the variant
+    // passes, in the same order of runs and the other way round.
+    assert_eq!(a.cases[0].verdict, Verdict::Pass);
+    assert_eq!(b.cases[0].verdict, Verdict::Fail);
+    let a2 = certify_consumer(&py, &format!("{spec}#honest"), &ids, "variant-a2");
+    assert_eq!(a2.cases[0].verdict, Verdict::Pass);
+    // An unknown variant: bad input in one line, naming the variants.
+    let out = arrowcert(&py)
+        .args(["certify", "--consumer"])
+        .arg(format!("{spec}#nope"))
+        .output()
+        .expect("arrowcert runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no variant 'nope'") && stderr.contains("honest, no-view"),
+        "{stderr}"
+    );
+    // A malformed variant name is refused before anything loads.
+    let out = arrowcert(&py)
+        .args(["certify", "--consumer"])
+        .arg(format!("{spec}#a b"))
+        .output()
+        .expect("arrowcert runs");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_matrix_certifies_a_variant_alone_and_names_it() {
+    let Some(py) = python() else { return };
+    let base = format!(
+        "py:{}",
+        workspace_dir().join("adapters/pyarrow.py").display()
+    );
+    let variant = format!("{base}#array");
+    let out_dir = scratch("py-adapters").join("variant-matrix");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(arrowcert_exe())
+        .env("ARROWCERT_PYTHON", &py)
+        .args(["matrix", "--cases", "0", "--seed", "3", "--jobs", "1"])
+        .args(["--filter", "/primitive", "--out"])
+        .arg(&out_dir)
+        .arg("--producers")
+        .arg(format!("{base},{variant}"))
+        .arg("--consumers")
+        .arg(format!("{base},{variant}"))
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = arrowcert::matrix::read(&out_dir.join("matrix.json")).expect(&text);
+    let ids: Vec<&str> = m.units.iter().map(|u| u.id.as_str()).collect();
+    // Two certifications each side, one pair: the variant is certified
+    // alone.
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    assert_eq!(ids.iter().filter(|i| i.starts_with("pair/")).count(), 1);
+    assert!(ids
+        .iter()
+        .any(|i| i.starts_with("certify/producer/") && i.ends_with("#array")));
+    let md = std::fs::read_to_string(out_dir.join("matrix.md")).unwrap();
+    // The single-sided table names the variant and its identity.
+    assert!(
+        md.contains("#array |") && md.contains("(PyCapsule) \\[array\\]"),
+        "{md}"
+    );
+    // The pair grid has one row and one column.
+    let grid = md.split("## Pairs by interface path").next().unwrap();
+    assert!(!grid.contains("#array"), "{grid}");
+}

@@ -1146,6 +1146,27 @@ ARROWCERT_EXPORT int arrowcert_consume_device_stream_to_stream(struct ArrowDevic
   return consume("device_stream", stream, stream, NULL, NULL, NULL, stream, read);
 }
 
+/* The adapter's values(obj) of the last consume call on this thread, as
+   JSON text (docs/PLUGIN_ABI.md, "An independent view of what was read"):
+   valid until the next call; NULL when the adapter has no values(). */
+static _Thread_local char* last_values = NULL;
+
+ARROWCERT_EXPORT const char* arrowcert_consume_values(void) {
+  free(last_values);
+  last_values = NULL;
+  if (ensure_python() != 0) return NULL;
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* res = NULL;
+  if (call_glue("last_values", PyTuple_New(0), &res) == 0 && res != NULL && PyUnicode_Check(res)) {
+    const char* text = PyUnicode_AsUTF8(res);
+    if (text != NULL) last_values = strdup(text);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_XDECREF(res);
+  PyGILState_Release(g);
+  return last_values;
+}
+
 /* ---- DLPack (docs/DLPACK.md) ---------------------------------------------- */
 
 /* One DLPack step of the glue: glue.dlpack_call(op, [args], text) returns

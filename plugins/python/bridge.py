@@ -22,6 +22,12 @@ An adapter is a Python file (or module) with
                  `data` (consumers); `data` has the one dunder of the
                  interface under test (__arrow_c_array__, ...)
   NAME        optional: the name reports give the library
+  values(obj) optional: what read() returned as plain Python values,
+                 through the library's own converter (not its Arrow
+                 exporter): a list of columns, or a dict column -> list
+  VARIANTS    optional: {name: {attribute: override}}; py:FILE.py#name runs
+                 the adapter with those attributes (load, read, values, ...)
+                 replaced, as a library of its own ("NAME [name]")
 
 Every dunder the object load() returns has is a producer path; each form
 read() accepts is a consumer path. What read() returns is read back through
@@ -70,9 +76,49 @@ def _load_adapter(conf):
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
-        return mod, os.path.splitext(os.path.basename(path))[0]
+        return _variant(mod, conf.get("variant")), os.path.splitext(os.path.basename(path))[0]
     mod = importlib.import_module(conf["module"])
-    return mod, conf["module"]
+    return _variant(mod, conf.get("variant")), conf["module"]
+
+
+class _Variant:
+    """The adapter with one variant's attributes in front of its own."""
+
+    def __init__(self, mod, name, overrides):
+        self._mod = mod
+        self._overrides = dict(overrides)
+        base = overrides.get("NAME") or getattr(mod, "NAME", None)
+        self._overrides["NAME"] = f"{base} [{name}]" if base else None
+        self._stem_suffix = f"[{name}]"
+
+    def __getattr__(self, attr):
+        if attr in self._overrides:
+            return self._overrides[attr]
+        return getattr(self._mod, attr)
+
+
+def adapter_variants(mod):
+    """The adapter's variants: VARIANTS (a dict name -> overrides), or
+    variants() returning one."""
+    v = getattr(mod, "VARIANTS", None)
+    if v is None and callable(getattr(mod, "variants", None)):
+        v = mod.variants()
+    if v is None:
+        return {}
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(o, dict)
+                                          for k, o in v.items()):
+        raise TypeError("VARIANTS must be a dict of variant name -> dict of attributes")
+    return v
+
+
+def _variant(mod, name):
+    if not name:
+        return mod
+    variants = adapter_variants(mod)
+    if name not in variants:
+        known = ", ".join(sorted(variants)) or "none"
+        raise LookupError(f"the adapter has no variant {name!r} (its variants: {known})")
+    return _Variant(mod, name, variants[name])
 
 
 # ---- what the harness hands over ---------------------------------------------
@@ -240,19 +286,127 @@ def export_read(obj):
                     "which has neither __arrow_c_stream__ nor __arrow_c_array__")
 
 
+# The adapter's values(obj) of the last consume call, as JSON text (what
+# arrowcert_consume_values hands the harness), or None.
+LAST_VALUES = None
+
+
 def consume(kind, a, b):
+    global LAST_VALUES
+    LAST_VALUES = None
     obj = ADAPTER.read(HANDED[kind](a, b))
     try:
+        # Before the export: the view is of what the library read, not of
+        # what its exporter makes of it.
+        LAST_VALUES = values_json(obj)
         return export_read(obj)
     finally:
         del obj
+
+
+def last_values():
+    return LAST_VALUES
+
+
+# ---- values(obj): an independent view of what the library read --------------
+#
+# Each value becomes JSON the harness compares with what it sent
+# (harness/src/compare/pyvalues.rs): null, true/false, a string, a list, or
+# an object tagged by its kind: {"i": "digits"} (int), {"f": "repr"} (float,
+# nan and infinities included), {"b": "hex"} (bytes), {"d": ["digits", exp]}
+# (Decimal), {"date": days}, {"ts": "n", "unit": "us"|"ns", "tz": bool}
+# (datetime, pandas Timestamp; an aware one as UTC), {"time": "n", "unit"},
+# {"dur": "n", "unit"} (timedelta, pandas Timedelta), {"map": [[k, v], ...]}
+# (dict), {"?": "type"} (anything else: not compared).
+
+import datetime as _dt
+import decimal as _decimal
+import json as _json
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_US = _dt.timedelta(microseconds=1)
+
+
+def _enc(v):
+    if v is None or isinstance(v, bool):
+        return v
+    t = type(v)
+    mod = t.__module__ or ""
+    if mod.startswith("numpy"):
+        if hasattr(v, "tolist"):
+            return _enc(v.tolist())
+    if mod.startswith("pandas"):
+        name = t.__name__
+        if name == "Timestamp":
+            return {"ts": str(v.value), "unit": "ns", "tz": v.tzinfo is not None}
+        if name == "Timedelta":
+            return {"dur": str(v.value), "unit": "ns"}
+        if name in ("NAType", "NaTType"):
+            return None
+    if isinstance(v, int):
+        return {"i": str(v)}
+    if isinstance(v, float):
+        return {"f": repr(v)}
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return {"?": "str with lone surrogates"}
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"b": bytes(v).hex()}
+    if isinstance(v, _decimal.Decimal):
+        if not v.is_finite():
+            return {"?": f"Decimal {v}"}
+        sign, digits, exp = v.as_tuple()
+        return {"d": [("-" if sign else "") + "".join(map(str, digits)), exp]}
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None and v.utcoffset() is not None:
+            return {"ts": str((v - _EPOCH_UTC) // _US), "unit": "us", "tz": True}
+        return {"ts": str((v - _EPOCH) // _US), "unit": "us", "tz": False}
+    if isinstance(v, _dt.date):
+        return {"date": (v - _dt.date(1970, 1, 1)).days}
+    if isinstance(v, _dt.time):
+        us = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+        return {"time": str(us), "unit": "us"}
+    if isinstance(v, _dt.timedelta):
+        return {"dur": str(v // _US), "unit": "us"}
+    if isinstance(v, dict):
+        return {"map": [[_enc(k), _enc(x)] for k, x in v.items()]}
+    if isinstance(v, (list, tuple)):
+        return [_enc(x) for x in v]
+    return {"?": f"{mod}.{t.__qualname__}"}
+
+
+def values_json(obj):
+    """The adapter's values(obj) as JSON text: {"columns": [...], "names":
+    [...] or null}, or {"error": "..."} when values() raised; None when the
+    adapter has no values()."""
+    fn = getattr(ADAPTER, "values", None)
+    if fn is None:
+        return None
+    try:
+        v = fn(obj)
+        names = None
+        if isinstance(v, dict):
+            names = [str(k) for k in v]
+            v = list(v.values())
+        columns = [_enc(list(c)) for c in v]
+        return _json.dumps({"columns": columns, "names": names}, allow_nan=False)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        t = type(e)
+        return _json.dumps({"error": f"{t.__module__}.{t.__name__}: {e}"[:2000]})
 
 
 # ---- what the adapter can do: a probe ------------------------------------------
 
 def _probe_produce():
     served = []
-    if not hasattr(ADAPTER, "load"):
+    # A variant may set load or read to None: that side is not served.
+    if not callable(getattr(ADAPTER, "load", None)):
         return served
     for one in (False, True):
         addr = C.probe()
@@ -274,7 +428,7 @@ def _probe_produce():
 
 def _probe_consume():
     served = []
-    if not hasattr(ADAPTER, "read"):
+    if not callable(getattr(ADAPTER, "read", None)):
         return served
     # The probe as a stream: read() accepts streams if this works.
     addr = C.probe()
@@ -366,7 +520,7 @@ def start():
         if enabled:
             gc.enable()
     gc.freeze()
-    name = getattr(ADAPTER, "NAME", None) or f"{stem} (Python adapter)"
+    name = getattr(ADAPTER, "NAME", None) or f"{stem}{getattr(ADAPTER, '_stem_suffix', '')} (Python adapter)"
     offers = [f"arrowcert_produce_{k}" for k in _probe_produce()]
     offers += [f"arrowcert_consume_{k}" for k in _probe_consume()]
     return str(name), " ".join(offers)

@@ -437,6 +437,9 @@ struct Attempt {
     /// Structures handed over that were still live after the call:
     /// (what, root index).
     live: Vec<(String, usize)>,
+    /// The consumer's own view of what it read
+    /// (`arrowcert_consume_values`), when it read and has one.
+    values: Option<String>,
 }
 
 /// The rules every consumer case with data exercises.
@@ -555,10 +558,16 @@ fn attempt(
             }
         }
     };
+    // Asked at once: the view is of this call's read.
+    let values = result
+        .as_ref()
+        .ok()
+        .and_then(|_| consumer.consumed_values());
     Ok(Attempt {
         result,
         findings: ledger.finish(),
         live,
+        values,
     })
 }
 
@@ -797,6 +806,7 @@ fn data_case(
     let Some(evidence) = wrong else {
         obs.check("consumer.read.values", true, "", String::new);
         obs.check("consumer.read.after-release", true, "", String::new);
+        judge_view(first.values.as_deref(), expected, obs);
         return Ended::Ran;
     };
     // Read wrong: again without poisoning released memory. Right then means
@@ -813,6 +823,33 @@ fn data_case(
         obs.check("consumer.read.values", false, "output", || evidence);
     }
     Ended::Ran
+}
+
+/// consumer.read.values through an independent view: what the consumer
+/// read back through its own Arrow exporter was right; its own values
+/// (`arrowcert_consume_values`: a py: adapter's `values(obj)`, the
+/// library's conversion to its native values, no Arrow exporter in the
+/// way) must be the data too. An importer and an exporter that share a
+/// misreading (rows reversed on the way in and back on the way out) pass
+/// the read-back and not this. The rule's own words: the consumer reads
+/// "the number of items from the physical start of the buffers" as given,
+/// whatever it later exports. Values the view cannot show comparably are
+/// not compared (recorded in the case's `view`), never passed or failed.
+fn judge_view(view: Option<&str>, expected: (&Schema, &[RecordBatch]), obs: &mut Observations) {
+    let Some(json) = view else { return };
+    let c = crate::compare::pyvalues::compare(expected.0, expected.1, json);
+    obs.view = Some(c.summary());
+    obs.check(
+        "consumer.read.values",
+        c.disagreements.is_empty(),
+        "the consumer's own values view",
+        || {
+            format!(
+                "what the consumer exported back was right, but its own view of what it read (values(obj), made without its Arrow exporter) disagrees with the data: its importer misread what its exporter undid, or its own conversion misreads what it holds: {}",
+                c.disagreements.join("; ")
+            )
+        },
+    );
 }
 
 /// Hands the case over once more with released memory left as it was

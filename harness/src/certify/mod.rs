@@ -232,6 +232,9 @@ pub struct Observations {
     pub violations: Vec<Violation>,
     /// Rules the case could not exercise, with the reason (first one kept).
     pub not_exercised: BTreeMap<&'static str, String>,
+    /// What an independent view of what the consumer read showed
+    /// (consumer::judge_view), for the report.
+    pub view: Option<String>,
 }
 
 impl Observations {
@@ -462,6 +465,7 @@ pub(crate) fn judged(
                 reason: why.clone(),
             })
             .collect(),
+        view: obs.view.clone(),
         violations,
         ..record(scenario, spec, opts)
     }

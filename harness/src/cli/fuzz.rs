@@ -345,6 +345,7 @@ fn unreplayed(target: Target, name: &str, verdict: Verdict, message: String) -> 
         violations: Vec::new(),
         not_exercised: Vec::new(),
         flaky: Vec::new(),
+        view: None,
         changed: Vec::new(),
     }
 }

@@ -92,7 +92,7 @@ pub fn default_libraries(role: &str) -> (Vec<String>, Vec<String>) {
             }
             _ => true,
         };
-        if b.location().exists() && installed {
+        if b.exists() && installed {
             present.push(b.name.to_string());
         } else {
             absent.push(format!(

@@ -285,6 +285,78 @@ pub const BUNDLED: &[Bundled] = &[
         Place::Adapter,
         DUCKDB_ADAPTER,
     ),
+    // Variants (docs/PYTHON_ADAPTERS.md, "Variants"): other objects and
+    // settings of the same libraries, each certified on its own (no pairs).
+    bundled(
+        "pyarrow[array]",
+        "producer",
+        "adapters/pyarrow.py#array",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "pyarrow[array]",
+        "consumer",
+        "adapters/pyarrow.py#array",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "pyarrow[reader]",
+        "producer",
+        "adapters/pyarrow.py#reader",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "pyarrow[reader]",
+        "consumer",
+        "adapters/pyarrow.py#reader",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "polars[series]",
+        "producer",
+        "adapters/polars.py#series",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "polars[series]",
+        "consumer",
+        "adapters/polars.py#series",
+        Place::Adapter,
+        PY_ADAPTER,
+    ),
+    bundled(
+        "duckdb[string-view]",
+        "producer",
+        "adapters/duckdb.py#string-view",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
+    ),
+    bundled(
+        "duckdb[list-view]",
+        "producer",
+        "adapters/duckdb.py#list-view",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
+    ),
+    bundled(
+        "duckdb[large-buffers]",
+        "producer",
+        "adapters/duckdb.py#large-buffers",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
+    ),
+    bundled(
+        "duckdb[lossless]",
+        "producer",
+        "adapters/duckdb.py#lossless",
+        Place::Adapter,
+        DUCKDB_ADAPTER,
+    ),
     bundled(
         "nanoarrow-python",
         "producer",
@@ -405,6 +477,18 @@ pub fn bundled_plugin(name: &str, role: &str) -> Option<&'static Bundled> {
 }
 
 impl Bundled {
+    /// Whether its library (or adapter file, a variant's `#NAME` aside)
+    /// is there.
+    pub fn exists(&self) -> bool {
+        let path = self.location();
+        if self.place == Place::Adapter {
+            let text = path.to_string_lossy();
+            let file = text.rsplit_once('#').map_or(&*text, |(f, _)| f);
+            return Path::new(file).exists();
+        }
+        path.exists()
+    }
+
     /// Where this plugin's library is expected: beside the running
     /// executable, or `target/real/lib/` for real-library adapters (found
     /// from the executable's directory, `target/<profile>/`).
@@ -461,7 +545,7 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
         ))
     })?;
     let path = entry.location();
-    if !path.exists() {
+    if !entry.exists() {
         let how = match entry.place {
             Place::Workspace => {
                 "build it with `cargo build --workspace` (same profile as arrowcert)"

@@ -37,7 +37,7 @@ use arrow_schema::{DataType, IntervalUnit, Schema, TimeUnit};
 
 /// One logical value.
 #[derive(Debug, Clone, PartialEq)]
-enum Value {
+pub(crate) enum Value {
     Null,
     Bool(bool),
     Int(i128),
@@ -64,7 +64,7 @@ enum Value {
 /// A one-element slice of a type [`Value`] has no variant for, shown as
 /// its type and value.
 #[derive(Clone, PartialEq)]
-struct Exact(arrow_data::ArrayData);
+pub(crate) struct Exact(pub(crate) arrow_data::ArrayData);
 
 impl std::fmt::Debug for Exact {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -144,7 +144,7 @@ fn as_length(v: &Value) -> Value {
 /// (CanonicalExtensions.rst: "false is denoted by the value 0", "true can
 /// be specified using any non-zero value"). A library may export a bool
 /// column so under a setting of its own: a type flavour, not other values.
-fn canonical_extension(field: &arrow_schema::Field) -> Option<fn(Value) -> Value> {
+pub(crate) fn canonical_extension(field: &arrow_schema::Field) -> Option<fn(Value) -> Value> {
     let name = field
         .metadata()
         .get(crate::generate::types::EXTENSION_NAME)?;
@@ -240,7 +240,7 @@ pub fn precision_loss(
     (!out.is_empty()).then_some(out)
 }
 
-fn column_values(batches: &[RecordBatch], col: usize) -> Vec<Value> {
+pub(crate) fn column_values(batches: &[RecordBatch], col: usize) -> Vec<Value> {
     batches
         .iter()
         .flat_map(|b| {
@@ -409,7 +409,7 @@ fn list(items: ArrayRef) -> Value {
 }
 
 /// `1.500` and `1.5` are one decimal; so are `-0.0` and `0`.
-fn decimal(s: String) -> Value {
+pub(crate) fn decimal(s: String) -> Value {
     let mut s = s;
     if s.contains('.') {
         while s.ends_with('0') {

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod logical;
+pub mod pyvalues;
 
 use std::sync::Arc;
 

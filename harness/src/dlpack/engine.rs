@@ -700,6 +700,7 @@ fn judged(case: &DlCase, obs: Obs, ended: Ended, start: Instant, replay: &str) -
         replay: replay.to_string(),
         output: None,
         changed,
+        view: None,
         checked: obs.checked.iter().map(|r| r.to_string()).collect(),
         violations,
         not_exercised: obs

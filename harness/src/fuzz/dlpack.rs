@@ -249,6 +249,7 @@ pub fn check(bytes: &[u8]) -> Outcome {
         violations: Vec::new(),
         not_exercised: Vec::new(),
         flaky: Vec::new(),
+        view: None,
     }))
 }
 

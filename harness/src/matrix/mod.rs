@@ -268,8 +268,18 @@ fn id_part(arg: &str) -> String {
     arg.replace('/', ":")
 }
 
+/// Whether a library argument names a variant of an adapter
+/// (docs/PYTHON_ADAPTERS.md, "Variants"): `pyarrow[array]` (a bundled
+/// one) or `py:FILE.py#NAME`. A variant is certified as a unit of its
+/// own; pairs are each library's default object's (the pair grid would
+/// grow with the square of the variants).
+pub fn is_variant(arg: &str) -> bool {
+    (arg.ends_with(']') && arg.contains('[')) || (arg.starts_with("py:") && arg.contains('#'))
+}
+
 /// The plan: each producer's certification, each consumer's, then every
-/// pair (producers outer, consumers inner). Deterministic in its inputs.
+/// pair (producers outer, consumers inner) of libraries that are not
+/// variants ([`is_variant`]). Deterministic in its inputs.
 pub fn plan(producers: &[String], consumers: &[String]) -> Vec<Planned> {
     let mut units = Vec::new();
     for p in producers {
@@ -288,8 +298,8 @@ pub fn plan(producers: &[String], consumers: &[String]) -> Vec<Planned> {
             consumer: Some(c.clone()),
         });
     }
-    for p in producers {
-        for c in consumers {
+    for p in producers.iter().filter(|p| !is_variant(p)) {
+        for c in consumers.iter().filter(|c| !is_variant(c)) {
             units.push(Planned {
                 id: format!("pair/{}/{}", id_part(p), id_part(c)),
                 kind: UnitKind::Pair,
@@ -597,6 +607,26 @@ mod tests {
                 "pair/a/:p:y.so",
                 "pair/b/x",
                 "pair/b/:p:y.so"
+            ]
+        );
+    }
+
+    #[test]
+    fn variants_are_certified_alone_and_left_out_of_pairs() {
+        assert!(is_variant("polars[series]") && is_variant("py:adapters/polars.py#series"));
+        assert!(!is_variant("polars") && !is_variant("/p/lib#1.so"));
+        let ids: Vec<String> = plan(&names(&["a", "a[v]"]), &names(&["x", "py:x.py#w"]))
+            .into_iter()
+            .map(|u| u.id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "certify/producer/a",
+                "certify/producer/a[v]",
+                "certify/consumer/x",
+                "certify/consumer/py:x.py#w",
+                "pair/a/x",
             ]
         );
     }

@@ -188,18 +188,30 @@ pub fn markdown(m: &Matrix) -> String {
          common interface path · ≈ after a mark: every value arrived, but some cases' \
          types, nullability, names or metadata changed (not a failure; listed below).\n"
     );
+    // The grid is of pairs: variants (certified alone) are in the
+    // single-sided table.
+    let grid_p: Vec<&String> = m
+        .producers
+        .iter()
+        .filter(|p| !super::is_variant(p))
+        .collect();
+    let grid_c: Vec<&String> = m
+        .consumers
+        .iter()
+        .filter(|c| !super::is_variant(c))
+        .collect();
     let _ = write!(o, "| producer \\ consumer |");
-    for c in &m.consumers {
+    for c in &grid_c {
         let _ = write!(o, " {} |", md(c));
     }
     let _ = write!(o, "\n|---|");
-    for _ in &m.consumers {
+    for _ in &grid_c {
         let _ = write!(o, "---|");
     }
     let _ = writeln!(o);
-    for p in &m.producers {
+    for p in &grid_p {
         let _ = write!(o, "| **{}** |", md(p));
-        for c in &m.consumers {
+        for c in &grid_c {
             let cell = match unit(m, UnitKind::Pair, Some(p), Some(c)) {
                 Some(u) => format!(
                     "{} {}/{}",
@@ -527,13 +539,24 @@ pub fn page(m: &Matrix) -> String {
         o,
         "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>"
     );
-    for c in &m.consumers {
+    // Variants (certified alone) are in the single-sided table.
+    let grid_p: Vec<&String> = m
+        .producers
+        .iter()
+        .filter(|p| !super::is_variant(p))
+        .collect();
+    let grid_c: Vec<&String> = m
+        .consumers
+        .iter()
+        .filter(|c| !super::is_variant(c))
+        .collect();
+    for c in &grid_c {
         let _ = write!(o, "<th>{}</th>", html(c));
     }
     let _ = writeln!(o, "</tr></thead><tbody>");
-    for p in &m.producers {
+    for p in &grid_p {
         let _ = write!(o, "<tr><th>{}</th>", html(p));
-        for c in &m.consumers {
+        for c in &grid_c {
             let pair = format!("{p} -> {c}");
             match unit(m, UnitKind::Pair, Some(p), Some(c)) {
                 Some(u) => {

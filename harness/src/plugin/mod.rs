@@ -396,6 +396,7 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_produce_object", Role::Optional),
     ("arrowcert_export_object", Role::Optional),
     ("arrowcert_release_object", Role::Optional),
+    ("arrowcert_consume_values", Role::Optional),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,6 +430,8 @@ struct Entries {
     consume_async_start: Option<ConsumeAsyncStartFn>,
     consume_async_finish: Option<ConsumeAsyncFinishFn>,
     consume_async_cancel: Option<ConsumeAsyncCancelFn>,
+    /// An independent view of what the last consume call read (JSON).
+    consume_values: Option<LastErrorFn>,
     /// The stream variants ([`streamed`]): data in as a stream, what was
     /// read back as a stream.
     produce_schema_s: Option<ProduceSchemaS>,
@@ -713,6 +716,7 @@ impl Plugin {
                 consume_async_start: lookup(&lib, "arrowcert_consume_async_start"),
                 consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
                 consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
+                consume_values: lookup(&lib, "arrowcert_consume_values"),
                 produce_schema_s: lookup(&lib, "arrowcert_produce_schema_from_stream"),
                 produce_array_s: lookup(&lib, "arrowcert_produce_array_from_stream"),
                 produce_array_schema_s: lookup(&lib, "arrowcert_produce_array_schema_from_stream"),
@@ -1279,6 +1283,23 @@ impl Plugin {
             )
         };
         self.check(E, rc)
+    }
+
+    /// `arrowcert_consume_values`: the plugin's own view of what its last
+    /// consume call on this thread read, as JSON text
+    /// ([`crate::compare::pyvalues`]), made without its Arrow exporter;
+    /// `None` when it has no such view.
+    pub fn consumed_values(&self) -> Option<String> {
+        let f = self.entries.consume_values?;
+        // SAFETY: declared type (`const char* (void)`), no arguments; the
+        // result is NULL or a NUL-terminated string valid until the next
+        // call on this thread, copied at once.
+        let p = unsafe { f() };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
 
     /// True when the plugin exports both async consumer entry points.

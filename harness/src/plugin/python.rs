@@ -128,12 +128,34 @@ pub fn bridge(python: &Path) -> Result<PathBuf, String> {
     Ok(so)
 }
 
+/// `FILE.py#VARIANT` as (`FILE.py`, `Some(VARIANT)`): one of the
+/// adapter's variants (docs/PYTHON_ADAPTERS.md, "Variants").
+pub fn split_variant(spec: &str) -> Result<(&str, Option<&str>), String> {
+    match spec.rsplit_once('#') {
+        None => Ok((spec, None)),
+        Some((_, v))
+            if v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+        {
+            Err(format!(
+                "py:{spec}: a variant name is letters, digits, '-', '_' and '.' (py:FILE.py#NAME)"
+            ))
+        }
+        Some((file, v)) => Ok((file, Some(v))),
+    }
+}
+
 /// Prepares the plugin for `spec` (what follows `py:`: a `.py` file or a
-/// module name): a copy of the bridge whose `.adapter` file names it.
+/// module name, with `#VARIANT` for one of its variants): a copy of the
+/// bridge whose `.adapter` file names it.
 pub fn prepare(spec: &str) -> Result<PathBuf, String> {
     if spec.is_empty() {
         return Err("py: needs an adapter file or module (py:adapters/pyarrow.py)".into());
     }
+    let full = spec;
+    let (spec, variant) = split_variant(full)?;
     let file_like = spec.ends_with(".py") || spec.contains('/');
     let target = if file_like {
         let p = Path::new(spec);
@@ -152,7 +174,10 @@ pub fn prepare(spec: &str) -> Result<PathBuf, String> {
     let python = interpreter()?;
     let bridge = bridge(&python)?;
     let sites = std::fs::read_to_string(bridge.with_extension("so.site")).unwrap_or_default();
-    let mut config = format!("# written by arrowcert for py:{spec}\n{target}\n");
+    let mut config = format!("# written by arrowcert for py:{full}\n{target}\n");
+    if let Some(v) = variant {
+        config.push_str(&format!("variant={v}\n"));
+    }
     for s in sites.lines().filter(|l| !l.trim().is_empty()) {
         config.push_str(&format!("site={s}\n"));
     }
@@ -162,7 +187,8 @@ pub fn prepare(spec: &str) -> Result<PathBuf, String> {
         .unwrap_or_default()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
+        .collect::<String>()
+        + &variant.map(|v| format!("_{v}")).unwrap_or_default();
     let bridge_bytes = std::fs::read(&bridge).map_err(|e| format!("{}: {e}", bridge.display()))?;
     let dir = bridge.parent().unwrap_or(Path::new(".")).join(format!(
         "adapter-{}",

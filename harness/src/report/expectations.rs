@@ -349,6 +349,7 @@ mod tests {
                 .collect(),
             not_exercised: Vec::new(),
             flaky: Vec::new(),
+            view: None,
         }
     }
 

@@ -296,6 +296,13 @@ pub struct Case {
     /// Empty when the case was not rerun or held still.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flaky: Vec<Verdict>,
+    /// Certification, consumer cases: what the consumer's own view of what
+    /// it read (`arrowcert_consume_values`, a py: adapter's `values(obj)`)
+    /// showed against the data: how many values agreed, which were not
+    /// compared and why. A disagreement is a `consumer.read.values`
+    /// violation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 impl Case {

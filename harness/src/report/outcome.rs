@@ -346,6 +346,7 @@ mod tests {
             violations: Vec::new(),
             not_exercised: Vec::new(),
             flaky: Vec::new(),
+            view: None,
         }
     }
 

@@ -371,6 +371,7 @@ pub fn not_run(
         violations: Vec::new(),
         not_exercised: Vec::new(),
         flaky: Vec::new(),
+        view: None,
         changed: Vec::new(),
     }
 }
