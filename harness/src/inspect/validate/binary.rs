@@ -90,7 +90,17 @@ impl Node<'_> {
         let Some((offsets, last)) = (unsafe { self.offsets::<T>(bufs, 1, sink) }) else {
             return;
         };
-        let required = usize::try_from(last.to_i64()).unwrap_or(usize::MAX);
+        // CDataInterface.rst: each buffer "large enough to represent length
+        // + offset values": the data buffer reaches the last of them. With
+        // no values (offset + length = 0) it represents nothing, wherever
+        // the one offset points: a zero-length slice's offsets[0] may name
+        // a position in the buffer it was sliced from (Arrow C++'s full
+        // validation accepts it).
+        let required = if self.end == 0 {
+            0
+        } else {
+            usize::try_from(last.to_i64()).unwrap_or(usize::MAX)
+        };
         if !bufs.present(2, "data", required, sink) || offsets.is_empty() {
             return;
         }
