@@ -13,6 +13,11 @@ def load(data):
     return a3.Table.from_arrow(data)
 
 
+def slice(table, offset, length):
+    # Table.slice (arrow-rs's slice of each batch it spans): zero-copy.
+    return table.slice(offset, length)
+
+
 def read(data):
     if hasattr(data, "__arrow_c_stream__"):
         return a3.Table.from_arrow(data)

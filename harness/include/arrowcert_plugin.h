@@ -308,6 +308,25 @@ ARROWCERT_EXPORT void arrowcert_release_object(void* object);
    when there is none. The harness compares it with what it sent. */
 ARROWCERT_EXPORT const char* arrowcert_consume_values(void);
 
+/* Optional: slices of the whole stream. Rows [slice_offset, slice_offset +
+   slice_length) of the table the stream's batches make, counted across
+   batch boundaries as a table's or data frame's slice counts them
+   (slice_length == -1: to the end); the same schema; how the rows are cut
+   into batches is the producer's choice (empty batches allowed). Zero-copy
+   where the library's slice is. Otherwise each is its whole-stream
+   counterpart. The harness never asks for rows past the end. Absent: the
+   sliced cases are skipped ("not exported"). */
+ARROWCERT_EXPORT int arrowcert_produce_sliced_stream(const uint8_t* ipc, int64_t ipc_len,
+                                                     int64_t slice_offset,
+                                                     int64_t slice_length,
+                                                     struct ArrowArrayStream* out);
+ARROWCERT_EXPORT int arrowcert_produce_sliced_device_stream(
+    const uint8_t* ipc, int64_t ipc_len, int64_t slice_offset, int64_t slice_length,
+    int32_t device_type, int64_t device_id, struct ArrowDeviceArrayStream* out);
+ARROWCERT_EXPORT int arrowcert_produce_sliced_async(
+    const uint8_t* ipc, int64_t ipc_len, int64_t slice_offset, int64_t slice_length,
+    int32_t device_type, int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler);
+
 /* Consumer entry points. */
 ARROWCERT_EXPORT int arrowcert_consume_device_array(struct ArrowSchema* schema,
                                                     struct ArrowDeviceArray* array,
@@ -362,6 +381,13 @@ ARROWCERT_EXPORT int arrowcert_produce_stream_from_stream(struct ArrowArrayStrea
 ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(
     struct ArrowArrayStream* data, int32_t device_type, int64_t device_id,
     struct ArrowDeviceArrayStream* out);
+/* `data` holds every batch, whole: the library slices it itself. */
+ARROWCERT_EXPORT int arrowcert_produce_sliced_stream_from_stream(
+    struct ArrowArrayStream* data, int64_t slice_offset, int64_t slice_length,
+    struct ArrowArrayStream* out);
+ARROWCERT_EXPORT int arrowcert_produce_sliced_device_stream_from_stream(
+    struct ArrowArrayStream* data, int64_t slice_offset, int64_t slice_length,
+    int32_t device_type, int64_t device_id, struct ArrowDeviceArrayStream* out);
 ARROWCERT_EXPORT int arrowcert_consume_array_to_stream(struct ArrowSchema* schema,
                                                        struct ArrowArray* array,
                                                        struct ArrowArrayStream* read);

@@ -82,6 +82,40 @@ fn the_reference_producer_passes_every_rule_on_built_in_data_in_workers() {
         assert_eq!(s.verdict, Verdict::Pass, "{rule}: {out}");
         assert!(s.checked > 0, "{rule}");
     }
+    // Slices of the whole stream (the sliced entry points) on every stream
+    // path: each scenario's, every one passed.
+    for path in [
+        "producer/stream/",
+        "producer/device_stream/",
+        "producer/async/r4/",
+        "producer/device:emulated/device_stream/",
+    ] {
+        let sliced: Vec<_> = r
+            .cases
+            .iter()
+            .filter(|c| c.id.starts_with(path) && c.batch.is_none() && c.slice.is_some())
+            .collect();
+        assert!(sliced.len() >= 20, "{path}: {} sliced cases", sliced.len());
+        for c in &sliced {
+            assert_eq!(c.verdict, Verdict::Pass, "{}: {:?}", c.id, c.message);
+            assert!(
+                c.checked
+                    .iter()
+                    .any(|r| r.contains("values") || r == "async.array.valid"),
+                "{}",
+                c.id
+            );
+        }
+        // An empty slice, and one that crosses a batch boundary (primitive's
+        // batches are 37 rows and 1).
+        assert!(sliced.iter().any(|c| c.id.ends_with("+0")), "{path}");
+        assert!(
+            sliced
+                .iter()
+                .any(|c| c.id.ends_with("/primitive/slice:25+13")),
+            "{path}"
+        );
+    }
 }
 
 #[test]

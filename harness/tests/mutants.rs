@@ -386,6 +386,12 @@ const MUTANTS: &[Mutant] = &[
         &["/primitive/"],
         "a sliced column exported with offset 0",
     ),
+    m(
+        "sliced-stream-from-start",
+        "array.values.roundtrip",
+        &["stream/primitive/slice:", "stream/nested/slice:"],
+        "a slice of a stream taken from its start whatever the offset (rows [0, length), the whole stream for \"to the end\"): a slice taken as head(length)",
+    ),
     // -- device --------------------------------------------------------------
     m(
         "reserved-left",

@@ -956,8 +956,20 @@ ARROWCERT_EXPORT void arrowcert_free(void* ptr) { free(ptr); }
    returned; moved into `out`. `pair`: a (schema, array) tuple whose second
    element (1), or first (2: the schema that comes with an array), is
    moved. */
+static int produce_with(const char* kind, struct ArrowArrayStream* data,
+                        const char* capsule_name, void* out, size_t size,
+                        size_t release_offset, int pair, const int64_t* slice);
+
 static int produce(const char* kind, struct ArrowArrayStream* data, const char* capsule_name,
                    void* out, size_t size, size_t release_offset, int pair) {
+  return produce_with(kind, data, capsule_name, out, size, release_offset, pair, NULL);
+}
+
+/* `slice`: NULL, or (offset, length) for the sliced stream kinds: glue.produce
+   then has the adapter's slice(obj, offset, length) cut what load() made. */
+static int produce_with(const char* kind, struct ArrowArrayStream* data,
+                        const char* capsule_name, void* out, size_t size,
+                        size_t release_offset, int pair, const int64_t* slice) {
   clear_error();
   int rc = ensure_python();
   if (rc == 0 && (out == NULL || data == NULL)) rc = set_error(EINVAL, "data or out is NULL");
@@ -967,7 +979,10 @@ static int produce(const char* kind, struct ArrowArrayStream* data, const char* 
   }
   PyGILState_STATE g = PyGILState_Ensure();
   PyObject* res = NULL;
-  rc = call_glue("produce", Py_BuildValue("(sN)", kind, address(data)), &res);
+  PyObject* args = slice ? Py_BuildValue("(sNLL)", kind, address(data), (long long)slice[0],
+                                        (long long)slice[1])
+                         : Py_BuildValue("(sN)", kind, address(data));
+  rc = call_glue("produce", args, &res);
   if (rc == 0) {
     PyObject* cap = pair ? pair_item(res, pair == 2 ? 0 : 1) : res;
     rc = cap ? move_out(cap, capsule_name, out, size, release_offset)
@@ -1036,6 +1051,31 @@ ARROWCERT_EXPORT int arrowcert_produce_device_stream_from_stream(struct ArrowArr
   }
   return produce("device_stream", data, "arrow_device_array_stream", out, sizeof *out,
                  offsetof(struct ArrowDeviceArrayStream, release), 0);
+}
+
+/* Slices of the whole stream (docs/PLUGIN_ABI.md, "Slices of a stream"):
+   served when the adapter defines slice(obj, offset, length). */
+ARROWCERT_EXPORT int arrowcert_produce_sliced_stream_from_stream(struct ArrowArrayStream* data,
+                                                                 int64_t slice_offset,
+                                                                 int64_t slice_length,
+                                                                 struct ArrowArrayStream* out) {
+  const int64_t slice[2] = {slice_offset, slice_length};
+  return produce_with("sliced_stream", data, "arrow_array_stream", out, sizeof *out,
+                      offsetof(struct ArrowArrayStream, release), 0, slice);
+}
+
+ARROWCERT_EXPORT int arrowcert_produce_sliced_device_stream_from_stream(
+    struct ArrowArrayStream* data, int64_t slice_offset, int64_t slice_length,
+    int32_t device_type, int64_t device_id, struct ArrowDeviceArrayStream* out) {
+  if (device_type != ARROW_DEVICE_CPU) {
+    clear_error();
+    if (data != NULL && data->release != NULL) data->release(data);
+    return set_error(ENOSYS, "the Python adapter bridge exports host memory only (asked for device type %d, id %lld)",
+                     (int)device_type, (long long)device_id);
+  }
+  const int64_t slice[2] = {slice_offset, slice_length};
+  return produce_with("sliced_device_stream", data, "arrow_device_array_stream", out, sizeof *out,
+                      offsetof(struct ArrowDeviceArrayStream, release), 0, slice);
 }
 
 /* ---- one object, exported several times ----------------------------------- */

@@ -28,6 +28,12 @@ An adapter is a Python file (or module) with
   VARIANTS    optional: {name: {attribute: override}}; py:FILE.py#name runs
                  the adapter with those attributes (load, read, values, ...)
                  replaced, as a library of its own ("NAME [name]")
+  slice(obj, offset, length)
+              optional: the library's own slice of what load() returned,
+                 rows [offset, offset + length) across its batches (length
+                 None: to the end), as its users take one (pyarrow's
+                 Table.slice, polars' DataFrame.slice); its stream dunders
+                 serve the sliced stream entry points
 
 Every dunder the object load() returns has is a producer path; each form
 read() accepts is a consumer path. What read() returns is read back through
@@ -233,11 +239,16 @@ class CannotLoad(NotImplementedError):
     pass
 
 
-def produce(kind, data_addr):
+def produce(kind, data_addr, offset=None, length=None):
     # "array_schema": the schema half of the array dunder's pair (the bridge
     # moves that half out).
     if kind == "array_schema":
         kind = "array"
+    # "sliced_stream", "sliced_device_stream": that dunder of the adapter's
+    # slice of what load() made (length -1: to the end).
+    sliced = kind.startswith("sliced_")
+    if sliced:
+        kind = kind[len("sliced_"):]
     # A library that cannot hold this data (its import refuses it, or
     # panics) cannot export it: a declared limitation (ENOSYS) of the
     # producer, with its message, never a failure of its export.
@@ -248,6 +259,10 @@ def produce(kind, data_addr):
     except BaseException as e:  # pyo3's PanicException is a BaseException
         raise CannotLoad(f"load() cannot hold this data: "
                          f"{type(e).__module__}.{type(e).__name__}: {e}") from e
+    if sliced:
+        # An exception here is the library's slice failing: judged as any
+        # other (describe), never a pass.
+        obj = ADAPTER.slice(obj, offset, None if length == -1 else length)
     dunder = _dunder(obj, kind)
     if dunder is None:
         raise NotImplementedError(
@@ -423,6 +438,10 @@ def _probe_produce():
             import gc
             gc.collect()
             C.free_probe(addr)
+    # Slices of the stream: with slice(obj, offset, length), on the stream
+    # paths the adapter serves.
+    if callable(getattr(ADAPTER, "slice", None)):
+        served += [f"sliced_{k}" for k in ("stream", "device_stream") if k in served]
     return served
 
 

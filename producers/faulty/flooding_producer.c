@@ -82,3 +82,23 @@ int arrowcert_produce_async(const uint8_t* ipc, int64_t len, int32_t device_type
   flood();
   return BASE(arrowcert_produce_async)(ipc, len, device_type, device_id, handler);
 }
+int arrowcert_produce_sliced_stream(const uint8_t* ipc, int64_t len, int64_t offset,
+                                    int64_t length, struct ArrowArrayStream* out) {
+  flood();
+  return BASE(arrowcert_produce_sliced_stream)(ipc, len, offset, length, out);
+}
+int arrowcert_produce_sliced_device_stream(const uint8_t* ipc, int64_t len, int64_t offset,
+                                           int64_t length, int32_t device_type,
+                                           int64_t device_id,
+                                           struct ArrowDeviceArrayStream* out) {
+  flood();
+  return BASE(arrowcert_produce_sliced_device_stream)(ipc, len, offset, length, device_type,
+                                                      device_id, out);
+}
+int arrowcert_produce_sliced_async(const uint8_t* ipc, int64_t len, int64_t offset,
+                                   int64_t length, int32_t device_type, int64_t device_id,
+                                   struct ArrowAsyncDeviceStreamHandler* handler) {
+  flood();
+  return BASE(arrowcert_produce_sliced_async)(ipc, len, offset, length, device_type, device_id,
+                                              handler);
+}

@@ -267,10 +267,28 @@ static void dw_release(struct ArrowDeviceArrayStream* s) {
   s->release = NULL;
 }
 
+static int wrap_stream(struct ArrowDeviceArrayStream* out);
+
 int arrowcert_produce_device_stream(const uint8_t* ipc, int64_t len, int32_t device_type,
                                     int64_t device_id, struct ArrowDeviceArrayStream* out) {
   int rc = BASE(arrowcert_produce_device_stream)(ipc, len, device_type, device_id, out);
   if (rc != 0) return rc;
+  return wrap_stream(out);
+}
+
+/* A slice of the whole stream (docs/PLUGIN_ABI.md): the base's, its chunks
+   edited as the whole stream's are. */
+int arrowcert_produce_sliced_device_stream(const uint8_t* ipc, int64_t len, int64_t offset,
+                                           int64_t length, int32_t device_type,
+                                           int64_t device_id,
+                                           struct ArrowDeviceArrayStream* out) {
+  int rc = BASE(arrowcert_produce_sliced_device_stream)(ipc, len, offset, length, device_type,
+                                                      device_id, out);
+  if (rc != 0) return rc;
+  return wrap_stream(out);
+}
+
+static int wrap_stream(struct ArrowDeviceArrayStream* out) {
   struct dwrapped* w = calloc(1, sizeof *w);
   w->inner = *out;
   out->get_schema = dw_get_schema;

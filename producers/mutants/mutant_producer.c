@@ -214,7 +214,11 @@
   /* array.exports.independent: every export of one object reads the first */         \
   /* column from the first export's memory, which that export's release */             \
   /* recycles (a cache of converted buffers owned by the first export made) */         \
-  X(EXPORTS_SHARE_BUFFERS, "exports-share-buffers")
+  X(EXPORTS_SHARE_BUFFERS, "exports-share-buffers")                                   \
+  /* array.values.roundtrip: a sliced stream that ignores the offset: rows */          \
+  /* [0, length) instead of [offset, offset + length), the whole stream for */         \
+  /* "to the end" (a slice taken as head(length)) */                                   \
+  X(SLICED_STREAM_FROM_START, "sliced-stream-from-start")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -1476,4 +1480,31 @@ int arrowcert_produce_device_stream(const uint8_t* ipc, int64_t len, int32_t dev
     out->private_data = w;
   }
   return 0;
+}
+
+/* ---- sliced streams ---- */
+
+/* Served only by the wrapper without a mutation and by the sliced stream
+   mutant, so that the other mutants' cases stay the ones they were. */
+int32_t arrowcert_plugin_offers(const char* entry) {
+  if (strncmp(entry, "arrowcert_produce_sliced_", 25) == 0)
+    return M == NONE || M == SLICED_STREAM_FROM_START;
+  return 1;
+}
+
+static int64_t sliced_offset(int64_t offset) {
+  return M == SLICED_STREAM_FROM_START ? 0 : offset;
+}
+
+int arrowcert_produce_sliced_stream(const uint8_t* ipc, int64_t len, int64_t offset,
+                                    int64_t length, struct ArrowArrayStream* out) {
+  return BASE(arrowcert_produce_sliced_stream)(ipc, len, sliced_offset(offset), length, out);
+}
+
+int arrowcert_produce_sliced_device_stream(const uint8_t* ipc, int64_t len, int64_t offset,
+                                           int64_t length, int32_t device_type,
+                                           int64_t device_id,
+                                           struct ArrowDeviceArrayStream* out) {
+  return BASE(arrowcert_produce_sliced_device_stream)(ipc, len, sliced_offset(offset), length,
+                                                      device_type, device_id, out);
 }

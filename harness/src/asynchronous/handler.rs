@@ -68,6 +68,10 @@ pub struct Options {
     pub hold: Duration,
     /// How long to keep watching after release (for late callbacks).
     pub grace: Duration,
+    /// Rows `offset..offset + length` of the stream across batches (`-1`:
+    /// to its end), asked of `arrowcert_produce_sliced_async`; `None`: the
+    /// whole stream (`arrowcert_produce_async`).
+    pub slice: Option<(i64, i64)>,
 }
 
 impl Options {
@@ -79,6 +83,7 @@ impl Options {
             deadline: Duration::from_secs(5),
             hold: Duration::from_micros(200),
             grace: Duration::from_millis(3),
+            slice: None,
         }
     }
 }
@@ -724,7 +729,19 @@ pub fn run(producer: &Plugin, ipc: &[u8], opts: Options) -> Result<Run, CallErro
     let handler: *mut Handler = Box::into_raw(Box::new(h));
     // SAFETY: handler is live and stays at this address until freed below,
     // which happens only after its release was seen (or never).
-    let started = unsafe { producer.produce_async(ipc, opts.device_type, opts.device_id, handler) };
+    let started = unsafe {
+        match opts.slice {
+            None => producer.produce_async(ipc, opts.device_type, opts.device_id, handler),
+            Some((offset, length)) => producer.produce_sliced_async(
+                ipc,
+                offset,
+                length,
+                opts.device_type,
+                opts.device_id,
+                handler,
+            ),
+        }
+    };
     if let Err(e) = started {
         // The producer refused synchronously and never took the handler
         // (callbacks made before refusing stay recorded, but the case ends

@@ -93,6 +93,19 @@ pub fn producer_plan(scenarios: &[Scenario], seed: u64) -> Vec<CaseSpec> {
                 device: crate::device::Kind::Cpu,
             });
         }
+        // Slices of the whole stream (table_slice), under one plain
+        // schedule: what the slice gives is judged, not the schedule again.
+        let plain: Schedule = "r4".parse().expect("a fixed schedule parses");
+        for (o, l) in super::table_slice::planned(s) {
+            out.push(CaseSpec {
+                path: Path::Async(plain),
+                scenario: si,
+                batch: None,
+                slice: Some((o, l)),
+                id: format!("producer/async/{plain}/{}/slice:{o}+{l}", s.name),
+                device: crate::device::Kind::Cpu,
+            });
+        }
     }
     out
 }
@@ -217,6 +230,7 @@ pub fn run_producer(
 ) -> Ended {
     let mut run_opts = handler::Options::new(sched, opts.device_type, opts.device_id);
     run_opts.deadline = DEADLINE;
+    run_opts.slice = opts.slice;
     let run = match handler::run(producer, &scenario.ipc, run_opts) {
         Ok(r) => r,
         Err(e) => return super::call_ended(e),
@@ -935,9 +949,19 @@ mod tests {
             2 * INVALID_REQUEST_SCENARIOS.len(),
             "{invalid:?}"
         );
-        // Every other fixed schedule still runs on every built-in scenario.
+        // Every other fixed schedule still runs on every built-in scenario
+        // (the slices of the stream come on top, under one schedule).
         let fixed = Schedule::fixed().len();
-        assert_eq!(plan.len(), builtin.len() * (fixed - 2) + invalid.len());
+        let sliced = plan.iter().filter(|c| c.slice.is_some()).count();
+        let slices: usize = builtin
+            .iter()
+            .map(|s| super::super::table_slice::planned(s).len())
+            .sum();
+        assert_eq!(sliced, slices);
+        assert_eq!(
+            plan.len() - sliced,
+            builtin.len() * (fixed - 2) + invalid.len()
+        );
     }
 
     #[test]

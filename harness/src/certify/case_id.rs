@@ -27,7 +27,9 @@ pub fn scenario_of(case_id: &str) -> Option<String> {
         }
     };
     let (_, rest) = rest.split_once('/')?;
-    let name = match rest.find("/batch:") {
+    // A batch (`/batch:<i>[/slice:...]`) or a slice of the whole stream
+    // (`/slice:<o>+<l>`) follows the name.
+    let name = match rest.find("/batch:").or_else(|| rest.find("/slice:")) {
         Some(i) => &rest[..i],
         None => rest,
     };
@@ -53,6 +55,18 @@ mod tests {
             Some("primitive")
         );
         assert_eq!(scenario_of("roundtrip/x"), None);
+        assert_eq!(
+            scenario_of("producer/stream/gen/3@s1/slice:4+5").as_deref(),
+            Some("gen/3@s1")
+        );
+        assert_eq!(
+            scenario_of("producer/async/r4/nested/slice:0+2").as_deref(),
+            Some("nested")
+        );
+        assert_eq!(
+            scenario_of("producer/device:emulated/device_stream/primitive/slice:1+0").as_deref(),
+            Some("primitive")
+        );
         assert_eq!(
             scenario_of("consumer/array/varied/gen/3@s1/batch:0").as_deref(),
             Some("gen/3@s1")

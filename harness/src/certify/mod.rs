@@ -20,6 +20,7 @@ pub mod crash;
 pub mod device;
 pub mod leaks;
 pub mod summary;
+pub mod table_slice;
 
 pub use case_id::scenario_of;
 
@@ -94,7 +95,9 @@ pub struct Sides {
 }
 
 /// Every case for these scenarios and sides, in a stable order: producer
-/// cases (`producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`),
+/// cases (`producer/<path>/<scenario>[/batch:<i>[/slice:<offset>+<length>]]`;
+/// on the stream paths `producer/<path>/<scenario>[/slice:<offset>+<length>]`,
+/// a slice of the whole stream: [`table_slice`]),
 /// then consumer cases ([`consumer::plan`]).
 ///
 /// Async cases (`producer/async/<schedule>/<scenario>`,
@@ -177,14 +180,27 @@ fn producer_plan(scenarios: &[Scenario], paths: &[Path], device: DeviceKind) -> 
                     }),
                 );
             } else {
+                // The stream paths: the whole stream, then slices of it.
+                let slices = match path {
+                    Path::Stream | Path::DeviceStream => table_slice::planned(s),
+                    _ => Vec::new(),
+                };
                 out.push(CaseSpec {
                     path,
                     scenario: si,
                     batch: None,
                     slice: None,
-                    id: base,
+                    id: base.clone(),
                     device,
                 });
+                out.extend(slices.into_iter().map(|(o, l)| CaseSpec {
+                    path,
+                    scenario: si,
+                    batch: None,
+                    slice: Some((o, l)),
+                    id: format!("{base}/slice:{o}+{l}"),
+                    device,
+                }));
             }
         }
     }
@@ -200,6 +216,10 @@ pub struct Options {
     pub kind: DeviceKind,
     /// The command line that reruns one case when the case ID is appended.
     pub replay_prefix: String,
+    /// The slice of the whole stream a stream path's case asks for, as the
+    /// sliced entry points take it (offset, length; -1: to the end);
+    /// `None`: the whole stream ([`table_slice`]).
+    pub slice: Option<(i64, i64)>,
 }
 
 impl Default for Options {
@@ -209,6 +229,7 @@ impl Default for Options {
             device_id: -1,
             kind: DeviceKind::Cpu,
             replay_prefix: "arrowcert certify --exact".into(),
+            slice: None,
         }
     }
 }
@@ -221,6 +242,7 @@ impl Options {
             device_id: kind.device_id(),
             kind,
             replay_prefix: self.replay_prefix.clone(),
+            slice: self.slice,
         }
     }
 }
@@ -345,10 +367,23 @@ pub struct Plugins<'a> {
 pub fn run_case(plugins: Plugins, scenario: &Scenario, spec: &CaseSpec, opts: &Options) -> Case {
     let start = Instant::now();
     let mut obs = Observations::default();
-    let opts = &opts.on(spec.device);
+    let mut opts = opts.on(spec.device);
+    // A slice of the whole stream: the producer is given the whole stream
+    // and asked for the slice; what it gives is judged against these rows.
+    let sliced = table_slice::of(spec).map(|slice| {
+        opts.slice = Some(table_slice::call_args(scenario, slice));
+        table_slice::expected(scenario, slice)
+    });
+    let opts = &opts;
     let ended = match device_missing(plugins, spec) {
         Some(why) => Ended::Skip(why),
-        None => run_path(plugins, scenario, spec, opts, &mut obs),
+        None => run_path(
+            plugins,
+            sliced.as_ref().unwrap_or(scenario),
+            spec,
+            opts,
+            &mut obs,
+        ),
     };
     judged(scenario, spec, opts, obs, ended, start)
 }

@@ -282,6 +282,29 @@ type ProduceAsyncFn =
     unsafe extern "C" fn(*const u8, i64, i32, i64, *mut ArrowAsyncDeviceStreamHandler) -> c_int;
 type ProduceArrayFn = unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut ArrowArray) -> c_int;
 type ProduceStreamFn = unsafe extern "C" fn(*const u8, i64, *mut ArrowArrayStream) -> c_int;
+type ProduceSlicedStreamFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, *mut ArrowArrayStream) -> c_int;
+type ProduceSlicedDeviceStreamFn =
+    unsafe extern "C" fn(*const u8, i64, i64, i64, i32, i64, *mut ArrowDeviceArrayStream) -> c_int;
+type ProduceSlicedAsyncFn = unsafe extern "C" fn(
+    *const u8,
+    i64,
+    i64,
+    i64,
+    i32,
+    i64,
+    *mut ArrowAsyncDeviceStreamHandler,
+) -> c_int;
+type ProduceSlicedStreamS =
+    unsafe extern "C" fn(*mut ArrowArrayStream, i64, i64, *mut ArrowArrayStream) -> c_int;
+type ProduceSlicedDeviceStreamS = unsafe extern "C" fn(
+    *mut ArrowArrayStream,
+    i64,
+    i64,
+    i32,
+    i64,
+    *mut ArrowDeviceArrayStream,
+) -> c_int;
 type ProduceObjectFn =
     unsafe extern "C" fn(*const u8, i64, i64, i64, i64, *mut *mut c_void) -> c_int;
 type ProduceObjectS = unsafe extern "C" fn(*mut ArrowArrayStream, *mut *mut c_void) -> c_int;
@@ -350,6 +373,14 @@ pub const STREAM_VARIANTS: &[(&str, &str)] = &[
         "arrowcert_produce_object",
     ),
     (
+        "arrowcert_produce_sliced_stream_from_stream",
+        "arrowcert_produce_sliced_stream",
+    ),
+    (
+        "arrowcert_produce_sliced_device_stream_from_stream",
+        "arrowcert_produce_sliced_device_stream",
+    ),
+    (
         "arrowcert_consume_device_array_to_stream",
         "arrowcert_consume_device_array",
     ),
@@ -397,6 +428,11 @@ pub const SYMBOLS: &[(&str, Role)] = &[
     ("arrowcert_export_object", Role::Optional),
     ("arrowcert_release_object", Role::Optional),
     ("arrowcert_consume_values", Role::Optional),
+    // Optional like the three above, but served (offered) like the paths:
+    // the sliced stream cases (docs/PLUGIN_ABI.md, "Slices of a stream").
+    ("arrowcert_produce_sliced_stream", Role::Producer),
+    ("arrowcert_produce_sliced_device_stream", Role::Producer),
+    ("arrowcert_produce_sliced_async", Role::Producer),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,6 +459,9 @@ struct Entries {
     produce_object: Option<ProduceObjectFn>,
     export_object: Option<ExportObjectFn>,
     release_object: Option<ReleaseObjectFn>,
+    produce_sliced_stream: Option<ProduceSlicedStreamFn>,
+    produce_sliced_device_stream: Option<ProduceSlicedDeviceStreamFn>,
+    produce_sliced_async: Option<ProduceSlicedAsyncFn>,
     consume_device_array: Option<ConsumeDeviceArrayFn>,
     consume_device_stream: Option<ConsumeDeviceStreamFn>,
     consume_array: Option<ConsumeArrayFn>,
@@ -441,6 +480,8 @@ struct Entries {
     produce_device_array_s: Option<ProduceDeviceArrayS>,
     produce_stream_s: Option<ProduceStreamS>,
     produce_device_stream_s: Option<ProduceDeviceStreamS>,
+    produce_sliced_stream_s: Option<ProduceSlicedStreamS>,
+    produce_sliced_device_stream_s: Option<ProduceSlicedDeviceStreamS>,
     consume_array_s: Option<ConsumeArrayS>,
     consume_device_array_s: Option<ConsumeDeviceArrayS>,
     consume_stream_s: Option<ConsumeStreamS>,
@@ -483,6 +524,17 @@ impl Entries {
             produce_device_stream_s
         );
         keep!("arrowcert_produce_async", produce_async);
+        keep!(
+            "arrowcert_produce_sliced_stream",
+            produce_sliced_stream,
+            produce_sliced_stream_s
+        );
+        keep!(
+            "arrowcert_produce_sliced_device_stream",
+            produce_sliced_device_stream,
+            produce_sliced_device_stream_s
+        );
+        keep!("arrowcert_produce_sliced_async", produce_sliced_async);
         keep!("arrowcert_consume_array", consume_array, consume_array_s);
         keep!(
             "arrowcert_consume_device_array",
@@ -709,6 +761,12 @@ impl Plugin {
                 produce_object: lookup(&lib, "arrowcert_produce_object"),
                 export_object: lookup(&lib, "arrowcert_export_object"),
                 release_object: lookup(&lib, "arrowcert_release_object"),
+                produce_sliced_stream: lookup(&lib, "arrowcert_produce_sliced_stream"),
+                produce_sliced_device_stream: lookup(
+                    &lib,
+                    "arrowcert_produce_sliced_device_stream",
+                ),
+                produce_sliced_async: lookup(&lib, "arrowcert_produce_sliced_async"),
                 consume_device_array: lookup(&lib, "arrowcert_consume_device_array"),
                 consume_device_stream: lookup(&lib, "arrowcert_consume_device_stream"),
                 consume_array: lookup(&lib, "arrowcert_consume_array"),
@@ -726,6 +784,14 @@ impl Plugin {
                 produce_device_stream_s: lookup(
                     &lib,
                     "arrowcert_produce_device_stream_from_stream",
+                ),
+                produce_sliced_stream_s: lookup(
+                    &lib,
+                    "arrowcert_produce_sliced_stream_from_stream",
+                ),
+                produce_sliced_device_stream_s: lookup(
+                    &lib,
+                    "arrowcert_produce_sliced_device_stream_from_stream",
                 ),
                 consume_array_s: lookup(&lib, "arrowcert_consume_array_to_stream"),
                 consume_device_array_s: lookup(&lib, "arrowcert_consume_device_array_to_stream"),
@@ -1145,6 +1211,106 @@ impl Plugin {
         self.check(E, rc)
     }
 
+    /// `arrowcert_produce_sliced_stream`: rows `slice_offset..slice_offset
+    /// + slice_length` of the whole stream (`-1`: to its end), across
+    /// batches, as a plain stream (docs/PLUGIN_ABI.md, "Slices of a
+    /// stream"). Optional: `Missing` when the plugin does not export it.
+    pub fn produce_sliced_stream(
+        &self,
+        ipc: &[u8],
+        slice_offset: i64,
+        slice_length: i64,
+        out: &mut ArrowArrayStream,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_sliced_stream";
+        if let (None, Some(f)) = (
+            self.entries.produce_sliced_stream,
+            self.entries.produce_sliced_stream_s,
+        ) {
+            const V: &str = "arrowcert_produce_sliced_stream_from_stream";
+            // Every batch: the library slices them itself.
+            let mut data = streamed::scenario(V, ipc, None)?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe {
+                f(&mut data, slice_offset, slice_length, out)
+            });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
+        let f = self
+            .entries
+            .produce_sliced_stream
+            .ok_or(CallError::Missing(E))?;
+        crate::abi::breadcrumb::step(E);
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                slice_offset,
+                slice_length,
+                out,
+            )
+        });
+        self.check(E, rc)
+    }
+
+    /// `arrowcert_produce_sliced_device_stream`: as
+    /// [`Plugin::produce_sliced_stream`], as a device stream.
+    pub fn produce_sliced_device_stream(
+        &self,
+        ipc: &[u8],
+        slice_offset: i64,
+        slice_length: i64,
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        out: &mut ArrowDeviceArrayStream,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_sliced_device_stream";
+        if let (None, Some(f)) = (
+            self.entries.produce_sliced_device_stream,
+            self.entries.produce_sliced_device_stream_s,
+        ) {
+            const V: &str = "arrowcert_produce_sliced_device_stream_from_stream";
+            let mut data = streamed::scenario(V, ipc, None)?;
+            crate::abi::breadcrumb::step(V);
+            // SAFETY: as in produce_schema.
+            let rc = crate::abi::outslot::call(V, out, |out| unsafe {
+                f(
+                    &mut data,
+                    slice_offset,
+                    slice_length,
+                    device_type,
+                    device_id,
+                    out,
+                )
+            });
+            release_if_live(&mut data);
+            return self.check(V, rc);
+        }
+        let f = self
+            .entries
+            .produce_sliced_device_stream
+            .ok_or(CallError::Missing(E))?;
+        crate::abi::breadcrumb::step(E);
+        // SAFETY: `ipc` and `out` (a slot of the out-structure arena) are
+        // valid for the whole call.
+        let rc = crate::abi::outslot::call(E, out, |out| unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                slice_offset,
+                slice_length,
+                device_type,
+                device_id,
+                out,
+            )
+        });
+        self.check(E, rc)
+    }
+
     pub fn consume_device_array(
         &self,
         schema: &mut ArrowSchema,
@@ -1300,6 +1466,43 @@ impl Plugin {
         }
         // SAFETY: non-NULL and NUL-terminated per the contract.
         Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+
+    /// `arrowcert_produce_sliced_async`: as [`Plugin::produce_async`], the
+    /// rows `slice_offset..slice_offset + slice_length` of the stream
+    /// (`-1`: to its end) across batches.
+    ///
+    /// # Safety
+    /// As [`Plugin::produce_async`].
+    pub unsafe fn produce_sliced_async(
+        &self,
+        ipc: &[u8],
+        slice_offset: i64,
+        slice_length: i64,
+        device_type: ArrowDeviceType,
+        device_id: i64,
+        handler: *mut ArrowAsyncDeviceStreamHandler,
+    ) -> Result<(), CallError> {
+        const E: &str = "arrowcert_produce_sliced_async";
+        let f = self
+            .entries
+            .produce_sliced_async
+            .ok_or(CallError::Missing(E))?;
+        crate::abi::breadcrumb::step(E);
+        // SAFETY: `ipc` is valid for the call; `handler` as the caller
+        // guarantees.
+        let rc = unsafe {
+            f(
+                ipc.as_ptr(),
+                ipc.len() as i64,
+                slice_offset,
+                slice_length,
+                device_type,
+                device_id,
+                handler,
+            )
+        };
+        self.check(E, rc)
     }
 
     /// True when the plugin exports both async consumer entry points.

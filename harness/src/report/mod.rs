@@ -202,10 +202,19 @@ pub const HANGING: &str = "not run: the path hangs";
 
 /// The path a case belongs to, for hang accounting: its interface path,
 /// with the side (`producer/`, `consumer/`) when its ID names one.
+///
+/// A slice of a whole stream (no batch, a slice) is another entry point
+/// (`arrowcert_produce_sliced_*`) and keeps its own account (`stream
+/// slices`): a plugin without it skips those cases, which must neither
+/// break the whole stream's streak of timeouts nor be charged with it.
 pub fn path_key(c: &Case) -> String {
-    match c.id.split('/').next() {
-        Some(side @ ("producer" | "consumer")) => format!("{side}/{}", c.path),
+    let path = match (c.batch, &c.slice) {
+        (None, Some(_)) => format!("{} slices", c.path),
         _ => c.path.clone(),
+    };
+    match c.id.split('/').next() {
+        Some(side @ ("producer" | "consumer")) => format!("{side}/{path}"),
+        _ => path,
     }
 }
 

@@ -55,6 +55,18 @@ impl Decoded {
         Ok((batch, slice_offset as usize, length as usize))
     }
 
+    /// This stream's rows `slice_offset..slice_offset + slice_length`
+    /// (`slice_length == -1`: to the end), counted across batches as a
+    /// table's slice counts them (the sliced entry points,
+    /// docs/PLUGIN_ABI.md): see [`slice_table`].
+    pub fn sliced(self, slice_offset: i64, slice_length: i64) -> PluginResult<Decoded> {
+        let batches = slice_table(&self.batches, slice_offset, slice_length)?;
+        Ok(Decoded {
+            schema: self.schema,
+            batches,
+        })
+    }
+
     /// The batch at `batch_index`, sliced as [`Decoded::range`] says.
     pub fn batch(
         &self,
@@ -266,6 +278,44 @@ fn gc_views(data: ArrayData) -> Option<ArrayData> {
     }
 }
 
+/// Rows `slice_offset..slice_offset + slice_length` of the table these
+/// batches make (`slice_length == -1`: to its end), counted across batch
+/// boundaries, as pyarrow's `Table.slice`, polars' `DataFrame.slice` and
+/// SQL's `LIMIT length OFFSET offset` count them: each batch keeps the part
+/// of it that lies in the range (`RecordBatch::slice`, no copy); batches
+/// wholly outside the range are left out. A range past the end is refused
+/// (EINVAL).
+pub fn slice_table(
+    batches: &[RecordBatch],
+    slice_offset: i64,
+    slice_length: i64,
+) -> PluginResult<Vec<RecordBatch>> {
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let range = usize::try_from(slice_offset).ok().and_then(|o| {
+        let l = match slice_length {
+            -1 => rows.checked_sub(o)?,
+            l => usize::try_from(l).ok()?,
+        };
+        (o.checked_add(l)? <= rows).then_some((o, l))
+    });
+    let Some((offset, length)) = range else {
+        return Err(PluginError::invalid(format!(
+            "slice {slice_offset}+{slice_length} out of range for a table of {rows} rows"
+        )));
+    };
+    let (start, end) = (offset, offset + length);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for b in batches {
+        let (from, to) = (at.max(start), (at + b.num_rows()).min(end));
+        if from < to {
+            out.push(b.slice(from - at, to - from));
+        }
+        at += b.num_rows();
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -395,5 +445,45 @@ mod tests {
         let values =
             copied.column(0).to_data().child_data()[0].child_data()[0].buffers()[0].clone();
         assert_eq!(values.as_ptr().align_offset(8), 0);
+    }
+
+    #[test]
+    fn a_table_slice_spans_batches() {
+        use super::slice_table;
+        use arrow_array::cast::AsArray;
+        use arrow_schema::DataType;
+        let schema =
+            std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+                "a",
+                DataType::Int32,
+                false,
+            )]));
+        let batch = |v: Vec<i32>| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![std::sync::Arc::new(Int32Array::from(v))],
+            )
+            .unwrap()
+        };
+        let batches = vec![batch(vec![0, 1, 2]), batch(vec![]), batch(vec![3, 4, 5, 6])];
+        let values = |b: &[RecordBatch]| -> Vec<i32> {
+            b.iter()
+                .flat_map(|b| {
+                    b.column(0)
+                        .as_primitive::<arrow_array::types::Int32Type>()
+                        .values()
+                        .to_vec()
+                })
+                .collect()
+        };
+        let s = slice_table(&batches, 2, 3).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(values(&s), vec![2, 3, 4]);
+        assert_eq!(values(&slice_table(&batches, 5, -1).unwrap()), vec![5, 6]);
+        assert!(slice_table(&batches, 4, 0).unwrap().is_empty());
+        assert!(slice_table(&batches, 7, 0).unwrap().is_empty());
+        assert!(slice_table(&batches, 6, 2).is_err());
+        assert!(slice_table(&batches, -1, 2).is_err());
+        assert!(slice_table(&batches, 8, -1).is_err());
     }
 }

@@ -34,11 +34,47 @@ pub unsafe extern "C" fn arrowcert_produce_device_stream(
     device_id: i64,
     out: *mut ArrowDeviceArrayStream,
 ) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { produce(ipc, ipc_len, None, device_type, device_id, out) }
+}
+
+/// `arrowcert_produce_sliced_device_stream`: the same over the slice
+/// ([`export_stream`]).
+///
+/// # Safety
+/// As [`arrowcert_produce_device_stream`].
+#[no_mangle]
+pub unsafe extern "C" fn arrowcert_produce_sliced_device_stream(
+    ipc: *const u8,
+    ipc_len: i64,
+    slice_offset: i64,
+    slice_length: i64,
+    device_type: i32,
+    device_id: i64,
+    out: *mut ArrowDeviceArrayStream,
+) -> c_int {
+    let slice = Some((slice_offset, slice_length));
+    // SAFETY: forwarded from the caller.
+    unsafe { produce(ipc, ipc_len, slice, device_type, device_id, out) }
+}
+
+/// The wrapper around arrow-rs's stream of the whole stream or a slice.
+///
+/// # Safety
+/// As [`arrowcert_produce_device_stream`].
+unsafe fn produce(
+    ipc: *const u8,
+    ipc_len: i64,
+    slice: Option<(i64, i64)>,
+    device_type: i32,
+    device_id: i64,
+    out: *mut ArrowDeviceArrayStream,
+) -> c_int {
     sdk::entry(|| {
         let out = sdk::non_null(out, "out")?;
         require_cpu(device_type, device_id)?;
         // SAFETY: forwarded from the caller.
-        let inner = unsafe { export_stream(ipc, ipc_len) }?;
+        let inner = unsafe { export_stream(ipc, ipc_len, slice) }?;
         let private_data = Box::into_raw(Box::new(inner)).cast();
         // SAFETY: `out` is valid for writes (caller); each write targets a
         // member through a raw place, the poisoned bytes are never read.

@@ -40,10 +40,10 @@ use std::ffi::{c_char, c_void, CStr};
 use arrowcert::abi::device;
 use arrowcert::sdk;
 
-pub use device_stream::arrowcert_produce_device_stream;
+pub use device_stream::{arrowcert_produce_device_stream, arrowcert_produce_sliced_device_stream};
 pub use produce::{
     arrowcert_produce_array, arrowcert_produce_device_array, arrowcert_produce_schema,
-    arrowcert_produce_stream,
+    arrowcert_produce_sliced_stream, arrowcert_produce_stream,
 };
 
 /// The plugin's name, as `arrowcert_plugin_name` returns it.

@@ -169,14 +169,26 @@ pub unsafe extern "C" fn arrowcert_produce_device_array(
     })
 }
 
-/// arrow-rs's C stream over every batch of the IPC stream:
-/// `FFI_ArrowArrayStream::new` over a `RecordBatchIterator`.
+/// arrow-rs's C stream over every batch of the IPC stream, or (`slice`:
+/// offset, length, -1 to the end) over the rows of that slice of the whole
+/// stream, each batch in it cut with `RecordBatch::slice` (zero-copy; the
+/// sliced entry points, docs/PLUGIN_ABI.md): `FFI_ArrowArrayStream::new`
+/// over a `RecordBatchIterator`.
 ///
 /// # Safety
 /// As [`decode`].
-pub unsafe fn export_stream(ipc: *const u8, ipc_len: i64) -> PluginResult<FFI_ArrowArrayStream> {
+pub unsafe fn export_stream(
+    ipc: *const u8,
+    ipc_len: i64,
+    slice: Option<(i64, i64)>,
+) -> PluginResult<FFI_ArrowArrayStream> {
     // SAFETY: forwarded from the caller.
-    let ipc::Decoded { schema, batches } = unsafe { decode(ipc, ipc_len) }?;
+    let decoded = unsafe { decode(ipc, ipc_len) }?;
+    let decoded = match slice {
+        Some((offset, length)) => decoded.sliced(offset, length)?,
+        None => decoded,
+    };
+    let ipc::Decoded { schema, batches } = decoded;
     let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
     Ok(FFI_ArrowArrayStream::new(Box::new(reader)))
 }
@@ -196,7 +208,32 @@ pub unsafe extern "C" fn arrowcert_produce_stream(
     sdk::entry(|| {
         let out = sdk::non_null(out, "out")?;
         // SAFETY: forwarded from the caller.
-        let stream = unsafe { export_stream(ipc, ipc_len) }?;
+        let stream = unsafe { export_stream(ipc, ipc_len, None) }?;
+        // SAFETY: `out` is valid for writes of one `struct ArrowArrayStream`,
+        // which `FFI_ArrowArrayStream` is a repr(C) definition of.
+        unsafe { out.cast::<FFI_ArrowArrayStream>().write(stream) };
+        Ok(())
+    })
+}
+
+/// `arrowcert_produce_sliced_stream`: arrow-rs's `FFI_ArrowArrayStream`
+/// over the slice ([`export_stream`]), moved into `out`.
+///
+/// # Safety
+/// `ipc` must point to `ipc_len` readable bytes (or `ipc_len` be 0); `out`
+/// must be NULL or valid for writes of one `ArrowArrayStream`.
+#[no_mangle]
+pub unsafe extern "C" fn arrowcert_produce_sliced_stream(
+    ipc: *const u8,
+    ipc_len: i64,
+    slice_offset: i64,
+    slice_length: i64,
+    out: *mut ArrowArrayStream,
+) -> c_int {
+    sdk::entry(|| {
+        let out = sdk::non_null(out, "out")?;
+        // SAFETY: forwarded from the caller.
+        let stream = unsafe { export_stream(ipc, ipc_len, Some((slice_offset, slice_length))) }?;
         // SAFETY: `out` is valid for writes of one `struct ArrowArrayStream`,
         // which `FFI_ArrowArrayStream` is a repr(C) definition of.
         unsafe { out.cast::<FFI_ArrowArrayStream>().write(stream) };

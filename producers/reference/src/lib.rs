@@ -15,6 +15,8 @@
 //! - [`device_stream`]: this crate's own `ArrowDeviceArrayStream`.
 //! - [`async_producer`]: the async device stream producer (a thread of its
 //!   own that drives a consumer's `ArrowAsyncDeviceStreamHandler`).
+//! - [`sliced`]: the sliced stream entry points (rows of the whole stream,
+//!   across batches, zero-copy).
 //! - [`metadata`]: the `ArrowSchema.metadata` key/value encoding.
 //! - [`guard`]: keeping panics from unwinding out of C callbacks.
 //!
@@ -30,6 +32,7 @@ pub mod identity;
 pub mod input;
 pub mod metadata;
 pub mod plain;
+pub mod sliced;
 
 pub use async_producer::arrowcert_produce_async;
 pub use device_stream::arrowcert_produce_device_stream;
@@ -40,4 +43,8 @@ pub use identity::{
 pub use plain::{
     arrowcert_produce_array, arrowcert_produce_device_array, arrowcert_produce_schema,
     arrowcert_produce_stream,
+};
+pub use sliced::{
+    arrowcert_produce_sliced_async, arrowcert_produce_sliced_device_stream,
+    arrowcert_produce_sliced_stream,
 };

@@ -106,8 +106,12 @@ macro_rules! unset_callbacks {
 }
 
 impl ProduceStream for ArrowArrayStream {
-    fn produce(p: &Plugin, s: &Scenario, _: &Options, out: &mut Self) -> Result<(), Ended> {
-        p.produce_stream(&s.ipc, out).map_err(call_ended)
+    fn produce(p: &Plugin, s: &Scenario, o: &Options, out: &mut Self) -> Result<(), Ended> {
+        match o.slice {
+            None => p.produce_stream(&s.ipc, out),
+            Some((offset, length)) => p.produce_sliced_stream(&s.ipc, offset, length, out),
+        }
+        .map_err(call_ended)
     }
     fn device_type(&self) -> Option<i32> {
         None
@@ -117,8 +121,18 @@ impl ProduceStream for ArrowArrayStream {
 
 impl ProduceStream for ArrowDeviceArrayStream {
     fn produce(p: &Plugin, s: &Scenario, o: &Options, out: &mut Self) -> Result<(), Ended> {
-        p.produce_device_stream(&s.ipc, o.device_type, o.device_id, out)
-            .map_err(call_ended)
+        match o.slice {
+            None => p.produce_device_stream(&s.ipc, o.device_type, o.device_id, out),
+            Some((offset, length)) => p.produce_sliced_device_stream(
+                &s.ipc,
+                offset,
+                length,
+                o.device_type,
+                o.device_id,
+                out,
+            ),
+        }
+        .map_err(call_ended)
     }
     fn device_type(&self) -> Option<i32> {
         Some(self.device_type)
@@ -680,10 +694,13 @@ fn results_outlive_stream<S: ProduceStream + Plain>(
     // The values are judged now, and the chunks' bytes kept (a copy of
     // each buffer: cheaper than a deep copy through arrow-rs and a logical
     // comparison, and stricter), to be compared after the stream's release.
+    // Off the CPU the chunks are the host copies made as they were read
+    // (chunk_to_host): their values are judged too (a slice of the stream
+    // is its values), their bytes are the harness's, not compared again.
+    if complete && judge_values && all_read && (judge || opts.slice.is_some()) {
+        values(scenario, &scenario.batches, &imported, "stream", obs);
+    }
     let kept: Vec<Vec<Vec<u8>>> = if judge {
-        if judge_values && all_read {
-            values(scenario, &scenario.batches, &imported, "stream", obs);
-        }
         imported.iter().map(super::buffer_bytes).collect()
     } else {
         Vec::new()

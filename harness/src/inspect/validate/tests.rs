@@ -2230,6 +2230,32 @@ fn empty_variable_size_arrays_with_null_offsets() {
     assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
 }
 
+#[test]
+fn an_empty_variable_size_array_needs_no_data_wherever_its_offset_points() {
+    // A zero-length slice whose one offset names byte 300 of the buffer it
+    // was cut from, exported with an empty data buffer: no value, nothing
+    // to represent (arro3's Table.slice(19, 0) exports this; Arrow C++'s
+    // full validation accepts it).
+    for format in ["u", "U"] {
+        assert_clean(&utf8(format, None, &[300], b""), format);
+        // One value: the data buffer must reach its end.
+        let v = utf8(format, None, &[300, 301], b"");
+        assert_rule(&v, ARRAY_NULL_BUFFER, &[]);
+    }
+    for format in ["u", "z", "U", "Z"] {
+        // The data pointer arrow-rs gives an empty buffer (dangling,
+        // aligned, never read).
+        let offsets = if format == "U" || format == "Z" {
+            leak_buf(vec![300i64])
+        } else {
+            leak_buf(vec![300i32])
+        };
+        let dangling = 0x80usize as *const c_void;
+        let a = arr(0, 0, 0, vec![std::ptr::null(), offsets, dangling], vec![]);
+        assert_clean(&one(format, a), format);
+    }
+}
+
 /// A utf8 array of `offsets` into `data`, with an optional validity byte.
 fn utf8(format: &str, valid: Option<u8>, offsets: &[i64], data: &[u8]) -> Vec<Violation> {
     let n = offsets.len() as i64 - 1;

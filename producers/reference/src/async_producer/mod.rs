@@ -47,12 +47,34 @@ pub unsafe extern "C" fn arrowcert_produce_async(
     device_id: i64,
     handler: *mut ArrowAsyncDeviceStreamHandler,
 ) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { start(ipc, ipc_len, None, device_type, device_id, handler) }
+}
+
+/// [`arrowcert_produce_async`], of the whole stream or (`slice`: offset,
+/// length, -1 to the end) of rows of it across batches
+/// ([`crate::sliced::arrowcert_produce_sliced_async`]).
+///
+/// # Safety
+/// As [`arrowcert_produce_async`].
+pub(crate) unsafe fn start(
+    ipc: *const u8,
+    ipc_len: i64,
+    slice: Option<(i64, i64)>,
+    device_type: i32,
+    device_id: i64,
+    handler: *mut ArrowAsyncDeviceStreamHandler,
+) -> c_int {
     sdk::entry(|| {
         // SAFETY: forwarded from the caller; only reads the callbacks.
         let handler = unsafe { Handler::new(handler) }?;
         require_cpu(device_type, device_id)?;
         // SAFETY: forwarded from the caller.
         let decoded = unsafe { input::decode(ipc, ipc_len) }?;
+        let decoded = match slice {
+            Some((offset, length)) => decoded.sliced(offset, length)?,
+            None => decoded,
+        };
         let schema = FFI_ArrowSchema::try_from(decoded.schema.as_ref())?;
         let rows: usize = decoded.batches.iter().map(|b| b.num_rows()).sum();
         // "a producer could utilize this metadata to provide the total
