@@ -938,7 +938,12 @@ fn names_and_metadata_that_are_not_utf8_fail_no_must_rule_on_any_path() {
             let cases: Vec<_> = r
                 .cases
                 .iter()
-                .filter(|c| c.id.starts_with(&prefix))
+                // Sliced streams come from another entry point, which
+                // these mutations leave alone.
+                .filter(|c| {
+                    c.id.starts_with(&prefix)
+                        && !(path.ends_with("stream") && c.id.contains("/slice:"))
+                })
                 .collect();
             assert!(!cases.is_empty(), "{mutant}: no {prefix} case: {out}");
             // Each shows the byte problem, and its values are not judged.
