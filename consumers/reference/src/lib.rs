@@ -26,6 +26,7 @@
 
 pub mod array;
 pub mod asynchronous;
+mod beyond;
 mod device;
 pub mod identity;
 mod input;
