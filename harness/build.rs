@@ -63,7 +63,18 @@ fn mutant_producer() {
         .cargo_metadata(false)
         .get_compiler();
     let mut cmd: Command = compiler.to_command();
-    cmd.args(["-shared", "-fPIC", "-pthread", "-std=gnu11", "-Iinclude", "-o"])
+    // Its own environment variables (malformed::library): a consumer
+    // mutant under test reads ARROWCERT_MUTANT for itself.
+    cmd.args([
+        "-shared",
+        "-fPIC",
+        "-pthread",
+        "-std=gnu11",
+        "-Iinclude",
+        "-DARROWCERT_MUTANT_ENV=\"ARROWCERT_MALFORMED_MUTANT\"",
+        "-DARROWCERT_MUTANT_BASE_ENV=\"ARROWCERT_MALFORMED_BASE\"",
+        "-o",
+    ])
         .arg(&out)
         .arg(&src)
         .arg("-ldl");

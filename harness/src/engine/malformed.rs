@@ -117,10 +117,10 @@ impl Engine {
         on_case: &mut dyn FnMut(&Case),
     ) -> Result<Option<i32>, String> {
         let opts = Options {
+            // The mutant producer built from its source
+            // (producers/mutants/mutant_producer.c) reads the usual names.
             replay_prefix: format!(
-                "{}={mutant} {}={} arrowcert roundtrip --producer MUTANT_PRODUCER --consumer {} --exact",
-                library::MUTANT_ENV,
-                library::BASE_ENV,
+                "ARROWCERT_MUTANT={mutant} ARROWCERT_MUTANT_BASE={} arrowcert roundtrip --producer libarrowcert_mutant_producer.so --consumer {} --exact",
                 self.base.display(),
                 self.consumer.display()
             ),

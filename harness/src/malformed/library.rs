@@ -1,8 +1,8 @@
 //! The mutant producer (`producers/mutants/mutant_producer.c`), built by
 //! `harness/build.rs` and embedded like the allocation tracker, so that
 //! `certify --malformed` works from a moved binary. Each worker chooses its
-//! mutation at load time from `ARROWCERT_MUTANT` and wraps the reference
-//! producer named by `ARROWCERT_MUTANT_BASE`.
+//! mutation at load time from [`MUTANT_ENV`] and wraps the reference
+//! producer named by [`BASE_ENV`].
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -14,10 +14,12 @@ pub static LIBRARY: &[u8] = include_bytes!(concat!(
     "/libarrowcert_mutant_producer.so"
 ));
 
-/// The environment variable that names the mutation.
-pub const MUTANT_ENV: &str = "ARROWCERT_MUTANT";
+/// The environment variable that names the mutation (`harness/build.rs`
+/// builds the library with these names instead of `ARROWCERT_MUTANT` and
+/// `ARROWCERT_MUTANT_BASE`, which a consumer mutant under test reads).
+pub const MUTANT_ENV: &str = "ARROWCERT_MALFORMED_MUTANT";
 /// The environment variable that names the base (reference) producer.
-pub const BASE_ENV: &str = "ARROWCERT_MUTANT_BASE";
+pub const BASE_ENV: &str = "ARROWCERT_MALFORMED_BASE";
 
 /// Writes the library into a new private directory under `parent` and
 /// returns its path; the caller removes the directory.
