@@ -143,3 +143,14 @@ fn junit_suite_never_fails() {
     assert!(!x.contains("<failure") && !x.contains("<error"));
     assert!(x.ends_with("</testsuites>\n"));
 }
+
+#[test]
+fn docs_list_every_mutant_shown_and_left_out() {
+    let doc = include_str!("../../../docs/MALFORMED.md");
+    for m in MUTANTS {
+        assert!(doc.contains(&format!("| `{}` | `{}` |", m.name, m.breaks)), "{}", m.name);
+    }
+    for (m, _) in SKIPPED {
+        assert!(doc.contains(&format!("| `{m}` |")), "{m}");
+    }
+}
