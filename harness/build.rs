@@ -75,9 +75,9 @@ fn mutant_producer() {
         "-DARROWCERT_MUTANT_BASE_ENV=\"ARROWCERT_MALFORMED_BASE\"",
         "-o",
     ])
-        .arg(&out)
-        .arg(&src)
-        .arg("-ldl");
+    .arg(&out)
+    .arg(&src)
+    .arg("-ldl");
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler ({cmd:?}): {e}"));

@@ -41,10 +41,26 @@ void arrowcert_free(void* p) { ((void (*)(void*))fn("arrowcert_free"))(p); }
 "#,
     );
     for (name, params, args) in [
-        ("arrowcert_consume_array", "void* s, void* a, void* o, void* n", "s, a, o, n"),
-        ("arrowcert_consume_device_array", "void* s, void* a, void* o, void* n", "s, a, o, n"),
-        ("arrowcert_consume_stream", "void* s, void* o, void* n", "s, o, n"),
-        ("arrowcert_consume_device_stream", "void* s, void* o, void* n", "s, o, n"),
+        (
+            "arrowcert_consume_array",
+            "void* s, void* a, void* o, void* n",
+            "s, a, o, n",
+        ),
+        (
+            "arrowcert_consume_device_array",
+            "void* s, void* a, void* o, void* n",
+            "s, a, o, n",
+        ),
+        (
+            "arrowcert_consume_stream",
+            "void* s, void* o, void* n",
+            "s, o, n",
+        ),
+        (
+            "arrowcert_consume_device_stream",
+            "void* s, void* o, void* n",
+            "s, o, n",
+        ),
     ] {
         src.push_str(&format!(
             "int {name}({params}) {{\n  crash_if_malformed();\n  return ((int (*)({params}))fn(\"{name}\"))({args});\n}}\n"
@@ -102,7 +118,9 @@ fn the_reference_consumer_refuses_or_reads_every_graded_case() {
             _ => false,
         };
         assert!(fine, "{}: {} ({:?})", c.id, c.result, c.detail);
-        assert!(c.id.starts_with(&format!("malformed/{}/{}/", c.path, c.mutant)));
+        assert!(c
+            .id
+            .starts_with(&format!("malformed/{}/{}/", c.path, c.mutant)));
     }
     // Apart from the rules: no malformed case among the cases or rules.
     assert!(r.cases.iter().all(|c| !c.id.starts_with("malformed/")));
@@ -132,7 +150,10 @@ fn crashing_on_every_malformed_case_is_graded_f_and_never_the_outcome() {
     // The certification passes either way, with the same rule verdicts.
     assert_eq!(plain_out.status.code(), Some(0), "{}", stdout(&plain_out));
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(r.outcome.as_ref().unwrap().outcome, plain.outcome.as_ref().unwrap().outcome);
+    assert_eq!(
+        r.outcome.as_ref().unwrap().outcome,
+        plain.outcome.as_ref().unwrap().outcome
+    );
     let verdicts = |r: &Report| -> Vec<(String, String)> {
         r.rules
             .iter()
@@ -145,13 +166,24 @@ fn crashing_on_every_malformed_case_is_graded_f_and_never_the_outcome() {
     // Every exercised malformed case crashed, and says so.
     let rob = r.robustness.expect("a robustness section");
     assert_eq!(rob.grade, "F", "{}", rob.summary);
-    assert_eq!(rob.counts.crashed, rob.counts.cases - rob.counts.not_run, "{}", rob.summary);
+    assert_eq!(
+        rob.counts.crashed,
+        rob.counts.cases - rob.counts.not_run,
+        "{}",
+        rob.summary
+    );
     assert!(rob.counts.crashed > 80);
     let crash = rob.cases.iter().find(|c| c.result == "crashed").unwrap();
-    assert!(crash.detail.as_deref().unwrap_or("").contains("SIGABRT"), "{crash:?}");
+    assert!(
+        crash.detail.as_deref().unwrap_or("").contains("SIGABRT"),
+        "{crash:?}"
+    );
     // JUnit: a suite of its own, never failures or errors.
     let xml = std::fs::read_to_string(&junit).unwrap();
-    let suite = xml.split("robustness (--malformed)").nth(1).expect("the suite");
+    let suite = xml
+        .split("robustness (--malformed)")
+        .nth(1)
+        .expect("the suite");
     assert!(suite.contains("value=\"crashed\""));
     assert!(!suite.contains("<failure") && !suite.contains("<error"));
 }
@@ -161,7 +193,10 @@ fn a_consumer_that_accepts_invalid_structures_is_graded_b() {
     // arrow-rs's own importer, with no validation after it: it reads
     // `d:40,5` as a 128-bit decimal of precision 40.
     let exe = arrowcert_exe();
-    let lib = exe.parent().unwrap().join("libarrowcert_consumer_arrow_rs.so");
+    let lib = exe
+        .parent()
+        .unwrap()
+        .join("libarrowcert_consumer_arrow_rs.so");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace_dir())
@@ -171,7 +206,13 @@ fn a_consumer_that_accepts_invalid_structures_is_graded_b() {
         .unwrap();
     assert!(status.success());
     let (_, r) = certify(
-        &["--consumer", lib.to_str().unwrap(), "--malformed", "--skip", "consumer/"],
+        &[
+            "--consumer",
+            lib.to_str().unwrap(),
+            "--malformed",
+            "--skip",
+            "consumer/",
+        ],
         "arrow-rs.json",
     );
     let rob = r.robustness.expect("a robustness section");
@@ -210,6 +251,9 @@ fn list_names_the_malformed_cases() {
         "malformed/stream",
     ]);
     let text = stdout(&out);
-    assert!(text.contains("malformed/stream/get-schema-null/primitive: malformed case"), "{text}");
+    assert!(
+        text.contains("malformed/stream/get-schema-null/primitive: malformed case"),
+        "{text}"
+    );
     assert!(!text.contains("malformed/array/"), "{text}");
 }

@@ -89,9 +89,17 @@ impl Engine {
                 })
                 .collect::<Result<_, _>>()?;
             let mut got: HashMap<String, Case> = HashMap::new();
-            let ran = self.run_mutant(lib, mutant, &sources, &scenarios, &plan, &selected, &mut |c| {
-                got.insert(c.id.clone(), c.clone());
-            });
+            let ran = self.run_mutant(
+                lib,
+                mutant,
+                &sources,
+                &scenarios,
+                &plan,
+                &selected,
+                &mut |c| {
+                    got.insert(c.id.clone(), c.clone());
+                },
+            );
             for s in group {
                 let entry = match (&ran, got.get(&s.roundtrip_id)) {
                     (_, Some(case)) => malformed::entry(s, case),

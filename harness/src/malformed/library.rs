@@ -9,10 +9,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The mutant producer library, as built for this binary.
-pub static LIBRARY: &[u8] = include_bytes!(concat!(
-    env!("OUT_DIR"),
-    "/libarrowcert_mutant_producer.so"
-));
+pub static LIBRARY: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libarrowcert_mutant_producer.so"));
 
 /// The environment variable that names the mutation (`harness/build.rs`
 /// builds the library with these names instead of `ARROWCERT_MUTANT` and

@@ -77,6 +77,7 @@ const fn hidden(
 /// `arrowcert_produce_schema` / `_array` / `_device_array` export (the
 /// mutant's streams wrap the base's chunks unchanged), so they go on the
 /// array paths; stream mutations on the stream path; device ones on theirs.
+#[rustfmt::skip]
 pub const MUTANTS: &[Mutant] = &[
     // -- schema ------------------------------------------------------------
     m("child-format-null", "schema.format.non-null", "primitive", 0, ARRAYS),
@@ -147,12 +148,15 @@ pub const MUTANTS: &[Mutant] = &[
     m("chunk-on-pinned-host", "stream.chunk.device-type", "primitive", 0, DEVICE_STREAM),
 ];
 
+#[rustfmt::skip]
 const WELL_FORMED: &str = "what it exports is well-formed (only the type's nullability or the metadata differ from what was asked): nothing a consumer could refuse";
-const TWO_EXPORTS: &str = "shows only when two exports of one object are held at once; a consumer is handed one";
+const TWO_EXPORTS: &str =
+    "shows only when two exports of one object are held at once; a consumer is handed one";
 const RELOCATED: &str = "breaks what a move does (state found through the structure's own address): the harness moves every structure before the consumer sees it, so what the consumer would read is the harness's freed memory, not the mutant's doing";
 const AFTER_USE: &str = "breaks what the producer's release does after the consumer is done (what it frees or leaves set): nothing the consumer reads";
 
 /// The producer mutants no consumer is shown, with why.
+#[rustfmt::skip]
 pub const SKIPPED: &[(&str, &str)] = &[
     ("all-columns-nullable", WELL_FORMED),
     ("array-schema-metadata-dropped", WELL_FORMED),
@@ -176,6 +180,7 @@ pub const SKIPPED: &[(&str, &str)] = &[
 ];
 
 /// Left out as a whole, with why (listed with the skipped mutants).
+#[rustfmt::skip]
 pub const OTHER_SOURCES: &[(&str, &str)] = &[
     ("async producer mutants (producers/mutants/mutant_async_producer.c)", "they break the async protocol's order and timing, which the async consumer cases already judge as rules; the structures they deliver are well-formed"),
     ("CUDA producer mutants (producers/cuda)", "need a CUDA device and break device memory, not a structure a CPU consumer reads"),
@@ -205,18 +210,20 @@ pub fn plan() -> Vec<Spec> {
     for mutant in MUTANTS {
         for &path in mutant.paths {
             let roundtrip_id = match path {
-                Path::Array | Path::DeviceArray => format!(
-                    "{}/{}/batch:{}",
-                    path.name(),
-                    mutant.scenario,
-                    mutant.batch
-                ),
+                Path::Array | Path::DeviceArray => {
+                    format!("{}/{}/batch:{}", path.name(), mutant.scenario, mutant.batch)
+                }
                 _ => format!("{}/{}", path.name(), mutant.scenario),
             };
             out.push(Spec {
                 mutant,
                 path,
-                id: format!("malformed/{}/{}/{}", path.name(), mutant.name, mutant.scenario),
+                id: format!(
+                    "malformed/{}/{}/{}",
+                    path.name(),
+                    mutant.name,
+                    mutant.scenario
+                ),
                 roundtrip_id,
             });
         }

@@ -57,13 +57,24 @@ fn classifies_each_way_a_case_ends() {
     assert_eq!(c(Verdict::Crash, Some("SIGSEGV"), &[]), "crashed");
     assert_eq!(c(Verdict::Timeout, None, &[]), "hung");
     assert_eq!(c(Verdict::Pass, None, &[]), "accepted_equal");
-    assert_eq!(c(Verdict::Fail, Some("differs"), &["column 0 row 3"]), "accepted_differs");
     assert_eq!(
-        c(Verdict::Limitation, Some("the consumer declined (arrowcert_consume_array returned EINVAL (22)): bad"), &[]),
+        c(Verdict::Fail, Some("differs"), &["column 0 row 3"]),
+        "accepted_differs"
+    );
+    assert_eq!(
+        c(
+            Verdict::Limitation,
+            Some("the consumer declined (arrowcert_consume_array returned EINVAL (22)): bad"),
+            &[]
+        ),
         "refused"
     );
     assert_eq!(
-        c(Verdict::Error, Some("the consumer refused the input with arrowcert_consume_stream failed"), &[]),
+        c(
+            Verdict::Error,
+            Some("the consumer refused the input with arrowcert_consume_stream failed"),
+            &[]
+        ),
         "refused"
     );
     assert_eq!(
@@ -74,10 +85,20 @@ fn classifies_each_way_a_case_ends() {
         ),
         "unreleased"
     );
-    assert_eq!(c(Verdict::Error, Some("arrowcert_produce_array failed: EIO"), &[]), "not_run");
+    assert_eq!(
+        c(
+            Verdict::Error,
+            Some("arrowcert_produce_array failed: EIO"),
+            &[]
+        ),
+        "not_run"
+    );
     assert_eq!(c(Verdict::Skip, Some("not exported"), &[]), "not_run");
     let undecodable = format!("{}: bad", crate::roundtrip::UNDECODABLE);
-    assert_eq!(c(Verdict::Error, Some(&undecodable), &[]), "accepted_differs");
+    assert_eq!(
+        c(Verdict::Error, Some(&undecodable), &[]),
+        "accepted_differs"
+    );
 }
 
 fn entries(results: &[&str]) -> Vec<RobustnessCase> {
@@ -93,20 +114,36 @@ fn entries(results: &[&str]) -> Vec<RobustnessCase> {
 
 #[test]
 fn grades() {
-    assert_eq!(summarize(entries(&["refused", "accepted_equal"])).grade, "A");
-    assert_eq!(summarize(entries(&["refused", "accepted_differs"])).grade, "B");
+    assert_eq!(
+        summarize(entries(&["refused", "accepted_equal"])).grade,
+        "A"
+    );
+    assert_eq!(
+        summarize(entries(&["refused", "accepted_differs"])).grade,
+        "B"
+    );
     assert_eq!(summarize(entries(&["refused", "unreleased"])).grade, "B");
     assert_eq!(summarize(entries(&["hung", "accepted_differs"])).grade, "C");
     assert_eq!(summarize(entries(&["hung", "crashed"])).grade, "F");
     assert_eq!(summarize(entries(&["not_run"])).grade, "-");
     let r = summarize(entries(&["refused", "crashed", "not_run"]));
-    assert_eq!((r.counts.refused, r.counts.crashed, r.counts.not_run), (1, 1, 1));
-    assert!(r.summary.starts_with("1 of 2 refused cleanly"), "{}", r.summary);
+    assert_eq!(
+        (r.counts.refused, r.counts.crashed, r.counts.not_run),
+        (1, 1, 1)
+    );
+    assert!(
+        r.summary.starts_with("1 of 2 refused cleanly"),
+        "{}",
+        r.summary
+    );
     assert!(!r.skipped_mutants.is_empty());
 }
 
 fn entry_of(mutant: &str, result: &str) -> RobustnessCase {
-    let spec = plan().into_iter().find(|s| s.mutant.name == mutant).unwrap();
+    let spec = plan()
+        .into_iter()
+        .find(|s| s.mutant.name == mutant)
+        .unwrap();
     RobustnessCase {
         result: result.to_string(),
         ..not_run(&spec, "")
@@ -120,15 +157,26 @@ fn what_no_consumer_can_see_and_what_is_only_odd_are_not_graded() {
     let hidden = entry_of("values-buffer-one-short", "crashed");
     assert!(!hidden.graded);
     let r = summarize(vec![hidden, entry_of("column-one-short", "refused")]);
-    assert_eq!((r.grade.as_str(), r.counts.crashed, r.counts.graded), ("A", 1, 1));
-    assert!(render(&r).contains("not graded: no consumer can see"), "{}", render(&r));
+    assert_eq!(
+        (r.grade.as_str(), r.counts.crashed, r.counts.graded),
+        ("A", 1, 1)
+    );
+    assert!(
+        render(&r).contains("not graded: no consumer can see"),
+        "{}",
+        render(&r)
+    );
     // A SHOULD breakage read as sent (a decimal beyond its precision) is
     // fine; a MUST one read as other values is garbage accepted.
     let odd = entry_of("decimal-beyond-precision", "accepted_differs");
     assert_eq!(odd.level, "SHOULD");
     assert_eq!(summarize(vec![odd]).grade, "A");
     assert_eq!(
-        summarize(vec![entry_of("dense-union-offsets-swapped", "accepted_differs")]).grade,
+        summarize(vec![entry_of(
+            "dense-union-offsets-swapped",
+            "accepted_differs"
+        )])
+        .grade,
         "B"
     );
 }
@@ -148,7 +196,11 @@ fn junit_suite_never_fails() {
 fn docs_list_every_mutant_shown_and_left_out() {
     let doc = include_str!("../../../docs/MALFORMED.md");
     for m in MUTANTS {
-        assert!(doc.contains(&format!("| `{}` | `{}` |", m.name, m.breaks)), "{}", m.name);
+        assert!(
+            doc.contains(&format!("| `{}` | `{}` |", m.name, m.breaks)),
+            "{}",
+            m.name
+        );
     }
     for (m, _) in SKIPPED {
         assert!(doc.contains(&format!("| `{m}` |")), "{m}");

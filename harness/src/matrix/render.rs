@@ -759,7 +759,11 @@ fn robustness_markdown(m: &Matrix, o: &mut String) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\n## Robustness (--malformed)\n\n{}\n", md(ROBUSTNESS_WORDS));
+    let _ = writeln!(
+        o,
+        "\n## Robustness (--malformed)\n\n{}\n",
+        md(ROBUSTNESS_WORDS)
+    );
     let _ = writeln!(
         o,
         "| consumer | grade | refused | accepted (data) | accepted (other) | unreleased | crashed | hung | not run |"
