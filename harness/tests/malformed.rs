@@ -257,3 +257,44 @@ fn list_names_the_malformed_cases() {
     );
     assert!(!text.contains("malformed/array/"), "{text}");
 }
+
+#[test]
+fn matrix_malformed_adds_a_robustness_section_only_when_asked() {
+    let (producer, consumer) = bundled();
+    let run = |flag: Option<&str>, out: &str| -> (String, arrowcert::matrix::Matrix) {
+        let dir = scratch("malformed").join(out);
+        let mut args = vec![
+            "matrix",
+            "--producers",
+            producer.to_str().unwrap(),
+            "--consumers",
+            consumer.to_str().unwrap(),
+            "--cases",
+            "0",
+            "--filter",
+            "/primitive",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        args.extend(flag);
+        let o = run_arrowcert(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        let md = std::fs::read_to_string(dir.join("matrix.md")).unwrap();
+        let json = std::fs::read_to_string(dir.join("matrix.json")).unwrap();
+        (md, serde_json::from_str(&json).unwrap())
+    };
+    let (md, m) = run(Some("--malformed"), "matrix-malformed");
+    assert!(md.contains("## Robustness (--malformed)"), "{md}");
+    let graded: Vec<_> = m
+        .units
+        .iter()
+        .filter_map(|u| u.robustness.as_ref())
+        .collect();
+    assert_eq!(graded.len(), 1, "the consumer certification only");
+    assert_eq!(graded[0].grade, "A");
+    let cell = arrowcert::matrix::render::md(&consumer.display().to_string());
+    assert!(md.contains(&format!("| {cell} | A |")), "{md}");
+    let (md, m) = run(None, "matrix-plain");
+    assert!(!md.contains("Robustness"));
+    assert!(m.units.iter().all(|u| u.robustness.is_none()));
+}
