@@ -128,7 +128,7 @@ impl Engine {
             // The mutant producer built from its source
             // (producers/mutants/mutant_producer.c) reads the usual names.
             replay_prefix: format!(
-                "ARROWCERT_MUTANT={mutant} ARROWCERT_MUTANT_BASE={} arrowcert roundtrip --producer libarrowcert_mutant_producer.so --consumer {} --exact",
+                "ARROWCERT_MUTANT={mutant} ARROWCERT_MUTANT_BASE={} ARROWCERT_MUTANT_STREAM_CHUNKS=1 arrowcert roundtrip --producer libarrowcert_mutant_producer.so --consumer {} --exact",
                 self.base.display(),
                 self.consumer.display()
             ),
@@ -164,6 +164,7 @@ impl Engine {
                     library::BASE_ENV.to_string(),
                     self.base.display().to_string(),
                 ),
+                (library::STREAM_CHUNKS_ENV.to_string(), "1".to_string()),
             ],
         }
         .run(None, plan.len(), jobs, |_| {}, on_case)

@@ -19,6 +19,10 @@ pub const MUTANT_ENV: &str = "ARROWCERT_MALFORMED_MUTANT";
 /// The environment variable that names the base (reference) producer.
 pub const BASE_ENV: &str = "ARROWCERT_MALFORMED_BASE";
 
+/// Set to `1`: the mutant's streams carry its schema and array mutations
+/// in their schema and every chunk (unset, they pass the base's through).
+pub const STREAM_CHUNKS_ENV: &str = "ARROWCERT_MUTANT_STREAM_CHUNKS";
+
 /// Writes the library into a new private directory under `parent` and
 /// returns its path; the caller removes the directory.
 pub fn install(parent: &Path) -> std::io::Result<PathBuf> {

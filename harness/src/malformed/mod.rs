@@ -38,7 +38,7 @@ pub struct Mutant {
     pub detectable: bool,
 }
 
-const ARRAYS: &[Path] = &[Path::Array, Path::DeviceArray];
+const ARRAYS: &[Path] = &[Path::Array, Path::DeviceArray, Path::Stream];
 const DEVICE: &[Path] = &[Path::DeviceArray];
 const STREAM: &[Path] = &[Path::Stream];
 const DEVICE_STREAM: &[Path] = &[Path::DeviceStream];
@@ -74,9 +74,10 @@ const fn hidden(
 }
 
 /// The mutants a consumer is shown. Schema and array mutations change what
-/// `arrowcert_produce_schema` / `_array` / `_device_array` export (the
-/// mutant's streams wrap the base's chunks unchanged), so they go on the
-/// array paths; stream mutations on the stream path; device ones on theirs.
+/// `arrowcert_produce_schema` / `_array` / `_device_array` export, and, with
+/// [`library::STREAM_CHUNKS_ENV`] set, the stream's schema and every chunk:
+/// they go on the array paths and the stream path; stream mutations on the
+/// stream path; device ones on theirs.
 #[rustfmt::skip]
 pub const MUTANTS: &[Mutant] = &[
     // -- schema ------------------------------------------------------------
