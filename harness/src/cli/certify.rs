@@ -133,6 +133,18 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let sides = args.sides();
     let (devices, left_out) = devices_of(&args)?;
+    // Before the certification runs: a missing reference producer is bad
+    // input, not the end of a long run.
+    let malformed_base = match (&args.consumer, args.malformed && !args.list) {
+        (Some(_), true) => Some(super::resolve_plugin("reference", "producer").map_err(
+            |BadInput(why)| {
+                BadInput(format!(
+                    "--malformed wraps the reference producer in the mutants: {why}"
+                ))
+            },
+        )?),
+        _ => None,
+    };
     let mut plan = certify::plan(&scenarios, sides, sources.seed);
     let planned = plan.len();
     // An async case ID that is not planned (a shrunk schedule) spells out
@@ -382,9 +394,9 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // The certification's workers go first: the malformed runs make pools
     // of their own in the same scratch directory.
     drop(engine);
-    let robustness = match &args.consumer {
-        Some(consumer) if args.malformed && interrupted.is_none() => {
-            Some(run_malformed(&args, consumer)?)
+    let robustness = match (&args.consumer, malformed_base) {
+        (Some(consumer), Some(base)) if interrupted.is_none() => {
+            Some(run_malformed(&args, consumer, base)?)
         }
         _ => None,
     };
@@ -466,12 +478,8 @@ fn malformed_selects(filter: &Filter, id: &str) -> bool {
 fn run_malformed(
     args: &Args,
     consumer: &Lib,
+    base: PathBuf,
 ) -> Result<crate::report::robustness::Robustness, BadInput> {
-    let base = super::resolve_plugin("reference", "producer").map_err(|BadInput(why)| {
-        BadInput(format!(
-            "--malformed wraps the reference producer in the mutants: {why}"
-        ))
-    })?;
     let planned = crate::malformed::plan()
         .iter()
         .filter(|s| malformed_selects(&args.filter, &s.id))
