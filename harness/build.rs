@@ -41,4 +41,48 @@ fn main() {
         status.success(),
         "building the allocation tracker failed: {cmd:?}"
     );
+    mutant_producer();
+}
+
+/// Builds the mutant producer (`producers/mutants/mutant_producer.c`) into
+/// OUT_DIR: `certify --malformed` (`malformed::library`) embeds it and hands
+/// what each mutation breaks to the consumer under test.
+fn mutant_producer() {
+    let src = PathBuf::from("../producers/mutants/mutant_producer.c");
+    for dep in [
+        "../producers/mutants/mutant_producer.c",
+        "include/arrowcert_plugin.h",
+        "include/arrowcert_mutant.h",
+    ] {
+        println!("cargo:rerun-if-changed={dep}");
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("libarrowcert_mutant_producer.so");
+    let compiler = cc::Build::new()
+        .opt_level(1)
+        .cargo_metadata(false)
+        .get_compiler();
+    let mut cmd: Command = compiler.to_command();
+    // Its own environment variables (malformed::library): a consumer
+    // mutant under test reads ARROWCERT_MUTANT for itself.
+    cmd.args([
+        "-shared",
+        "-fPIC",
+        "-pthread",
+        "-std=gnu11",
+        "-Iinclude",
+        "-DARROWCERT_MUTANT_ENV=\"ARROWCERT_MALFORMED_MUTANT\"",
+        "-DARROWCERT_MUTANT_BASE_ENV=\"ARROWCERT_MALFORMED_BASE\"",
+        "-o",
+    ])
+    .arg(&out)
+    .arg(&src)
+    .arg("-ldl");
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler ({cmd:?}): {e}"));
+    assert!(
+        status.success(),
+        "building the mutant producer failed: {cmd:?}"
+    );
 }

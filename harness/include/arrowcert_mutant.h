@@ -11,13 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The environment variables read; a build may rename them (arrowcert embeds
+ * the mutant producer for `certify --malformed` with its own names, so that
+ * a consumer mutant under test keeps ARROWCERT_MUTANT for itself). */
+#ifndef ARROWCERT_MUTANT_ENV
+#define ARROWCERT_MUTANT_ENV "ARROWCERT_MUTANT"
+#endif
+#ifndef ARROWCERT_MUTANT_BASE_ENV
+#define ARROWCERT_MUTANT_BASE_ENV "ARROWCERT_MUTANT_BASE"
+#endif
+
 /* The base's entry point `name` (declared in arrowcert_plugin.h), NULL if
  * the base lacks it; `base` is the wrapper's handle of the base. */
 #define BASE(name) ((__typeof__(&name))dlsym(base, #name))
 
 /* The mutation ARROWCERT_MUTANT names ("none" when unset or empty). */
 static inline const char* arrowcert_mutant_wanted(void) {
-  const char* want = getenv("ARROWCERT_MUTANT");
+  const char* want = getenv(ARROWCERT_MUTANT_ENV);
   return want && *want ? want : "none";
 }
 
@@ -28,23 +38,23 @@ static inline const char* arrowcert_mutant_wanted(void) {
 static inline int arrowcert_mutant_setup(const char* what, const char* const* names, size_t n,
                                          void** base_out, char* error, size_t len) {
   const char* want = arrowcert_mutant_wanted();
-  const char* path = getenv("ARROWCERT_MUTANT_BASE");
+  const char* path = getenv(ARROWCERT_MUTANT_BASE_ENV);
   error[0] = 0;
   size_t i = 0;
   while (i < n && strcmp(names[i], want) != 0) i++;
   if (i == n) {
-    int at = snprintf(error, len, "%s: unknown ARROWCERT_MUTANT=%.200s (known:", what, want);
+    int at = snprintf(error, len, "%s: unknown " ARROWCERT_MUTANT_ENV "=%.200s (known:", what, want);
     for (size_t k = 0; k < n && at > 0 && (size_t)at < len; k++)
       at += snprintf(error + at, len - (size_t)at, " %s", names[k]);
     if (at > 0 && (size_t)at < len) snprintf(error + at, len - (size_t)at, ")");
     return -1;
   }
   if (!path || !*path) {
-    snprintf(error, len, "%s: ARROWCERT_MUTANT_BASE is not set (the path of the base plugin)",
+    snprintf(error, len, "%s: " ARROWCERT_MUTANT_BASE_ENV " is not set (the path of the base plugin)",
              what);
   } else if (!(*base_out = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
     const char* why = dlerror();
-    snprintf(error, len, "%s: cannot load ARROWCERT_MUTANT_BASE=%.200s: %.200s", what, path,
+    snprintf(error, len, "%s: cannot load " ARROWCERT_MUTANT_BASE_ENV "=%.200s: %.200s", what, path,
              why ? why : "dlopen failed");
   }
   return (int)i;

@@ -17,6 +17,7 @@ pub mod export;
 pub mod fuzz;
 pub mod generate;
 pub mod inspect;
+pub mod malformed;
 pub mod matrix;
 pub mod plugin;
 pub mod quiet;

@@ -1314,8 +1314,20 @@ int arrowcert_produce_device_array(const uint8_t* ipc, int64_t len, int64_t batc
 
 /* ---- stream mutations: a wrapper stream around the base's stream ---- */
 
+/* ARROWCERT_MUTANT_STREAM_CHUNKS=1 (set by `arrowcert certify --malformed`,
+ * docs/MALFORMED.md): the stream's schema and every chunk carry the schema
+ * and array mutations too, so that a consumer that reads streams only is
+ * shown them. Unset, streams pass the base's schema and chunks through, and
+ * the mutants' own certification (harness/tests/mutants.rs) judges those
+ * mutations on the array paths alone. */
+static int stream_chunks(void) {
+  const char* v = getenv("ARROWCERT_MUTANT_STREAM_CHUNKS");
+  return v && strcmp(v, "1") == 0;
+}
+
 struct wrapped {
   struct ArrowArrayStream inner;
+  int chunks;          /* ARROWCERT_MUTANT_STREAM_CHUNKS: mutate schema and chunks */
   int failed;
   int schemas;         /* get_schema calls so far */
   int ended;           /* end of stream was returned */
@@ -1343,8 +1355,10 @@ static int w_get_schema(struct ArrowArrayStream* s, struct ArrowSchema* out) {
     return w_fail(w, EINVAL, "the schema was already taken");
   int rc = w->inner.get_schema(&w->inner, out);
   /* The schema-level byte mutations reach a stream's schema as they reach
-   * arrowcert_produce_schema's (a library has one schema exporter). */
-  if (rc == 0 && (M == METADATA_CUT_MID_CHARACTER || M == NAME_LATIN1)) mutate_schema(out);
+   * arrowcert_produce_schema's (a library has one schema exporter); with
+   * ARROWCERT_MUTANT_STREAM_CHUNKS every schema mutation does. */
+  if (rc == 0 && (w->chunks || M == METADATA_CUT_MID_CHARACTER || M == NAME_LATIN1))
+    mutate_schema(out);
   if (rc == 0 && M == SCHEMA_COPIES_SHARE_NAMES && out->n_children > 0) {
     struct ArrowSchema* col = out->children[0];
     if (!w->first_name && col->name && strlen(col->name) < 64) {
@@ -1384,6 +1398,12 @@ static int w_get_next(struct ArrowArrayStream* s, struct ArrowArray* out) {
   }
   if (M == CHUNKS_BORROW_STREAM_BUFFERS && out->n_children > 0)
     column_into_pool(out->children[0], w->column_width, &w->slots);
+  if (w->chunks) {
+    struct ArrowSchema schema = {0};
+    if (wants_schema() && w->inner.get_schema(&w->inner, &schema) != 0) schema.release = NULL;
+    mutate_array(out, schema.release ? &schema : NULL, -1);
+    if (schema.release) schema.release(&schema);
+  }
   return 0;
 }
 static const char* w_get_last_error(struct ArrowArrayStream* s) {
@@ -1413,9 +1433,10 @@ int arrowcert_produce_stream(const uint8_t* ipc, int64_t len, struct ArrowArrayS
   struct ArrowArrayStream inner;
   int rc = BASE(arrowcert_produce_stream)(ipc, len, &inner);
   if (rc != 0) return rc;
-  if (M == NONE) { *out = inner; return 0; }
+  if (M == NONE && !stream_chunks()) { *out = inner; return 0; }
   struct wrapped* w = calloc(1, sizeof *w);
   w->inner = inner;
+  w->chunks = stream_chunks();
   w->creator = pthread_self();
   if (M == CHUNKS_BORROW_STREAM_BUFFERS) {
     struct ArrowSchema schema;

@@ -16,8 +16,10 @@
 //!
 //! Every entry point moves what it is given (bitwise copy, source marked
 //! released), imports it with arrow-rs ([`read`]), validates every value
-//! (`ArrayData::validate_full`), releases everything it imported, and hands
-//! back what it read as one Arrow IPC stream ([`output`]).
+//! (`ArrayData::validate_full`, then what it leaves unchecked: a decimal's
+//! precision within its bit width, a dense union's offsets in order;
+//! `beyond`), releases everything it imported, and hands back what it read
+//! as one Arrow IPC stream ([`output`]).
 //!
 //! Limitations (refused cleanly with `ENOSYS`, after releasing the input):
 //! only CPU memory (`ARROW_DEVICE_CPU`) is read.
@@ -26,6 +28,7 @@
 
 pub mod array;
 pub mod asynchronous;
+mod beyond;
 mod device;
 pub mod identity;
 mod input;

@@ -79,6 +79,7 @@ pub unsafe fn read_batch(schema: &SchemaRef, array: ArrowArray) -> PluginResult<
     let data = normalize_empty_bytes(data);
     data.validate_full()
         .map_err(|e| PluginError::invalid(format!("invalid array: {e}")))?;
+    crate::beyond::check(&data, "the record batch")?;
     arrow_rs::batch_from_struct(schema.clone(), StructArray::from(data))
         .map_err(|e| PluginError::invalid(format!("record batch: {e}")))
 }

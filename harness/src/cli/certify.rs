@@ -67,6 +67,10 @@ pub struct Args {
     pub all_variations: bool,
     /// `--repeat N`: every case that did not pass runs N more times.
     pub repeat: u32,
+    /// `--malformed`: also hand the consumer what each producer mutant
+    /// breaks and grade what it does (crate::malformed), apart from the
+    /// rules and the outcome.
+    pub malformed: bool,
 }
 
 /// The device types a run covers, and a line on the ones left out.
@@ -131,6 +135,18 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     };
     let sides = args.sides();
     let (devices, left_out) = devices_of(&args)?;
+    // Before the certification runs: a missing reference producer is bad
+    // input, not the end of a long run.
+    let malformed_base = match (&args.consumer, args.malformed && !args.list) {
+        (Some(_), true) => Some(super::resolve_plugin("reference", "producer").map_err(
+            |BadInput(why)| {
+                BadInput(format!(
+                    "--malformed wraps the reference producer in the mutants: {why}"
+                ))
+            },
+        )?),
+        _ => None,
+    };
     let mut plan = certify::plan(&scenarios, sides, sources.seed);
     let planned = plan.len();
     // An async case ID that is not planned (a shrunk schedule) spells out
@@ -159,6 +175,14 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             .filter(|s| devices.contains(&s.device) && args.filter.selects(&s.id))
         {
             println!("{}: case", spec.id);
+        }
+        if args.malformed {
+            for spec in crate::malformed::plan()
+                .iter()
+                .filter(|s| malformed_selects(&args.filter, &s.id))
+            {
+                println!("{}: malformed case (robustness, not a rule)", spec.id);
+            }
         }
         return Ok(0);
     }
@@ -422,10 +446,20 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     } else {
         Vec::new()
     };
+    // The certification's workers go first: the malformed runs make pools
+    // of their own in the same scratch directory.
+    drop(engine);
+    let robustness = match (&args.consumer, malformed_base) {
+        (Some(consumer), Some(base)) if interrupted.is_none() => {
+            Some(run_malformed(&args, consumer, base)?)
+        }
+        _ => None,
+    };
     let interrupted = interrupted.or_else(run::proc::interrupted);
     let report = checkpoint
         .into_inner()
         .finish(interrupted, clock, |r| {
+            r.robustness = robustness;
             r.rules = summary::rule_verdicts(&r.cases, sides);
             r.shrunk = shrunk;
             if !args.replay {
@@ -442,11 +476,12 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let judgement = report.outcome.clone().expect("finish judged the run");
     print_result(&report, &judgement, args.replay);
     if let Some(junit) = &args.junit {
-        let xml = summary::junit(
-            &report.rules,
-            &report.cases,
-            &format!("arrowcert certify {}", args.subjects()),
-        );
+        let suite = format!("arrowcert certify {}", args.subjects());
+        let xml = summary::junit(&report.rules, &report.cases, &suite);
+        let xml = match &report.robustness {
+            Some(r) => crate::malformed::junit_with(&xml, r, &suite),
+            None => xml,
+        };
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
     }
@@ -477,6 +512,68 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     Ok(judgement.exit_code())
 }
 
+/// Whether the filter selects a malformed case: filters that name no
+/// malformed case (`consumer/array`) narrow the certification only, so
+/// every malformed case runs; `--skip` applies to both.
+fn malformed_selects(filter: &Filter, id: &str) -> bool {
+    if filter.patterns.iter().any(|p| p.starts_with("malformed")) {
+        filter.selects(id)
+    } else {
+        Filter {
+            patterns: Vec::new(),
+            ..filter.clone()
+        }
+        .selects(id)
+    }
+}
+
+/// `--malformed`: every malformed case on `consumer`, in workers (always:
+/// a crash is what they look for), printed as they end when verbose or
+/// when the consumer crashed or hung.
+fn run_malformed(
+    args: &Args,
+    consumer: &Lib,
+    base: PathBuf,
+) -> Result<crate::report::robustness::Robustness, BadInput> {
+    let planned = crate::malformed::plan()
+        .iter()
+        .filter(|s| malformed_selects(&args.filter, &s.id))
+        .count();
+    println!(
+        "malformed: {planned} cases, each producer mutant's broken structure handed to {} (robustness, apart from the rules)",
+        consumer.arg
+    );
+    let engine = crate::engine::malformed::Engine {
+        consumer: consumer.path.clone(),
+        base,
+        jobs: args.jobs.max(1),
+        case_timeout_ms: args.case_timeout_ms,
+        max_memory_mb: args.max_memory_mb,
+    };
+    let progress = RefCell::new(Progress::new(planned));
+    let robustness = engine
+        .run(&|id| malformed_selects(&args.filter, id), &mut |c| {
+            let loud = matches!(c.result.as_str(), "crashed" | "hung");
+            if args.verbose || loud {
+                progress.borrow_mut().clear();
+                println!(
+                    "case {} ... {}{}",
+                    c.id,
+                    c.result,
+                    c.detail
+                        .as_deref()
+                        .filter(|_| loud)
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
+                );
+            }
+            progress.borrow_mut().tick(loud);
+        })
+        .map_err(BadInput)?;
+    progress.borrow_mut().clear();
+    Ok(robustness)
+}
+
 /// `--require-device`: exit 2, after one line, when cases on a required
 /// device were skipped as missing anyway (a worker process could not use
 /// it; [`crate::device::skipped_though_required`]).
@@ -499,6 +596,9 @@ fn print_result(report: &Report, judgement: &outcome::Judgement, replay: bool) {
         summary::render(&report.rules, &report.cases, &report.shrunk)
     );
     print!("{}", crate::engine::coverage::render(&report.coverage));
+    if let Some(r) = &report.robustness {
+        print!("{}", crate::malformed::render(r));
+    }
     let s = &report.summary;
     println!(
         "\n{} result: {}. {} cases: {}",
@@ -696,6 +796,13 @@ pub struct CertifyFlags {
     /// every verdict seen (its first run's stays its verdict).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub repeat: u32,
+    /// Robustness beyond the spec (docs/MALFORMED.md): also hand the
+    /// consumer the structures each producer mutant breaks, in worker
+    /// processes, and record per case whether it refused cleanly,
+    /// accepted, crashed or hung. Reported apart from the rules, as its own
+    /// grade; never a rule verdict, never the outcome or the exit code.
+    #[arg(long)]
+    pub malformed: bool,
 }
 
 /// `arrowcert certify`, from its flags.
@@ -725,7 +832,18 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         dlpack,
         all_variations,
         repeat,
+        malformed,
     } = f;
+    if malformed && dlpack {
+        return Err(BadInput(
+            "--malformed hands consumers broken Arrow C structures; --dlpack certifies DLPack exchange".into(),
+        ));
+    }
+    if malformed && consumer.is_none() && producer.is_some() {
+        return Err(BadInput(
+            "--malformed grades a consumer: give --consumer too".into(),
+        ));
+    }
     if dlpack {
         let mut kinds = device_kinds(&devices, "--device")?;
         let required = device_kinds(&require_devices, "--require-device")?;
@@ -797,6 +915,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         },
         replay: false,
         resume,
+        malformed,
     })
 }
 
@@ -912,6 +1031,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         require_devices: Vec::new(),
         all_variations: false,
         repeat: 0,
+        malformed: false,
     })
 }
 

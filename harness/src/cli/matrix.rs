@@ -51,6 +51,9 @@ pub struct Args {
     /// certifying library L runs with `DIR/L.json`, a pair P -> C with
     /// `DIR/pair-P-C.json`, where those exist.
     pub expectations: Option<PathBuf>,
+    /// `--malformed`: consumer certifications also run `certify
+    /// --malformed`; the grades are a section of their own.
+    pub malformed: bool,
 }
 
 /// The expectations file of a unit, when `--expectations DIR` has one.
@@ -144,6 +147,9 @@ fn unit_args(args: &Args, unit: &Planned, report: &Path) -> Vec<String> {
             if args.repeat > 0 {
                 v.extend(["--repeat".into(), args.repeat.to_string()]);
             }
+            if args.malformed && unit.kind == UnitKind::CertifyConsumer {
+                v.push("--malformed".into());
+            }
         }
         UnitKind::Pair => {
             v.push("roundtrip".into());
@@ -227,6 +233,7 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
         report: None,
         command,
         duration_ms: 0,
+        robustness: None,
     };
     let _ = std::fs::remove_file(&report_path);
     let outcome = std::fs::File::create(&log).and_then(|f| {
@@ -328,6 +335,7 @@ fn run_unit(exe: &Path, args: &Args, planned: &Planned, live: &Mutex<Vec<u32>>) 
         })
         .collect();
     unit.plugins = run.plugins.clone();
+    unit.robustness = matrix::UnitRobustness::of(&run);
     unit.report = Some(report_rel.display().to_string());
     unit
 }
@@ -697,6 +705,11 @@ pub struct MatrixFlags {
     /// matrix (exit 1).
     #[arg(long, value_name = "DIR")]
     pub expectations: Option<PathBuf>,
+    /// Consumer certifications also run `certify --malformed` (robustness
+    /// beyond the spec, docs/MALFORMED.md): each consumer's grade is a
+    /// section of its own in matrix.md/.html/.json, never a cell's status.
+    #[arg(long)]
+    pub malformed: bool,
 }
 
 /// `arrowcert matrix`, from its flags.
@@ -717,6 +730,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         list,
         filters,
         expectations,
+        malformed,
     } = f;
     let defaulted = producers.is_empty() && consumers.is_empty();
     let (producers, consumers) = if defaulted {
@@ -761,6 +775,7 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
         units_at_once,
         filters,
         expectations,
+        malformed,
     })
 }
 

@@ -118,6 +118,7 @@ impl Engine {
             case_timeout_ms: self.case_timeout_ms,
             max_memory_mb: self.max_memory_mb,
             loads: "the plugin",
+            env: Vec::new(),
         }
         .run(
             Some(&self.kept),

@@ -11,6 +11,7 @@ use crate::run;
 
 pub mod certify;
 pub mod coverage;
+pub mod malformed;
 pub mod roundtrip;
 
 /// Judges a finished run's report: the outcome from its cases and rule
@@ -82,6 +83,8 @@ struct Workers {
     /// What the workers load, for the message when they cannot start
     /// ("the plugin", "the plugins").
     loads: &'static str,
+    /// Environment variables for the workers ([`run::Config::env`]).
+    env: Vec<(String, String)>,
 }
 
 impl Workers {
@@ -105,6 +108,10 @@ impl Workers {
             self.max_memory_mb,
         )
         .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+        let cfg = run::Config {
+            env: self.env,
+            ..cfg
+        };
         let loads = self.loads;
         let cannot = |run::StartError(why)| format!("cannot run {loads}: {why}");
         let own;

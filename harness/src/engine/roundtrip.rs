@@ -95,6 +95,7 @@ impl Engine {
             case_timeout_ms: self.case_timeout_ms,
             max_memory_mb: self.max_memory_mb,
             loads: "the plugins",
+            env: Vec::new(),
         }
         .run(None, plan.len(), jobs, ready, on_case)
     }

@@ -224,6 +224,29 @@ pub struct Unit {
     /// The command that reruns the unit.
     pub command: String,
     pub duration_ms: u64,
+    /// `matrix --malformed`: a consumer certification's robustness grade
+    /// (`certify --malformed`, docs/MALFORMED.md), apart from its status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<UnitRobustness>,
+}
+
+/// A unit's robustness grade and counts (its report has every case).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct UnitRobustness {
+    pub grade: String,
+    pub summary: String,
+    pub counts: crate::report::robustness::RobustnessCounts,
+}
+
+impl UnitRobustness {
+    /// The grade of a certification report, when it has one.
+    pub fn of(r: &crate::report::Report) -> Option<UnitRobustness> {
+        r.robustness.as_ref().map(|r| UnitRobustness {
+            grade: r.grade.clone(),
+            summary: r.summary.clone(),
+            counts: r.counts.clone(),
+        })
+    }
 }
 
 /// Type families of one path of a unit, by what became of them.

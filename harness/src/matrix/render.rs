@@ -275,6 +275,8 @@ pub fn markdown(m: &Matrix) -> String {
         );
     }
 
+    robustness_markdown(m, &mut o);
+
     let notes = adapter_notes(m);
     if !notes.is_empty() {
         let _ = writeln!(o, "\n## What the adapters write\n");
@@ -625,6 +627,7 @@ pub fn page(m: &Matrix) -> String {
         let _ = writeln!(o, "</td></tr>");
     }
     let _ = writeln!(o, "</tbody></table>");
+    robustness_html(m, &mut o);
 
     let notes = adapter_notes(m);
     if !notes.is_empty() {
@@ -801,6 +804,89 @@ pub fn page(m: &Matrix) -> String {
     o
 }
 
+/// Consumers with a robustness grade (`matrix --malformed`).
+fn graded(m: &Matrix) -> Vec<(&Unit, &super::UnitRobustness)> {
+    m.units
+        .iter()
+        .filter(|u| u.kind == UnitKind::CertifyConsumer)
+        .filter_map(|u| u.robustness.as_ref().map(|r| (u, r)))
+        .collect()
+}
+
+const ROBUSTNESS_WORDS: &str = "What each consumer did with the structures the producer \
+     mutants break (`certify --malformed`, docs/MALFORMED.md): refused cleanly, accepted, left \
+     unreleased, crashed or hung. Apart from the rules: never a verdict, never a cell's status. \
+     Grade over the cases a consumer can see: A refused or read every one, B accepted an invalid \
+     structure as other values or left one unreleased, C hung, F crashed.";
+
+fn robustness_markdown(m: &Matrix, o: &mut String) {
+    let rows = graded(m);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n## Robustness (--malformed)\n\n{}\n",
+        md(ROBUSTNESS_WORDS)
+    );
+    let _ = writeln!(
+        o,
+        "| consumer | grade | refused | accepted (data) | accepted (other) | unreleased | crashed | hung | not run |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
+    for (u, r) in rows {
+        let c = &r.counts;
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            md(role_arg(u).1),
+            md(&r.grade),
+            c.refused,
+            c.accepted_equal,
+            c.accepted_differs,
+            c.unreleased,
+            c.crashed,
+            c.hung,
+            c.not_run
+        );
+    }
+}
+
+fn robustness_html(m: &Matrix, o: &mut String) {
+    let rows = graded(m);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Robustness (--malformed)</h2>\n<p>{}</p>\n<table id=\"robustness\"><thead><tr>\
+         <th>consumer</th><th>grade</th><th>refused</th><th>accepted (data)</th>\
+         <th>accepted (other)</th><th>unreleased</th><th>crashed</th><th>hung</th><th>not run</th>\
+         </tr></thead><tbody>",
+        html(ROBUSTNESS_WORDS)
+    );
+    for (u, r) in rows {
+        let c = &r.counts;
+        let _ = writeln!(
+            o,
+            "<tr data-unit=\"{}\" title=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html(&u.id),
+            html(&r.summary),
+            html(role_arg(u).1),
+            html(&r.grade),
+            c.refused,
+            c.accepted_equal,
+            c.accepted_differs,
+            c.unreleased,
+            c.crashed,
+            c.hung,
+            c.not_run
+        );
+    }
+    let _ = writeln!(o, "</tbody></table>");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,6 +898,59 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(html("bell\u{7}"), "bell\\u{7}");
+    }
+
+    fn consumer_unit(robustness: Option<super::super::UnitRobustness>) -> Matrix {
+        let unit: Unit = serde_json::from_value(serde_json::json!({
+            "id": "certify/consumer/x", "kind": "certify-consumer", "producer": null,
+            "consumer": "x", "status": "pass", "message": null,
+            "summary": crate::report::Summary::default(), "paths": {},
+            "failing_rules": [], "failing_cases": [], "plugins": [], "report": null,
+            "command": "arrowcert certify --consumer x", "duration_ms": 1
+        }))
+        .unwrap();
+        Matrix {
+            matrix_version: 1,
+            tool: Default::default(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            duration_ms: 0,
+            producers: Vec::new(),
+            consumers: vec!["x".into()],
+            data: super::super::Data {
+                gold: None,
+                cases: 0,
+                seed: 0,
+                filters: Vec::new(),
+            },
+            plan: Vec::new(),
+            shards: Vec::new(),
+            libraries: Vec::new(),
+            units: vec![Unit { robustness, ..unit }],
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn robustness_is_a_section_of_its_own_only_with_malformed() {
+        let plain = consumer_unit(None);
+        assert!(!markdown(&plain).contains("Robustness"));
+        assert!(!page(&plain).contains("Robustness"));
+        let graded = consumer_unit(Some(super::super::UnitRobustness {
+            grade: "F".into(),
+            summary: "1 of 2 refused cleanly".into(),
+            counts: crate::report::robustness::RobustnessCounts {
+                cases: 2,
+                refused: 1,
+                crashed: 1,
+                graded: 2,
+                ..Default::default()
+            },
+        }));
+        let md = markdown(&graded);
+        assert!(md.contains("## Robustness (--malformed)"), "{md}");
+        assert!(md.contains("| x | F | 1 | 0 | 0 | 0 | 1 | 0 | 0 |"), "{md}");
+        assert!(page(&graded).contains("<table id=\"robustness\">"));
     }
 
     #[test]

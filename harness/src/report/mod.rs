@@ -6,6 +6,7 @@
 
 pub mod expectations;
 pub mod outcome;
+pub mod robustness;
 pub mod time;
 
 use schemars::JsonSchema;
@@ -74,6 +75,11 @@ pub struct Report {
     /// not reached). Absent in reports written before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub coverage: Vec<CoverageRow>,
+    /// `certify --malformed`: what the consumer did with structures that
+    /// break the spec on purpose, graded apart from the rules (never a rule
+    /// verdict, never the outcome). Absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robustness: Option<robustness::Robustness>,
 }
 
 /// What a run reached of one type family on one path, in one encoding
@@ -481,6 +487,7 @@ impl Report {
             limitations: Vec::new(),
             expectations: None,
             coverage: Vec::new(),
+            robustness: None,
         }
     }
 }

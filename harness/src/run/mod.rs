@@ -71,6 +71,9 @@ pub struct Config {
     /// `worker_args` without the sources: a kept worker serves a run
     /// whose key is its own.
     pub key: Vec<String>,
+    /// Environment variables set for every worker (`certify --malformed`:
+    /// the mutation the mutant producer chooses when it loads).
+    pub env: Vec<(String, String)>,
 }
 
 impl Config {
@@ -104,6 +107,7 @@ impl Config {
             tracker: crate::plugin::tracker::enabled(),
             max_tasks: Some(MAX_TASKS_PER_WORKER * jobs.max(1) as u64),
             pids_cgroup: None,
+            env: Vec::new(),
         })
     }
 }
@@ -393,6 +397,7 @@ impl Worker {
         if let Some(dir) = &cfg.pids_cgroup {
             command.env(proc::PIDS_CGROUP_ENV, dir);
         }
+        command.envs(cfg.env.iter().map(|(k, v)| (k, v)));
         if cfg.tracker {
             // Written by `run` into the private scratch directory.
             let library = cfg.scratch.join(crate::plugin::tracker::FILE_NAME);

@@ -28,6 +28,7 @@ pub fn config(
         tracker,
         max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
         pids_cgroup: None,
+        env: Vec::new(),
     }
 }
 

@@ -41,6 +41,9 @@ mod tests;
 #[path = "../../../producers/reference/src/input.rs"]
 mod producer_input;
 
+#[allow(dead_code)]
+#[path = "../../../consumers/reference/src/beyond.rs"]
+mod beyond;
 /// The reference consumer's helpers, shared as source: moving inputs
 /// (`take_input`), handing back IPC bytes, importing and validating a batch,
 /// the structural check it runs first, and copying C strings.
