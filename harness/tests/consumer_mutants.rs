@@ -210,6 +210,10 @@ const LIMITATIONS: &[Limitation] = &[
 /// Consumer rules with no mutant here, and why.
 const NO_MUTANT: &[(&str, &str)] = &[
     (
+        "consumer.read.values-view",
+        "judged through a py: adapter's values(obj): its mutant is the Python adapter harness/tests/fixtures/py/shared_misreading.py (rows reversed on import and back on export), in python_adapters.rs",
+    ),
+    (
         "consumer.sync.waits",
         "needs a device with its own memory and asynchronous work: its mutant (`read-before-wait`) runs on the emulated device, in docs/DEVICE_MUTANTS.md",
     ),

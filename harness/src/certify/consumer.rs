@@ -825,7 +825,7 @@ fn data_case(
     Ended::Ran
 }
 
-/// consumer.read.values through an independent view: what the consumer
+/// consumer.read.values-view, an independent view: what the consumer
 /// read back through its own Arrow exporter was right; its own values
 /// (`arrowcert_consume_values`: a py: adapter's `values(obj)`, the
 /// library's conversion to its native values, no Arrow exporter in the
@@ -840,7 +840,7 @@ fn judge_view(view: Option<&str>, expected: (&Schema, &[RecordBatch]), obs: &mut
     let c = crate::compare::pyvalues::compare(expected.0, expected.1, json);
     obs.view = Some(c.summary());
     obs.check(
-        "consumer.read.values",
+        "consumer.read.values-view",
         c.disagreements.is_empty(),
         "the consumer's own values view",
         || {

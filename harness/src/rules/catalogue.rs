@@ -1523,7 +1523,7 @@ pub static RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "The ArrowArray structure",
         quote: "Mandatory. The logical offset inside the array (i.e. the number of items from the physical start of the buffers).",
-        observation: "The harness's own exporter hands over every scenario twice, plainly and in a varied encoding made to be misread (non-zero offsets at every level, children longer than their parent, null_count -1, validity buffers NULL or all-valid, NULL pointers for zero-sized buffers, garbage under null slots and outside windows, unused bitmap bits set, views inline and out of line over several variadic buffers, dense union slots sharing child elements, unused dictionary values, run-end encoding with filler runs, buffers on the CPU off their type's alignment), and compares the IPC stream the consumer writes back with the logical data. Where the consumer also gives a view of what it read made without its Arrow exporter (arrowcert_consume_values: a py: adapter's values(obj), the library's own conversion to Python values) and the read-back was right, that view is compared with the data too: a disagreement (an importer and exporter sharing a misreading) fails this rule at \"the consumer's own values view\"; values the view cannot show comparably are not compared. A clean refusal (a non-zero code with a message, everything released) is a limitation, never this rule: \"Consumers MAY decide not to support all data types\", non-0-offset arrays and unaligned memory; refusing an encoding no permission covers is consumer.read.accepts.",
+        observation: "The harness's own exporter hands over every scenario twice, plainly and in a varied encoding made to be misread (non-zero offsets at every level, children longer than their parent, null_count -1, validity buffers NULL or all-valid, NULL pointers for zero-sized buffers, garbage under null slots and outside windows, unused bitmap bits set, views inline and out of line over several variadic buffers, dense union slots sharing child elements, unused dictionary values, run-end encoding with filler runs, buffers on the CPU off their type's alignment), and compares the IPC stream the consumer writes back with the logical data. Where the consumer also gives a view of what it read made without its Arrow exporter, that view is judged under consumer.read.values-view. A clean refusal (a non-zero code with a message, everything released) is a limitation, never this rule: \"Consumers MAY decide not to support all data types\", non-0-offset arrays and unaligned memory; refusing an encoding no permission covers is consumer.read.accepts.",
         inferred: None,
     },
     // Added: names and metadata apart from values. The spec lets consumers
@@ -1577,6 +1577,23 @@ pub static RULES: &[Rule] = &[
         quote: "Consumers MAY decide not to support all data types, but they should document this limitation.",
         observation: "When the values a consumer wrote back differ from the data and every differing value is a time, timestamp, duration or month_day_nano interval equal to the one sent cut (toward zero or down) to a coarser unit (microseconds, milliseconds, seconds, days), the rest of the row untouched, the harness reports this rule, naming each column, the unit its values were cut to and a row, and consumer.read.values passes. Any other difference, in the same columns or others, is consumer.read.values.",
         inferred: Some("no sentence speaks of a consumer keeping a type's unit; the permission not to support a type, with its \"should document this limitation\", is the nearest: a lossy read is reported at SHOULD, never a MUST failure"),
+    },
+    // Added (issue 38 item 6): a library's own non-Arrow view of what it
+    // read. A disagreement shows an importer and exporter that share a
+    // misreading, or a converter of the library's own that misreads what
+    // it holds; the two cannot be told apart from outside, and the spec
+    // speaks of neither: inferred, at most SHOULD.
+    Rule {
+        id: "consumer.read.values-view",
+        level: Level::Should,
+        side: Side::Consumer,
+        area: "consumer",
+        summary: "its own view of what it read (values(obj), made without its Arrow exporter) holds the values given",
+        spec_file: CDATA,
+        section: "The ArrowArray structure",
+        quote: "Mandatory. The logical offset inside the array (i.e. the number of items from the physical start of the buffers).",
+        observation: "Where the consumer gives a view of what it read made without its Arrow exporter (arrowcert_consume_values: a py: adapter's values(obj), the library's own conversion to Python values) and what it exported back was right (consumer.read.values held), that view is compared with the data: a disagreement is reported at \"the consumer's own values view\" with the first values that differ; values the view cannot show comparably (unknown Python types, intervals with months or days, ...) are not compared, with the reason in the case's view summary, never passed or failed.",
+        inferred: Some("the spec asks a consumer to read the values given, not how the library shows them afterwards: a view that disagrees while the Arrow read-back is right is either an importer and exporter sharing a misreading (which the read-back cannot see) or the library's own converter misreading what it holds, and nothing outside tells the two apart; reported at SHOULD, never a MUST failure"),
     },
     // Added: a clean refusal is a limitation only where a permission
     // covers it (types, non-zero offsets, unaligned memory); no sentence
