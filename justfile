@@ -92,7 +92,7 @@ matrix CASES="100" SEED="20261122" *ARGS: build real
     trap 'bash scripts/postgres/server.sh stop "$ARROWCERT_PG_DIR"' EXIT
     # Each library's known results (expectations/): a unit whose results
     # are not as its file says fails the matrix.
-    target/debug/arrowcert matrix --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --out reports --expectations expectations --units-at-once 3 --jobs 1 {{ARGS}}
+    target/debug/arrowcert matrix --gold {{gold}} --cases {{CASES}} --seed {{SEED}} --out reports --expectations expectations --units-at-once 3 --jobs 1 --repeat 1 {{ARGS}}
     bash scripts/screenshot.sh reports/matrix.html reports/matrix.png
     # nanoarrow's own C data integration library, through the built-in
     # integration adapter (no plugin); failures are its findings.
