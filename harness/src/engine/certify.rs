@@ -215,6 +215,20 @@ pub fn parent_case_id(id: &str, scenario: &str) -> Option<String> {
     Some(id.replacen(&format!("/{scenario}"), &format!("/{parent}"), 1))
 }
 
+/// Sources that load exactly `scenarios` by name (column subsets and
+/// shapes included), drawing generated ones from `seed`: what workers
+/// need for cases outside the run's own plan.
+fn only_these(scenarios: &[Scenario], seed: u64) -> Sources {
+    Sources {
+        builtin: false,
+        gold: None,
+        generated: 0,
+        single_types: false,
+        seed,
+        only: Some(scenarios.iter().map(|s| s.name.clone()).collect()),
+    }
+}
+
 /// One unsupported column hides a whole scenario: a library that refuses
 /// one of a mixed scenario's columns refuses the scenario, and what it
 /// does with the others is never seen. Each case a library refused, or
@@ -259,14 +273,7 @@ pub fn split_refusals(
     if selected.is_empty() {
         return Ok(());
     }
-    let only = Sources {
-        builtin: false,
-        gold: None,
-        generated: 0,
-        single_types: false,
-        seed: sources.seed,
-        only: Some(subs.iter().map(|s| s.name.clone()).collect()),
-    };
+    let only = only_these(&subs, sources.seed);
     engine.run(
         &only,
         &subs,
@@ -293,13 +300,10 @@ const DATA_PATHS: [&str; 4] = ["stream", "array", "device_stream", "device_array
 pub fn moved_variations(report: &Report, scenarios: &[Scenario]) -> Vec<(String, String)> {
     let served = |p: &str| {
         let prefix = format!("consumer/{p}/plain/");
-        report.cases.iter().any(|c| {
-            c.id.starts_with(&prefix)
-                && (matches!(
-                    c.verdict,
-                    Verdict::Pass | Verdict::Fail | Verdict::Crash | Verdict::Timeout
-                ) || declined_data(c))
-        })
+        report
+            .cases
+            .iter()
+            .any(|c| c.id.starts_with(&prefix) && (super::coverage::ran(c) || declined_data(c)))
     };
     let serving: Vec<&str> = DATA_PATHS.into_iter().filter(|p| served(p)).collect();
     let Some(&to) = serving.first() else {
@@ -436,14 +440,7 @@ pub fn rerun_unsettled(
     let sub_selected: Vec<usize> = (0..sub_plan.len())
         .filter(|&i| sub_ids.contains(&sub_plan[i].id))
         .collect();
-    let only = Sources {
-        builtin: false,
-        gold: None,
-        generated: 0,
-        single_types: false,
-        seed: sources.seed,
-        only: Some(subs.iter().map(|s| s.name.clone()).collect()),
-    };
+    let only = only_these(&subs, sources.seed);
     for _ in 0..rounds {
         if run::proc::interrupted().is_some() {
             break;

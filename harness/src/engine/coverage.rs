@@ -80,7 +80,7 @@ pub fn path_and_factor(id: &str, scenario: &str) -> Option<(String, String)> {
 }
 
 /// Whether a case ran to a verdict on the library.
-fn ran(c: &Case) -> bool {
+pub(crate) fn ran(c: &Case) -> bool {
     matches!(
         c.verdict,
         Verdict::Pass | Verdict::Fail | Verdict::Crash | Verdict::Timeout
