@@ -1086,7 +1086,8 @@ fn stream_error(
             ..
         }) if code != libc::ENOSYS => {
             let why = format!(
-                "the consumer does not support this: ENOSYS {}",
+                "{}ENOSYS {}",
+                super::CONSUMER_DECLINED,
                 message.clone().unwrap_or_default()
             );
             obs.not_exercised("consumer.stream.error", why.clone());

@@ -335,6 +335,11 @@ pub enum Ended {
 /// cannot hold) begins: a skip, not a verdict on the library.
 pub const PRODUCER_DECLINED: &str = "the producer does not support this: ";
 
+/// How the message of a stream-error case begins when the consumer declined
+/// the data (ENOSYS) before the injected failure could matter: a skip, and
+/// a refusal in the coverage table.
+pub const CONSUMER_DECLINED: &str = "the consumer does not support this: ";
+
 pub(crate) fn call_ended(e: CallError) -> Ended {
     match e {
         CallError::Missing(_) => Ended::Skip(e.to_string()),

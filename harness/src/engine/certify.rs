@@ -146,7 +146,9 @@ pub fn declined_data(c: &Case) -> bool {
         Verdict::Skip => c
             .message
             .as_deref()
-            .is_some_and(|m| m.starts_with(certify::PRODUCER_DECLINED)),
+            .is_some_and(|m| {
+                m.starts_with(certify::PRODUCER_DECLINED) || m.starts_with(certify::CONSUMER_DECLINED)
+            }),
         _ => false,
     }
 }

@@ -153,14 +153,28 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
     let families = types::family_names();
     // Where each (side, factor, family) ran: the pairwise plan runs a
     // (type, variation) pair on one path of a side, not on every path.
-    let mut ran_on: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
+    // A pair the library refused or failed on there was handed to it
+    // too: this path did not run it because the plan put it there, and
+    // the row names what happened on that path.
+    let mut ran_on: BTreeMap<(&str, &str, &str), (&str, &str)> = BTreeMap::new();
     for ((path, factor), cell) in &cells {
         let side = path.split('/').next().unwrap_or_default();
         for (family, c) in &cell.families {
-            if c.ran > 0 {
-                ran_on
-                    .entry((side, factor.as_str(), family))
-                    .or_insert(path.as_str());
+            let what = if c.ran > 0 {
+                "ran"
+            } else if c.refused.is_some() {
+                "was refused"
+            } else if c.errored.is_some() {
+                "failed inside the library"
+            } else {
+                continue;
+            };
+            let e = ran_on
+                .entry((side, factor.as_str(), family))
+                .or_insert((path.as_str(), what));
+            // One that ran wins over one refused elsewhere.
+            if what == "ran" && e.1 != "ran" {
+                *e = (path.as_str(), what);
             }
         }
     }
@@ -180,12 +194,12 @@ pub fn of(cases: &[Case], scenarios: &[Scenario]) -> Vec<CoverageRow> {
                 _ => match unplanned(factor, family, scenarios) {
                     Some(why) => ("not_applicable", 0, Some(why)),
                     None => match ran_on.get(&(side, factor.as_str(), family)) {
-                        Some(other) => (
+                        Some((other, what)) => (
                             "elsewhere",
                             0,
                             Some(format!(
-                                "the pairwise plan ran this type with {factor} on {other}; \
-                                 --all-variations runs every path"
+                                "the pairwise plan handed this type with {factor} to {other} \
+                                 (it {what} there); --all-variations runs every path"
                             )),
                         ),
                         None => ("not_reached", 0, None),
@@ -575,6 +589,18 @@ mod tests {
                 None,
             ),
             case(
+                "consumer/stream/varied:garbage/gen/type:int32",
+                "gen/type:int32",
+                Verdict::Limitation,
+                Some("garbage not supported"),
+            ),
+            case(
+                "consumer/array/varied:garbage/gen/type:utf8/batch:0",
+                "gen/type:utf8",
+                Verdict::Pass,
+                None,
+            ),
+            case(
                 "consumer/released/array/gen/type:int32",
                 "gen/type:int32",
                 Verdict::Pass,
@@ -597,6 +623,11 @@ mod tests {
             e.why.as_deref().unwrap().contains("consumer/stream"),
             "{e:?}"
         );
+        // Refused on the path the plan handed it to: the other paths'
+        // rows say so, and the pair counts as refused.
+        let r = get("consumer/array", "varied:garbage", "int32");
+        assert_eq!(r.status, "elsewhere", "{r:?}");
+        assert!(r.why.as_deref().unwrap().contains("was refused"), "{r:?}");
         let n = get("consumer/array", "varied:variadic-buffers", "utf8");
         assert_eq!(n.status, "not_applicable", "{n:?}");
         assert_eq!(
@@ -615,6 +646,7 @@ mod tests {
         assert!(render(&rows).contains("on other paths only"));
         let pairs = variation_pairs(&rows);
         assert!(pairs["exercised"].contains(&"offset/int32".to_string()));
+        assert!(pairs["refused"].contains(&"garbage/int32".to_string()));
         assert!(pairs["not_applicable"].contains(&"variadic-buffers/utf8".to_string()));
         assert!(pairs["not_reached"].contains(&"offset/decimal256".to_string()));
     }

@@ -102,7 +102,7 @@ pub struct CoverageRow {
     /// ran or was declined, whatever its data: the path is not exported,
     /// the device is missing...), `not_applicable` (a single-variation
     /// factor, `varied:<variation>`, that has nothing to change in the
-    /// run's data of this family), `elsewhere` (the pairwise plan ran this
+    /// run's data of this family), `elsewhere` (the pairwise plan handed this
     /// family with this factor on another path of the same side, named in
     /// `why`; `--all-variations` runs every path) or `not_reached`.
     pub status: String,
