@@ -125,7 +125,12 @@
   /* consumer.async.after-cancel: once it has cancelled, the handler treats */         \
   /* any further task as a protocol error: refuses it (ECANCELED) without */            \
   /* extracting it ("nothing can come after cancel") */                                 \
-  X(UNPREPARED_AFTER_CANCEL, "unprepared-after-cancel")
+  X(UNPREPARED_AFTER_CANCEL, "unprepared-after-cancel")                                \
+  /* consumer.async.release-frees: every stream keeps 8 bytes it never frees */       \
+  X(SMALL_LEAK, "small-leak")                                                          \
+  /* array.release.cache (INFO): every stream keeps an entry of a cache */            \
+  /* emptied every ARROWCERT_MUTANT_CACHE_PERIOD streams (no leak) */                 \
+  X(PERIODIC_CACHE, "periodic-cache")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -619,6 +624,9 @@ static void install(Handler* outer, struct proxy* p) {
 
 int arrowcert_consume_async_start(struct ArrowAsyncDeviceStreamHandler* handler, void** token) {
   begin();
+  /* Memory kept per stream (arrowcert_mutant.h). */
+  if (M == SMALL_LEAK) arrowcert_mutant_small_leak();
+  if (M == PERIODIC_CACHE) arrowcert_mutant_periodic_cache();
   if (token) *token = NULL;
   if (!ready()) {
     if (handler) install(handler, NULL);

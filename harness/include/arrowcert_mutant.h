@@ -73,4 +73,40 @@ static inline int arrowcert_mutant_setup_or_abort(const char* what, const char* 
   return i;
 }
 
+
+/* ---- memory kept per call: the leak rules' two mutants ----
+ *
+ * small-leak: every call keeps 8 bytes it never frees (a leak of a few
+ * bytes per export): every *.release.frees rule (and the async ones) must
+ * fail. periodic-cache: every call keeps a 96-byte entry in a cache that is
+ * emptied every ARROWCERT_MUTANT_CACHE_PERIOD calls (default 64, at most
+ * 1024): no leak, so every frees rule must pass, and array.release.cache
+ * (INFO) reports it. */
+static inline void arrowcert_mutant_small_leak(void) {
+  static void* volatile kept; /* a chain: reachable, never freed */
+  void** p = malloc(8);
+  if (p) {
+    *p = kept;
+    kept = p;
+  }
+}
+
+static inline void arrowcert_mutant_periodic_cache(void) {
+  static void* entries[1024];
+  static int n;
+  static int period;
+  if (!period) {
+    const char* v = getenv("ARROWCERT_MUTANT_CACHE_PERIOD");
+    period = v && atoi(v) > 0 ? atoi(v) : 64;
+    if (period > 1024) period = 1024;
+  }
+  if (n + 1 >= period) {
+    for (int i = 0; i < n; i++) free(entries[i]);
+    n = 0;
+    return;
+  }
+  entries[n] = malloc(96);
+  if (entries[n]) n++;
+}
+
 #endif /* ARROWCERT_MUTANT_H */

@@ -185,6 +185,16 @@ const PRODUCER_MUTANTS: &[Mutant] = &[
         "handler->producer is still NULL when on_schema is called",
     ),
     m(
+        "small-leak",
+        "async.task.extract-null",
+        "every stream keeps 8 bytes it never frees (a leak of a few bytes per call)",
+    ),
+    m(
+        "periodic-cache",
+        "array.release.cache",
+        "every stream keeps a 96-byte entry in a cache emptied every 64 streams: no leak, reported (INFO) with its size",
+    ),
+    m(
         "name-latin1",
         "schema.name.utf8",
         "the first field's name passed through in Latin-1: arrow-rs cannot import it, so the values are not judged, and no MUST rule may fail",
@@ -251,6 +261,16 @@ const CONSUMER_MUTANTS: &[Mutant] = &[
         "unprepared-after-cancel",
         "consumer.async.after-cancel",
         "after its own cancel, refuses every task that still comes (ECANCELED) without extracting it",
+    ),
+    m(
+        "small-leak",
+        "consumer.async.release-frees",
+        "every stream keeps 8 bytes it never frees (a leak of a few bytes per call)",
+    ),
+    m(
+        "periodic-cache",
+        "consumer.async.release-cache",
+        "every stream keeps a 96-byte entry in a cache emptied every 64 streams: no leak, reported (INFO) with its size",
     ),
     m(
         "release-keeps-state",

@@ -555,6 +555,20 @@ const MUTANTS: &[Mutant] = &[
         &["producer/stream/primitive"],
         "the stream's release releases what it wraps but never frees its own state",
     ),
+    Mutant {
+        name: "small-leak",
+        rule: "array.release.frees",
+        filters: &["/primitive"],
+        models: "every export entry point keeps 8 bytes it never frees (a leak of a few bytes per call)",
+        follows: &["schema.release.frees", "stream.release.frees"],
+        why_follows: "the 8 bytes are kept by every export entry point, so every export's leak rule sees them",
+    },
+    m(
+        "periodic-cache",
+        "array.release.cache",
+        &["/primitive"],
+        "every export keeps a 96-byte entry in a cache emptied every 64 exports: no leak, so no frees rule fails, and the cache is reported (INFO) with its size",
+    ),
     m(
         "release-skips-children",
         "array.release.walks-children",
@@ -610,7 +624,7 @@ const NO_MUTANT: &[(&str, &str)] = &[
 /// Leak verdicts need the allocation tracker, which only worker processes
 /// have.
 fn needs_workers(rule: &str) -> bool {
-    rule.ends_with(".release.frees")
+    rule.ends_with(".release.frees") || rule == "array.release.cache"
 }
 
 fn certify(mutant: &str, filters: &[&str], workers: bool) -> (Option<i32>, Report, String) {
@@ -964,5 +978,39 @@ fn names_and_metadata_that_are_not_utf8_fail_no_must_rule_on_any_path() {
                 );
             }
         }
+    }
+}
+
+/// Issue 39: a cache emptied every few exports, at several periods up to
+/// well past 64, is no leak on any leak rule; the small leak fails them
+/// all (its row in the table above).
+#[test]
+fn caches_emptied_at_several_periods_fail_no_leak_rule() {
+    let (reference, _) = bundled();
+    for period in ["2", "5", "17", "64", "100"] {
+        let (code, r, out) = support::mutants::certify_mutant_with(
+            "producer",
+            mutant_lib_cached(),
+            reference,
+            "periodic-cache",
+            &["/primitive"],
+            true,
+            &[("ARROWCERT_MUTANT_CACHE_PERIOD", period)],
+        );
+        assert_eq!(code, Some(0), "period {period}: {out}");
+        for rule in [
+            "array.release.frees",
+            "schema.release.frees",
+            "stream.release.frees",
+        ] {
+            let s = r.rules.iter().find(|s| s.rule == rule).unwrap();
+            assert_eq!(s.verdict, Verdict::Pass, "period {period}: {rule}\n{out}");
+            assert!(s.checked > 0, "period {period}: {rule}");
+        }
+        assert!(
+            failing(&r).iter().all(|f| f == "array.release.cache"),
+            "period {period}: {:?}",
+            failing(&r)
+        );
     }
 }

@@ -153,7 +153,12 @@
   /* schema.name.utf8 (SHOULD): the first field's name passed through in */           \
   /* Latin-1 ("caf\xe9"); arrow-rs cannot import it, so the values are not */          \
   /* judged, and nothing else may fail (issue 39: no MUST on any path) */             \
-  X(NAME_LATIN1, "name-latin1")
+  X(NAME_LATIN1, "name-latin1")                                                        \
+  /* async.task.extract-null: every stream keeps 8 bytes it never frees */            \
+  X(SMALL_LEAK, "small-leak")                                                          \
+  /* array.release.cache (INFO): every stream keeps an entry of a cache */            \
+  /* emptied every ARROWCERT_MUTANT_CACHE_PERIOD streams (no leak) */                 \
+  X(PERIODIC_CACHE, "periodic-cache")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -1029,6 +1034,9 @@ finish:
 int arrowcert_produce_async(const uint8_t* ipc, int64_t ipc_len, int32_t device_type,
                             int64_t device_id, struct ArrowAsyncDeviceStreamHandler* handler) {
   if (!ready()) return EINVAL;
+  /* Memory kept per stream (arrowcert_mutant.h). */
+  if (M == SMALL_LEAK) arrowcert_mutant_small_leak();
+  if (M == PERIODIC_CACHE) arrowcert_mutant_periodic_cache();
   if (!handler) return fail(EINVAL, "mutant async producer: the handler is NULL");
   if (!handler->on_schema || !handler->on_next_task || !handler->on_error || !handler->release)
     return fail(EINVAL, "mutant async producer: a mandatory handler callback is NULL");

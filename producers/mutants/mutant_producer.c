@@ -200,6 +200,11 @@
   X(SCHEMA_LEAK, "schema-leak")                                                        \
   /* stream.release.frees: the inner stream is released, its state never freed */      \
   X(STREAM_LEAK, "stream-leak")                                                        \
+  /* array/schema/stream.release.frees: every export keeps 8 bytes */                \
+  X(SMALL_LEAK, "small-leak")                                                          \
+  /* array.release.cache (INFO): every export keeps an entry of a cache */            \
+  /* emptied every ARROWCERT_MUTANT_CACHE_PERIOD exports (no leak) */                 \
+  X(PERIODIC_CACHE, "periodic-cache")                                                  \
   /* array.release.walks-children: children freed with the callbacks seen at */       \
   /* export time, never through their current release members */                      \
   X(RELEASE_SKIPS_CHILDREN, "release-skips-children")                                  \
@@ -230,6 +235,12 @@ static void* base;
 
 __attribute__((constructor)) static void choose(void) {
   M = (enum mutant)arrowcert_mutant_setup_or_abort("mutant producer", NAMES, N_MUTANTS, &base);
+}
+
+/* Memory kept per export (small-leak, periodic-cache: arrowcert_mutant.h). */
+static void keep_per_export(void) {
+  if (M == SMALL_LEAK) arrowcert_mutant_small_leak();
+  if (M == PERIODIC_CACHE) arrowcert_mutant_periodic_cache();
 }
 
 int32_t arrowcert_plugin_abi_version(void) { return 1; }
@@ -805,6 +816,7 @@ static void schema_self_release(struct ArrowSchema* s) {
 }
 
 int arrowcert_produce_schema(const uint8_t* ipc, int64_t len, struct ArrowSchema* out) {
+  keep_per_export();
   int rc = BASE(arrowcert_produce_schema)(ipc, len, out);
   if (rc == 0) {
     mutate_schema(out);
@@ -1272,6 +1284,7 @@ static void start_late_writer(struct ArrowArray* out) {
 
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
                             int64_t length, struct ArrowArray* out) {
+  keep_per_export();
   int rc = BASE(arrowcert_produce_array)(ipc, len, batch, offset, length, out);
   if (rc != 0) return rc;
   struct ArrowSchema schema = {0};
@@ -1298,6 +1311,7 @@ static void mutate_device(struct ArrowDeviceArray* d, const int64_t before[3]) {
 int arrowcert_produce_device_array(const uint8_t* ipc, int64_t len, int64_t batch,
                                    int64_t offset, int64_t length, int32_t device_type,
                                    int64_t device_id, struct ArrowDeviceArray* out) {
+  keep_per_export();
   int64_t before[3];
   memcpy(before, out->reserved, sizeof before);
   int rc = BASE(arrowcert_produce_device_array)(ipc, len, batch, offset, length, device_type,
@@ -1430,6 +1444,7 @@ static void w_release(struct ArrowArrayStream* s) {
 }
 
 int arrowcert_produce_stream(const uint8_t* ipc, int64_t len, struct ArrowArrayStream* out) {
+  keep_per_export();
   struct ArrowArrayStream inner;
   int rc = BASE(arrowcert_produce_stream)(ipc, len, &inner);
   if (rc != 0) return rc;
@@ -1487,6 +1502,7 @@ static void dw_release(struct ArrowDeviceArrayStream* s) {
 
 int arrowcert_produce_device_stream(const uint8_t* ipc, int64_t len, int32_t device_type,
                                     int64_t device_id, struct ArrowDeviceArrayStream* out) {
+  keep_per_export();
   int rc = BASE(arrowcert_produce_device_stream)(ipc, len, device_type, device_id, out);
   if (rc != 0) return rc;
   if (M == STREAM_DEVICE_TYPE) out->device_type = ARROW_DEVICE_CUDA_HOST;

@@ -559,9 +559,19 @@ fn extract_null_leaks(
         }
     };
     match super::leaks::measure(&counters, body) {
-        Ok(m) => obs.check(rule, !m.leaks(), "extract_data(task, NULL)", || {
-            m.evidence("a stream whose every task is extracted with NULL")
-        }),
+        Ok(m) => {
+            let sequence = "a stream whose every task is extracted with NULL";
+            obs.check(rule, !m.leaks(), "extract_data(task, NULL)", || {
+                m.evidence(sequence)
+            });
+            super::checks::cache_info(
+                &m,
+                "array.release.cache",
+                "extract_data(task, NULL)",
+                sequence,
+                obs,
+            );
+        }
         Err(why) => obs.not_exercised(rule, format!("the repeated stream did not complete: {why}")),
     }
 }
@@ -624,9 +634,11 @@ fn handler_frees(
         }
     };
     match super::leaks::measure(&counters, body) {
-        Ok(m) => obs.check(rule, !m.leaks(), "handler", || {
-            m.evidence("a whole async stream into the consumer (its handler started, fed, released, finished)")
-        }),
+        Ok(m) => {
+            let sequence = "a whole async stream into the consumer (its handler started, fed, released, finished)";
+            obs.check(rule, !m.leaks(), "handler", || m.evidence(sequence));
+            super::checks::cache_info(&m, "consumer.async.release-cache", "handler", sequence, obs);
+        }
         Err(why) => obs.not_exercised(rule, format!("the repeated stream did not complete: {why}")),
     }
 }

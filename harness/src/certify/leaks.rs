@@ -1,18 +1,26 @@
 //! Leak accounting for the `*.release.frees` rules.
 //!
 //! A leak verdict must never be a false positive: allocators keep caches,
-//! libraries initialise statics lazily, the harness itself allocates. So
-//! the same export-and-release sequence runs [`WARMUP`] times unmeasured,
-//! then [`MEASURED`] times with the bytes held read before and after each
-//! run, and a leak is suspected only when *every* measured repetition left
-//! more bytes held than before it: growth that repeats with the sequence,
-//! which a one-off cache or lazy static cannot produce. A suspicion is
-//! confirmed by a second round after [`CONFIRM_WARMUP`] more unmeasured
-//! repetitions (a cache that fills one entry per call stops growing by
-//! then; a leak does not), and only a confirmed one is reported. A clean
-//! library pays for the first round only. Everything the harness allocates
-//! inside a repetition is dropped before the repetition ends, so its own
-//! share nets to zero.
+//! libraries initialise statics lazily or keep bounded caches that they
+//! empty every so many calls, the harness itself allocates. So the same
+//! export-and-release sequence runs [`WARMUP`] times unmeasured, then
+//! [`MEASURED`] times with the bytes held read before and after each run,
+//! and a leak is suspected only when *every* measured repetition left more
+//! bytes held than before it. A clean library pays for this round only.
+//!
+//! A suspicion is then put to a horizon a cache cannot fake: [`LONG`]
+//! rounds of geometrically growing length (16, 32, then 64 more
+//! repetitions), the bytes held read at the end of each. A leak keeps
+//! growing at its rate: each round must grow by at least half the per-
+//! repetition growth of the short round times its length ([`linear`]).
+//! A cache emptied every P calls adds at most P entries in any round, so
+//! its rate over the long rounds falls far below that; a plateau or a drop
+//! is a cache, reported at INFO (`array.release.cache`) with the most it
+//! held, never a failure. A cache emptied every 109 calls or fewer, from
+//! any phase, is never taken for a leak (`a_periodic_cache_is_never_a_leak`;
+//! a period of 110 emptied just after the short round can be). Everything the harness
+//! allocates inside a repetition is dropped before the repetition ends, so
+//! its own share nets to zero.
 //!
 //! Bytes held are read from the allocation tracker preloaded into worker
 //! processes ([`crate::plugin::tracker`]) and from the plugin's optional
@@ -26,8 +34,11 @@ use crate::plugin::{tracker, Plugin};
 pub const WARMUP: usize = 2;
 /// Measured repetitions per round; all of them must grow for a leak verdict.
 pub const MEASURED: usize = 3;
-/// Unmeasured repetitions before the confirming round.
-pub const CONFIRM_WARMUP: usize = 16;
+/// The lengths of the long rounds run when the short one suggests a leak.
+pub const LONG: [usize; 3] = [16, 32, 64];
+/// Every round of a leak grows by at least this share of the short round's
+/// median growth per repetition, times its length.
+pub const LINEAR_SHARE: f64 = 0.5;
 
 /// Why a frees rule is not exercised when nothing counts bytes.
 pub const NO_COUNTER: &str = "nothing counts the bytes this process holds: the allocation \
@@ -87,17 +98,34 @@ pub fn counters_on(producer: &Plugin, kind: crate::device::Kind) -> Vec<Counter<
 /// At most this many counters are read per repetition.
 const MAX_COUNTERS: usize = 4;
 
-/// Growth per measured repetition, per counter: the first round, and the
-/// confirming round when the first suggested a leak.
+/// Growth per measured repetition, per counter, and, when that suggested a
+/// leak, growth over each of the [`LONG`] rounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Measurement {
     pub series: Vec<(&'static str, Vec<i64>)>,
-    pub confirmation: Option<Vec<(&'static str, Vec<i64>)>>,
+    pub long: Option<Vec<(&'static str, Vec<i64>)>>,
 }
 
 /// True when every repetition left more bytes held than before it.
 pub fn consistent_growth(growth: &[i64]) -> bool {
     !growth.is_empty() && growth.iter().all(|&g| g > 0)
+}
+
+/// True when the long rounds' growth (`long`, one per [`LONG`] round) goes
+/// on at the rate of the short round's (`short`, per repetition): every
+/// round grew by at least [`LINEAR_SHARE`] of the short round's median
+/// growth times its length. A bounded cache cannot: over a round longer
+/// than its period it adds at most one period's entries.
+pub fn linear(short: &[i64], long: &[i64]) -> bool {
+    if !consistent_growth(short) || long.len() != LONG.len() {
+        return false;
+    }
+    let mut sorted = short.to_vec();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2] as f64;
+    long.iter()
+        .zip(LONG)
+        .all(|(&d, n)| d > 0 && d as f64 >= LINEAR_SHARE * median * n as f64)
 }
 
 fn suspects(series: &[(&'static str, Vec<i64>)]) -> bool {
@@ -112,45 +140,100 @@ fn list(g: &[i64]) -> String {
 }
 
 impl Measurement {
-    /// True when some counter grew in every measured repetition of both
-    /// rounds.
+    /// True when some counter grew in every measured repetition and went
+    /// on growing at that rate over every long round.
     pub fn leaks(&self) -> bool {
-        match &self.confirmation {
+        match &self.long {
             None => false,
-            Some(second) => self
+            Some(long) => self
                 .series
                 .iter()
-                .zip(second)
-                .any(|((_, a), (_, b))| consistent_growth(a) && consistent_growth(b)),
+                .zip(long)
+                .any(|((_, a), (_, b))| linear(a, b)),
         }
     }
 
+    /// When the short round suggested a leak and the long rounds showed a
+    /// plateau or a drop: the counter and the most bytes it held above
+    /// where the measured repetitions began (the cache's size).
+    pub fn cache(&self) -> Option<(&'static str, i64)> {
+        if self.leaks() {
+            return None;
+        }
+        let long = self.long.as_ref()?;
+        self.series
+            .iter()
+            .zip(long)
+            .filter(|((_, a), _)| consistent_growth(a))
+            .map(|((name, a), (_, b))| {
+                let mut held: i64 = a.iter().sum();
+                let mut most = held;
+                for d in b {
+                    held += d;
+                    most = most.max(held);
+                }
+                (*name, most)
+            })
+            .max_by_key(|(_, most)| *most)
+    }
+
+    /// The INFO evidence for [`Measurement::cache`].
+    pub fn cache_evidence(&self, sequence: &str) -> Option<String> {
+        let (name, most) = self.cache()?;
+        let (short, long) = self
+            .series
+            .iter()
+            .zip(self.long.as_deref().unwrap_or(&[]))
+            .find(|((n, _), _)| *n == name)
+            .map(|((_, a), (_, b))| (a.clone(), b.clone()))?;
+        Some(format!(
+            "{sequence}: {name} grew in every measured repetition ({} bytes), then by {} \
+             bytes over {} more: not a leak's steady growth; a cache or pool that held \
+             up to {most} bytes",
+            list(&short),
+            list(&long),
+            LONG.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", then ")
+        ))
+    }
+
     /// The evidence line: bytes held after each measured repetition, per
-    /// counter and round.
+    /// counter, then the growth over each long round.
     pub fn evidence(&self, sequence: &str) -> String {
-        let rounds = self.confirmation.as_deref().unwrap_or(&[]);
+        let rounds = self.long.as_deref().unwrap_or(&[]);
         let counts = self
             .series
             .iter()
             .enumerate()
             .map(|(i, (name, g))| match rounds.get(i) {
-                Some((_, c)) => format!("{name}: {} then {} bytes", list(g), list(c)),
-                None => format!("{name}: {} bytes", list(g)),
+                Some((_, c)) => format!(
+                    "{name}: {} bytes per repetition, then {} bytes over the long rounds",
+                    list(g),
+                    list(c)
+                ),
+                None => format!("{name}: {} bytes per repetition", list(g)),
             })
             .collect::<Vec<_>>()
             .join("; ");
+        let long: usize = LONG.iter().sum();
         format!(
             "{sequence} repeated {} times: every measured repetition left more bytes held \
-             than before it, {MEASURED} after {WARMUP} unmeasured and {MEASURED} more after \
-             {CONFIRM_WARMUP} more ({counts} held per repetition)",
-            WARMUP + CONFIRM_WARMUP + 2 * MEASURED
+             than before it ({MEASURED} after {WARMUP} unmeasured), and the bytes held went on \
+             growing at that rate over {long} more ({}) ({counts})",
+            WARMUP + MEASURED + long,
+            LONG.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", then ")
         )
     }
 }
 
 /// Runs `body` [`WARMUP`] + [`MEASURED`] times and returns the growth of
 /// every counter over each measured run; when that suggests a leak, runs
-/// the confirming round too. `body` must leave nothing of the harness's
+/// the [`LONG`] rounds too. `body` must leave nothing of the harness's
 /// allocated when it returns (drop everything it made). An `Err` from
 /// `body` stops the measurement (nothing is concluded).
 pub fn measure(
@@ -162,15 +245,22 @@ pub fn measure(
         "1 to {MAX_COUNTERS} counters"
     );
     let series = round(counters, WARMUP, &mut body)?;
-    let confirmation = if suspects(&series) {
-        Some(round(counters, CONFIRM_WARMUP, &mut body)?)
+    let long = if suspects(&series) {
+        Some(long_rounds(counters, &mut body)?)
     } else {
         None
     };
-    Ok(Measurement {
-        series,
-        confirmation,
-    })
+    Ok(Measurement { series, long })
+}
+
+/// Reads every counter into an array on the stack (nothing is allocated
+/// between the first read and the last).
+fn read_all(counters: &[Counter<'_>]) -> [Option<i64>; MAX_COUNTERS] {
+    let mut out = [None; MAX_COUNTERS];
+    for (slot, c) in out.iter_mut().zip(counters) {
+        *slot = (c.read)();
+    }
+    out
 }
 
 /// `warmup` unmeasured runs of `body`, then [`MEASURED`] measured ones.
@@ -187,25 +277,47 @@ fn round(
         .map(|c| (c.name, Vec::with_capacity(MEASURED)))
         .collect();
     for _ in 0..MEASURED {
-        // Read into arrays on the stack: nothing is allocated between the
-        // first read and the last.
-        let mut before = [None; MAX_COUNTERS];
-        for (slot, c) in before.iter_mut().zip(counters) {
-            *slot = (c.read)();
-        }
+        let before = read_all(counters);
         body()?;
-        let mut after = [None; MAX_COUNTERS];
-        for (slot, c) in after.iter_mut().zip(counters).rev() {
-            *slot = (c.read)();
-        }
-        for (i, (name, growth)) in series.iter_mut().enumerate() {
-            match (before[i], after[i]) {
-                (Some(b), Some(a)) => growth.push(a.wrapping_sub(b)),
-                _ => return Err(format!("{name} could not be read")),
-            }
-        }
+        let after = read_all(counters);
+        push_growth(&mut series, &before, &after)?;
     }
     Ok(series)
+}
+
+/// The [`LONG`] rounds: the growth of every counter over each.
+fn long_rounds(
+    counters: &[Counter<'_>],
+    body: &mut impl FnMut() -> Result<(), String>,
+) -> Result<Vec<(&'static str, Vec<i64>)>, String> {
+    let mut series: Vec<(&'static str, Vec<i64>)> = counters
+        .iter()
+        .map(|c| (c.name, Vec::with_capacity(LONG.len())))
+        .collect();
+    let mut before = read_all(counters);
+    for n in LONG {
+        for _ in 0..n {
+            body()?;
+        }
+        let after = read_all(counters);
+        push_growth(&mut series, &before, &after)?;
+        before = after;
+    }
+    Ok(series)
+}
+
+fn push_growth(
+    series: &mut [(&'static str, Vec<i64>)],
+    before: &[Option<i64>; MAX_COUNTERS],
+    after: &[Option<i64>; MAX_COUNTERS],
+) -> Result<(), String> {
+    for (i, (name, growth)) in series.iter_mut().enumerate() {
+        match (before[i], after[i]) {
+            (Some(b), Some(a)) => growth.push(a.wrapping_sub(b)),
+            _ => return Err(format!("{name} could not be read")),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -227,29 +339,90 @@ mod tests {
         })
         .unwrap();
         assert!(m.leaks());
+        assert_eq!(m.cache(), None);
         assert_eq!(m.series[0].1, vec![48; MEASURED]);
-        assert_eq!(m.confirmation.as_ref().unwrap()[0].1, vec![48; MEASURED]);
+        assert_eq!(
+            m.long.as_ref().unwrap()[0].1,
+            vec![16 * 48, 32 * 48, 64 * 48]
+        );
         let e = m.evidence("export and release");
-        assert!(e.contains("48, 48, 48 then 48, 48, 48 bytes"), "{e}");
-        assert!(e.contains("repeated 24 times"), "{e}");
+        assert!(e.contains("48, 48, 48 bytes per repetition"), "{e}");
+        assert!(e.contains("repeated 117 times"), "{e}");
+    }
+
+    #[test]
+    fn a_leak_of_a_few_bytes_per_call_is_a_leak() {
+        let held = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            held.set(held.get() + 8);
+            Ok(())
+        })
+        .unwrap();
+        assert!(m.leaks(), "{m:?}");
+    }
+
+    /// A cache that keeps one entry per call and is emptied every `period`
+    /// calls, from any phase.
+    fn periodic(period: usize, phase: usize, entry: i64) -> Measurement {
+        let held = Cell::new(0);
+        let calls = Cell::new(phase);
+        let counters = fake(&held);
+        let m = measure(&counters, || {
+            calls.set(calls.get() + 1);
+            if calls.get() % period == 0 {
+                held.set(0);
+            } else {
+                held.set(held.get() + entry);
+            }
+            Ok(())
+        });
+        m.unwrap()
+    }
+
+    /// The longest cache period the long rounds always tell from a leak.
+    const PERIOD_BOUND: usize = 109;
+
+    #[test]
+    fn a_periodic_cache_is_never_a_leak() {
+        // Every period up to the documented bound, every phase.
+        for period in 1..=PERIOD_BOUND {
+            for phase in 0..period {
+                let m = periodic(period, phase, 96);
+                assert!(!m.leaks(), "period {period} phase {phase}: {m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cache_is_reported_with_its_size() {
+        // Emptied every 64 calls, from a phase where the short round sees
+        // growth in every repetition.
+        let m = periodic(64, 0, 100);
+        assert!(m.long.is_some(), "{m:?}");
+        assert!(!m.leaks());
+        let (_, most) = m.cache().unwrap();
+        assert!((100..=6400).contains(&most), "{most}");
+        let e = m.cache_evidence("export and release").unwrap();
+        assert!(e.contains("a cache or pool that held up to"), "{e}");
     }
 
     #[test]
     fn a_cache_that_fills_one_entry_per_call_for_a_while_is_not_a_leak() {
-        // Grows through the first round, stops before the confirming one.
+        // Grows through the first round, stops during the long ones.
         let held = Cell::new(0);
         let calls = Cell::new(0);
         let m = measure(&fake(&held), || {
             calls.set(calls.get() + 1);
-            if calls.get() <= WARMUP + MEASURED + CONFIRM_WARMUP / 2 {
+            if calls.get() <= WARMUP + MEASURED + 8 {
                 held.set(held.get() + 1000);
             }
             Ok(())
         })
         .unwrap();
         assert_eq!(m.series[0].1, vec![1000; MEASURED]);
-        assert!(m.confirmation.is_some());
+        assert!(m.long.is_some());
         assert!(!m.leaks(), "{m:?}");
+        assert_eq!(m.cache().unwrap().1, 11_000);
     }
 
     #[test]
@@ -262,7 +435,8 @@ mod tests {
         })
         .unwrap();
         assert_eq!(calls.get(), WARMUP + MEASURED);
-        assert_eq!(m.confirmation, None);
+        assert_eq!(m.long, None);
+        assert_eq!(m.cache(), None);
         assert!(!m.leaks());
     }
 

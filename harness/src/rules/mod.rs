@@ -803,6 +803,7 @@ mod tests {
                 "array.release.set",
                 "array.release.marks-released",
                 "array.release.frees",
+                "array.release.cache",
                 "array.release.relocatable",
                 "array.release.walks-children",
             ]

@@ -17,9 +17,24 @@ pub fn certify_mutant(
     filters: &[&str],
     workers: bool,
 ) -> (Option<i32>, Report, String) {
+    certify_mutant_with(role, lib, base, mutant, filters, workers, &[])
+}
+
+/// [`certify_mutant`] with more environment variables for the mutant
+/// (`ARROWCERT_MUTANT_CACHE_PERIOD`, ...).
+pub fn certify_mutant_with(
+    role: &str,
+    lib: &Path,
+    base: &Path,
+    mutant: &str,
+    filters: &[&str],
+    workers: bool,
+    env: &[(&str, &str)],
+) -> (Option<i32>, Report, String) {
     let mode = if workers { "workers" } else { "in-process" };
-    let report =
-        super::scratch(&format!("{role}-mutant-reports")).join(format!("{mutant}-{mode}.json"));
+    let tag: String = env.iter().map(|(_, v)| format!("-{v}")).collect();
+    let report = super::scratch(&format!("{role}-mutant-reports"))
+        .join(format!("{mutant}{tag}-{mode}.json"));
     let out = Command::new(super::arrowcert_exe())
         .args(["certify", &format!("--{role}")])
         .arg(lib)
@@ -33,6 +48,7 @@ pub fn certify_mutant(
         .args(filters)
         .env("ARROWCERT_MUTANT", mutant)
         .env("ARROWCERT_MUTANT_BASE", base)
+        .envs(env.iter().copied())
         .output()
         .expect("arrowcert runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
