@@ -117,15 +117,7 @@ pub fn consistent_growth(growth: &[i64]) -> bool {
 /// growth times its length. A bounded cache cannot: over a round longer
 /// than its period it adds at most one period's entries.
 pub fn linear(short: &[i64], long: &[i64]) -> bool {
-    if !consistent_growth(short) || long.len() != LONG.len() {
-        return false;
-    }
-    let mut sorted = short.to_vec();
-    sorted.sort_unstable();
-    let median = sorted[sorted.len() / 2] as f64;
-    long.iter()
-        .zip(LONG)
-        .all(|(&d, n)| d > 0 && d as f64 >= LINEAR_SHARE * median * n as f64)
+    consistent_growth(short) && long.len() == LONG.len() && steady(short, long)
 }
 
 fn suspects(series: &[(&'static str, Vec<i64>)]) -> bool {
@@ -192,7 +184,8 @@ impl Measurement {
              up to {most} bytes",
             list(&short),
             list(&long),
-            LONG.iter()
+            LONG[..long.len()]
+                .iter()
                 .map(|n| n.to_string())
                 .collect::<Vec<_>>()
                 .join(", then ")
@@ -246,7 +239,7 @@ pub fn measure(
     );
     let series = round(counters, WARMUP, &mut body)?;
     let long = if suspects(&series) {
-        Some(long_rounds(counters, &mut body)?)
+        Some(long_rounds(counters, &series, &mut body)?)
     } else {
         None
     };
@@ -285,9 +278,12 @@ fn round(
     Ok(series)
 }
 
-/// The [`LONG`] rounds: the growth of every counter over each.
+/// The [`LONG`] rounds: the growth of every counter over each. They stop
+/// early once no counter the short round (`short`) suspected can still be
+/// a leak: a round that grew less than a leak's rate settles it.
 fn long_rounds(
     counters: &[Counter<'_>],
+    short: &[(&'static str, Vec<i64>)],
     body: &mut impl FnMut() -> Result<(), String>,
 ) -> Result<Vec<(&'static str, Vec<i64>)>, String> {
     let mut series: Vec<(&'static str, Vec<i64>)> = counters
@@ -302,8 +298,29 @@ fn long_rounds(
         let after = read_all(counters);
         push_growth(&mut series, &before, &after)?;
         before = after;
+        let open = short
+            .iter()
+            .zip(&series)
+            .any(|((_, a), (_, b))| consistent_growth(a) && steady(a, b));
+        if !open {
+            break;
+        }
     }
     Ok(series)
+}
+
+/// True when every long round so far (`long`, a prefix of [`LONG`]'s)
+/// grew at least at the rate a leak of the short round's median growth
+/// per repetition (`short`) would.
+fn steady(short: &[i64], long: &[i64]) -> bool {
+    let mut sorted = short.to_vec();
+    sorted.sort_unstable();
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return false;
+    };
+    long.iter()
+        .zip(LONG)
+        .all(|(&d, n)| d > 0 && d as f64 >= LINEAR_SHARE * median as f64 * n as f64)
 }
 
 fn push_growth(
@@ -423,6 +440,9 @@ mod tests {
         assert!(m.long.is_some());
         assert!(!m.leaks(), "{m:?}");
         assert_eq!(m.cache().unwrap().1, 11_000);
+        // The second long round settled it: the third never ran.
+        assert_eq!(calls.get(), WARMUP + MEASURED + LONG[0] + LONG[1]);
+        assert_eq!(m.long.as_ref().unwrap()[0].1.len(), 2);
     }
 
     #[test]
