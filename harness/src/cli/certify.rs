@@ -71,6 +71,9 @@ pub struct Args {
     /// breaks and grade what it does (crate::malformed), apart from the
     /// rules and the outcome.
     pub malformed: bool,
+    /// What workers run under (`replay --under valgrind`,
+    /// [`crate::run::under`]); empty: nothing.
+    pub wrapper: Vec<String>,
 }
 
 /// The device types a run covers, and a line on the ones left out.
@@ -278,6 +281,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         producer: load(&args.producer)?,
         consumer: load(&args.consumer)?,
         kept: Default::default(),
+        wrapper: args.wrapper.clone(),
     };
     let how = if args.jobs == 0 {
         "in this process".to_string()
@@ -882,6 +886,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         require_devices: device_kinds(&require_devices, "--require-device")?,
         all_variations,
         repeat,
+        wrapper: Vec::new(),
         producer: lib(
             producer
                 .clone()
@@ -958,6 +963,12 @@ pub struct ReplayFlags {
     /// such bound).
     #[arg(long, default_value_t = 8192)]
     pub max_memory_mb: u64,
+    /// Run the case's worker under a checker: `valgrind` (memcheck) prints
+    /// the first invalid access with its stack. One worker; the case
+    /// deadline is 20 times --case-timeout-ms; leak rules are not exercised
+    /// (the checker replaces malloc, so the allocation tracker stays out).
+    #[arg(long, value_name = "CHECKER")]
+    pub under: Option<String>,
 }
 
 /// `arrowcert replay`, from its flags.
@@ -973,6 +984,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         case_timeout_ms,
         max_memory_mb,
         fuzz,
+        under,
     } = f;
     if let Some(target) = fuzz {
         return crate::cli::fuzz::replay(&target, &cases, producer, consumer, report);
@@ -989,7 +1001,27 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         }
     }
     let wants = |side: &str| cases.iter().any(|c| c.starts_with(&format!("{side}/")));
-    run(Args {
+    // `--under CHECKER`: one worker under the checker, its logs in a folder
+    // of their own, read back after the run.
+    let logs =
+        match &under {
+            Some(_) => Some(crate::run::under::Logs::new().map_err(|e| {
+                BadInput(format!("--under: cannot make a folder for the logs: {e}"))
+            })?),
+            None => None,
+        };
+    let wrapper = match (&under, &logs) {
+        (Some(checker), Some(dir)) => {
+            crate::run::under::wrapper(checker, dir.path()).map_err(BadInput)?
+        }
+        _ => Vec::new(),
+    };
+    let (jobs, case_timeout_ms, max_memory_mb) = if wrapper.is_empty() {
+        (jobs, case_timeout_ms, max_memory_mb)
+    } else {
+        (1, case_timeout_ms.saturating_mul(20), 0)
+    };
+    let code = run(Args {
         producer: lib(
             wants("producer").then(|| producer.unwrap_or_else(|| "reference".into())),
             "producer",
@@ -1032,7 +1064,15 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         all_variations: false,
         repeat: 0,
         malformed: false,
-    })
+        wrapper,
+    })?;
+    if let (Some(checker), Some(dir)) = (&under, &logs) {
+        match crate::run::under::first_error(dir.path()) {
+            Some(e) => println!("\n{checker}: the first error it reported:\n{e}"),
+            None => println!("\n{checker}: no invalid access reported"),
+        }
+    }
+    Ok(code)
 }
 
 /// `--device` values, as device kinds.

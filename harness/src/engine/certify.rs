@@ -41,6 +41,8 @@ pub struct Engine {
     /// each shrink candidate): made on the first run in workers, dropped
     /// (workers stopped, scratch removed) with the engine.
     pub kept: std::cell::OnceCell<run::Pool>,
+    /// What workers run under ([`run::Config::wrapper`]; empty: nothing).
+    pub wrapper: Vec<String>,
 }
 
 impl Engine {
@@ -119,6 +121,7 @@ impl Engine {
             max_memory_mb: self.max_memory_mb,
             loads: "the plugin",
             env: Vec::new(),
+            wrapper: self.wrapper.clone(),
         }
         .run(
             Some(&self.kept),

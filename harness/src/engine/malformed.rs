@@ -166,6 +166,7 @@ impl Engine {
                 ),
                 (library::STREAM_CHUNKS_ENV.to_string(), "1".to_string()),
             ],
+            wrapper: Vec::new(),
         }
         .run(None, plan.len(), jobs, |_| {}, on_case)
     }

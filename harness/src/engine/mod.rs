@@ -85,6 +85,8 @@ struct Workers {
     loads: &'static str,
     /// Environment variables for the workers ([`run::Config::env`]).
     env: Vec<(String, String)>,
+    /// What the workers run under ([`run::Config::wrapper`]).
+    wrapper: Vec<String>,
 }
 
 impl Workers {
@@ -108,8 +110,18 @@ impl Workers {
             self.max_memory_mb,
         )
         .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+        // Under a wrapper (valgrind) the allocation tracker stays out: the
+        // wrapper replaces malloc itself. Its workers start and run slower.
+        let wrapped = !self.wrapper.is_empty();
         let cfg = run::Config {
             env: self.env,
+            tracker: cfg.tracker && !wrapped,
+            start_timeout: if wrapped {
+                cfg.start_timeout * 10
+            } else {
+                cfg.start_timeout
+            },
+            wrapper: self.wrapper,
             ..cfg
         };
         let loads = self.loads;

@@ -96,6 +96,7 @@ impl Engine {
             max_memory_mb: self.max_memory_mb,
             loads: "the plugins",
             env: Vec::new(),
+            wrapper: Vec::new(),
         }
         .run(None, plan.len(), jobs, ready, on_case)
     }

@@ -17,6 +17,7 @@ pub mod late;
 pub mod panic;
 pub mod proc;
 pub mod protocol;
+pub mod under;
 pub mod worker;
 
 use std::collections::VecDeque;
@@ -74,6 +75,10 @@ pub struct Config {
     /// Environment variables set for every worker (`certify --malformed`:
     /// the mutation the mutant producer chooses when it loads).
     pub env: Vec<(String, String)>,
+    /// A command the worker runs under (`replay --under valgrind`: the
+    /// program and its arguments, the worker's command line after them);
+    /// empty: the worker runs on its own.
+    pub wrapper: Vec<String>,
 }
 
 impl Config {
@@ -108,6 +113,7 @@ impl Config {
             max_tasks: Some(MAX_TASKS_PER_WORKER * jobs.max(1) as u64),
             pids_cgroup: None,
             env: Vec::new(),
+            wrapper: Vec::new(),
         })
     }
 }
@@ -384,7 +390,14 @@ impl Worker {
         let err = out.try_clone().map_err(|e| StartError(e.to_string()))?;
         let capture_file =
             File::open(&capture).map_err(|e| StartError(format!("{}: {e}", capture.display())))?;
-        let mut command = Command::new(&cfg.exe);
+        let mut command = match cfg.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&cfg.exe);
+                c
+            }
+            None => Command::new(&cfg.exe),
+        };
         // A Rust plugin that panics prints its message and location either
         // way; a backtrace on top (RUST_BACKTRACE=1 in the user's shell)
         // costs about 0.35 s of symbolising per crash, which is most of a

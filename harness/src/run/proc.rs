@@ -63,6 +63,21 @@ pub struct Limits {
 pub const WORKER_OUTPUT_BYTES: u64 = 16 << 20;
 
 fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+    let mut now = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the rlimit struct we pass by reference for
+    // the duration of the call only.
+    let known = unsafe { libc::getrlimit(resource, &mut now) } == 0;
+    // Never above the hard limit the process already has: raising it needs
+    // privileges, and under valgrind the hard limit of open files is
+    // valgrind's own, below the usual one. Lowering is what bounds.
+    let value = if known && now.rlim_max != libc::RLIM_INFINITY {
+        value.min(now.rlim_max as u64)
+    } else {
+        value
+    };
     let lim = libc::rlimit {
         rlim_cur: value as libc::rlim_t,
         rlim_max: value as libc::rlim_t,
@@ -71,10 +86,22 @@ fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
     // duration of the call only.
     let rc = unsafe { libc::setrlimit(resource, &lim) };
     if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+        return Ok(());
     }
+    let err = io::Error::last_os_error();
+    // Valgrind lets its client lower the soft limit of open files only,
+    // the hard limit staying its own: the soft limit alone, then.
+    if known && err.raw_os_error() == Some(libc::EPERM) {
+        let soft = libc::rlimit {
+            rlim_cur: lim.rlim_cur,
+            rlim_max: now.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(resource, &soft) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(err)
 }
 
 impl Limits {
@@ -94,7 +121,9 @@ impl Limits {
 
     /// [`Limits::worker`] with the choice of bound made by the caller.
     pub fn worker_with(max_memory_mb: u64, cuda_driver: bool) -> Limits {
-        let bytes = Some(max_memory_mb.saturating_mul(1024 * 1024));
+        // 0: no memory bound (a worker under valgrind, whose own memory
+        // management refuses one).
+        let bytes = (max_memory_mb > 0).then(|| max_memory_mb.saturating_mul(1024 * 1024));
         let (address_space, data) = if cuda_driver {
             (None, bytes)
         } else {

@@ -29,6 +29,7 @@ pub fn config(
         max_tasks: Some(run::MAX_TASKS_PER_WORKER * jobs as u64),
         pids_cgroup: None,
         env: Vec::new(),
+        wrapper: Vec::new(),
     }
 }
 
