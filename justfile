@@ -172,7 +172,9 @@ bench:
     cargo bench -p arrowcert-bench-nanoarrow --features nanoarrow --bench validate
 
 # The same seed gives the same verdicts case by case: RUNS certifications of
-# the reference pair in workers, and one in process, compared.
+# the reference pair in workers, and one in process, compared; then RUNS
+# certifications each of pyarrow's producer and DuckDB's consumer (with the
+# real libraries installed: `just real`; skipped with the reason otherwise).
 determinism RUNS="20":
     ARROWCERT_DETERMINISM_RUNS={{RUNS}} cargo test -p arrowcert --test determinism -- --nocapture
 

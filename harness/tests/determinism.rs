@@ -95,3 +95,90 @@ fn the_same_seed_gives_the_same_verdicts_run_after_run_and_in_process() {
         first.len()
     );
 }
+
+/// The interpreter of the real libraries' environment (`just real`,
+/// scripts/real/setup.sh), or `None` (SKIPPED with why).
+fn real_python() -> Option<std::path::PathBuf> {
+    let py = workspace_dir().join("target/real/venv/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    eprintln!(
+        "SKIPPED: {} is missing: the real libraries are not installed here (just real)",
+        py.display()
+    );
+    None
+}
+
+fn certify_real(python: &std::path::Path, role: &str, lib: &str, name: &str) -> Report {
+    let report = scratch("determinism").join(format!("{name}.json"));
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(python)
+        .args([
+            "certify",
+            &format!("--{role}"),
+            lib,
+            "--cases",
+            "5",
+            "--seed",
+            "20261126",
+            "--gold",
+            gold_dir().to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--repeat",
+            "0",
+            "--report",
+            report.to_str().unwrap(),
+        ])
+        .output()
+        .expect("arrowcert runs");
+    arrowcert::report::read(&report).unwrap_or_else(|e| {
+        panic!(
+            "{name}: {e}\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Issue 39: real libraries hold still too. pyarrow's producer and DuckDB's
+/// consumer, run after run on the same seed, give the same verdict and the
+/// same broken rules case by case (what their libraries do does not change
+/// between runs, so neither may the harness's reading of it).
+#[test]
+fn real_libraries_give_the_same_verdicts_run_after_run() {
+    let Some(py) = real_python() else { return };
+    let runs: usize = std::env::var("ARROWCERT_DETERMINISM_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(2);
+    for (role, lib) in [("producer", "pyarrow"), ("consumer", "duckdb")] {
+        let first = verdicts(&certify_real(&py, role, lib, &format!("{lib}-0")));
+        assert!(first.len() > 100, "{lib}: {}", first.len());
+        for i in 1..runs {
+            let again = verdicts(&certify_real(&py, role, lib, &format!("{lib}-{i}")));
+            assert_eq!(
+                first.len(),
+                again.len(),
+                "{lib} run {i}: another number of cases"
+            );
+            let differ: Vec<_> = first
+                .iter()
+                .zip(&again)
+                .filter(|(a, b)| a != b)
+                .take(5)
+                .collect();
+            assert!(
+                differ.is_empty(),
+                "{lib} run {i} differs from run 0: {differ:?}"
+            );
+        }
+        eprintln!(
+            "{lib} ({role}): {runs} runs, {} cases, identical verdicts",
+            first.len()
+        );
+    }
+}
