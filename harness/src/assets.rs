@@ -109,8 +109,9 @@ fn extract(dir: &Path) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    // An incomplete directory (a file removed by hand) is moved aside first.
-    if dir.exists() {
+    // An incomplete directory (a file removed by hand) is moved aside first;
+    // one another run completed meanwhile is kept (below).
+    if dir.exists() && !complete(dir) {
         let stale = parent.join(format!(".stale-{}-{stamp}", std::process::id()));
         let _ = std::fs::rename(dir, &stale);
         let _ = std::fs::remove_dir_all(&stale);
