@@ -228,22 +228,81 @@ fn the_installed_binary_certifies_a_bundled_py_adapter_without_a_compiler() {
         "{plugin_path}"
     );
     if traced {
-        let text = std::fs::read_to_string(&trace).unwrap();
-        assert!(text.contains("execve("), "the trace is empty");
-        let touched = checkout_paths_in(&text, &venv);
+        assert_checkout_untouched(&trace, &venv);
+    }
+}
+
+/// The trace shows programs run and files touched, none of them the
+/// checkout's, and no compiler or shell run.
+fn assert_checkout_untouched(trace: &Path, venv: &Path) {
+    let text = std::fs::read_to_string(trace).unwrap();
+    assert!(text.contains("execve("), "the trace is empty");
+    let touched = checkout_paths_in(&text, venv);
+    assert!(
+        touched.is_empty(),
+        "the installed binary touched the checkout:\n{}",
+        touched[..touched.len().min(20)].join("\n")
+    );
+    for cc in ["/cc\"", "/gcc\"", "/bash\"", "/sh\""] {
         assert!(
-            touched.is_empty(),
-            "the installed binary touched the checkout:\n{}",
-            touched[..touched.len().min(20)].join("\n")
+            !text
+                .lines()
+                .any(|l| l.contains("execve(") && l.contains(cc)),
+            "ran {cc}"
         );
-        for cc in ["/cc\"", "/gcc\"", "/bash\""] {
-            assert!(
-                !text
-                    .lines()
-                    .any(|l| l.contains("execve(") && l.contains(cc)),
-                "ran {cc}"
-            );
-        }
+    }
+}
+
+#[test]
+fn the_installed_binary_certifies_an_adbc_driver_without_a_compiler() {
+    let Some(venv) = real_venv() else { return };
+    let python = venv.join("bin/python");
+    if !venv.join("lib").exists()
+        || std::fs::read_dir(venv.join("lib"))
+            .unwrap()
+            .flatten()
+            .all(|d| !d.path().join("site-packages/adbc_driver_sqlite").exists())
+    {
+        eprintln!(
+            "SKIPPED: adbc_driver_sqlite is not installed in {}",
+            venv.display()
+        );
+        return;
+    }
+    let dir = install("relocatable-adbc", false);
+    let path = venv.join("bin").display().to_string();
+    assert_no_compiler(&path);
+    let trace = dir.join("trace.txt");
+    let traced = strace_works();
+    let report = dir.join("adbc.json");
+    let out = run(
+        &dir,
+        &path,
+        &[
+            "certify",
+            "--producer",
+            "sqlite-adbc",
+            "--consumer",
+            "sqlite-adbc",
+            "--cases",
+            "2",
+            "--python",
+            &python.display().to_string(),
+            "--report",
+            &report.display().to_string(),
+        ],
+        traced.then_some(trace.as_path()),
+    );
+    // SQLite holds few Arrow types (docs/ADBC.md): verdicts, no errors.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let s = &r["summary"];
+    assert!(s["passed"].as_u64().unwrap() > 0, "{s}");
+    for k in ["errors", "crashed", "harness_errors"] {
+        assert_eq!(s[k], 0, "{k}: {s}");
+    }
+    if traced {
+        assert_checkout_untouched(&trace, &venv);
     }
 }
 

@@ -143,12 +143,9 @@ impl Engine {
 pub fn declined_data(c: &Case) -> bool {
     match c.verdict {
         Verdict::Limitation => true,
-        Verdict::Skip => c
-            .message
-            .as_deref()
-            .is_some_and(|m| {
-                m.starts_with(certify::PRODUCER_DECLINED) || m.starts_with(certify::CONSUMER_DECLINED)
-            }),
+        Verdict::Skip => c.message.as_deref().is_some_and(|m| {
+            m.starts_with(certify::PRODUCER_DECLINED) || m.starts_with(certify::CONSUMER_DECLINED)
+        }),
         _ => false,
     }
 }
