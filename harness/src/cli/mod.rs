@@ -569,6 +569,12 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
             names.join(", ")
         ))
     })?;
+    if entry.place == Place::Adapter {
+        // The cache the carried adapters are written to must be there: say
+        // why not, rather than that the adapter is missing.
+        let file = entry.file.split('#').next().unwrap_or(entry.file);
+        crate::assets::path(file).map_err(BadInput)?;
+    }
     let path = entry.location();
     if !entry.exists() {
         let how = match entry.place {
