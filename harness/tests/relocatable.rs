@@ -343,3 +343,16 @@ fn the_trace_check_finds_a_read_of_the_checkout() {
     let bad = format!("{trace}1 openat(AT_FDCWD, \"{ws}/adapters/pyarrow.py\", O_RDONLY) = 3\n");
     assert_eq!(checkout_paths_in(&bad, &venv).len(), 1);
 }
+
+#[test]
+fn no_place_for_the_carried_files_is_bad_input_in_one_line() {
+    let dir = install("relocatable-no-home", false);
+    let out = Command::new(dir.join("bin/arrowcert"))
+        .args(["certify", "--producer", "py:pyarrow", "--cases", "1"])
+        .current_dir(&dir)
+        .env_clear()
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_bad_input(&out, "no cache directory for arrowcert's bundled files");
+}
