@@ -6,6 +6,7 @@
 //! safe Rust.
 
 pub mod abi;
+pub mod assets;
 pub mod asynchronous;
 pub mod certify;
 pub mod cli;

@@ -27,9 +27,19 @@
  * can do, found when it is loaded: `load` on a small probe and the dunders
  * of what it returns; `read` on the probe in each form.
  *
- * Built by scripts/python/build-bridge.sh against one interpreter.
+ * Written against CPython's stable ABI (Py_LIMITED_API, 3.10 and later) and
+ * linked against no libpython: harness/build.rs builds it once, the
+ * arrowcert binary carries it (assets.rs), and the harness loads the chosen
+ * interpreter's libpython RTLD_GLOBAL before loading a copy of it
+ * (plugin::python::preload_libpython), so one build serves every CPython
+ * >= 3.10 and `py:` needs no C compiler or Python headers at run time.
+ * scripts/python/build-bridge.sh builds the same source against one
+ * interpreter (a source checkout's fallback when the binary has none).
  */
 #define PY_SSIZE_T_CLEAN
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030A0000
+#endif
 #include <Python.h>
 
 #include <dlfcn.h>
@@ -41,8 +51,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <wchar.h>
 
 #include "arrowcert_plugin.h"
+
+/* PyUnicode_AsUTF8 is in the limited API from 3.13 only; this is the same
+   (the UTF-8 form lives as long as the object), for 3.10 and later. */
+static const char* utf8_of(PyObject* o) { return PyUnicode_AsUTF8AndSize(o, NULL); }
+
+/* A type's tp_name for a message (out of the limited API), rebuilt: a
+   class defined in Python (a heap type) is its __name__; a C type is
+   __module__.__qualname__, builtins without the module. Never fails;
+   clears any error it meets. */
+static const char* type_name(PyObject* type) {
+  static _Thread_local char buf[256];
+  int heap = PyType_Check(type) && (PyType_GetFlags((PyTypeObject*)type) & Py_TPFLAGS_HEAPTYPE);
+  PyObject* mod = heap ? NULL : PyObject_GetAttrString(type, "__module__");
+  PyObject* name = PyObject_GetAttrString(type, heap ? "__name__" : "__qualname__");
+  const char* m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8AndSize(mod, NULL) : NULL;
+  const char* n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+  if (m != NULL && strcmp(m, "builtins") != 0)
+    snprintf(buf, sizeof buf, "%s.%s", m, n ? n : "?");
+  else
+    snprintf(buf, sizeof buf, "%s", n ? n : "an object");
+  Py_XDECREF(mod);
+  Py_XDECREF(name);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return buf;
+}
 
 static const char GLUE[] =
 #include BRIDGE_GLUE_HEADER
@@ -84,10 +121,10 @@ static int error_from_python(const char* where) {
   int code = EIO;
   char* msg = NULL;
   PyObject* describe = glue_dict ? PyDict_GetItemString(glue_dict, "describe") : NULL;
-  PyObject* res = describe ? PyObject_CallOneArg(describe, value ? value : Py_None) : NULL;
-  if (res != NULL && PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2) {
-    code = (int)PyLong_AsLong(PyTuple_GET_ITEM(res, 0));
-    const char* m = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1));
+  PyObject* res = describe ? PyObject_CallFunctionObjArgs(describe, value ? value : Py_None, NULL) : NULL;
+  if (res != NULL && PyTuple_Check(res) && PyTuple_Size(res) == 2) {
+    code = (int)PyLong_AsLong(PyTuple_GetItem(res, 0));
+    const char* m = utf8_of(PyTuple_GetItem(res, 1));
     if (m != NULL) msg = strdup(m);
   }
   if (PyErr_Occurred()) PyErr_Clear();
@@ -425,7 +462,7 @@ static int movable(PyObject* capsule, const char* name, size_t release_offset, v
     if (PyErr_Occurred()) PyErr_Clear();
     return set_error(EIO, "the library returned %s, not a PyCapsule named \"%s\"",
                      PyCapsule_CheckExact(capsule) ? (got ? got : "a capsule without a name")
-                                                   : Py_TYPE(capsule)->tp_name,
+                                                   : type_name((PyObject*)Py_TYPE(capsule)),
                      name);
   }
   *p = PyCapsule_GetPointer(capsule, name);
@@ -455,8 +492,8 @@ static int move_out(PyObject* capsule, const char* name, void* out, size_t size,
 }
 
 static PyObject* pair_item(PyObject* pair, Py_ssize_t i) {
-  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) return NULL;
-  return PyTuple_GET_ITEM(pair, i);
+  if (!PyTuple_Check(pair) || PyTuple_Size(pair) != 2) return NULL;
+  return PyTuple_GetItem(pair, i);
 }
 
 /* What `read` returned, as glue.export_read() gave it: a stream capsule, or
@@ -799,10 +836,10 @@ static int setup_python(void) {
   if (ok) {
     PyObject* fn = PyDict_GetItemString(d, "start"); /* borrowed */
     PyObject* r = fn ? PyObject_CallNoArgs(fn) : NULL;
-    ok = r != NULL && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2;
+    ok = r != NULL && PyTuple_Check(r) && PyTuple_Size(r) == 2;
     if (ok) {
-      const char* n = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 0));
-      const char* o = PyUnicode_AsUTF8(PyTuple_GET_ITEM(r, 1));
+      const char* n = utf8_of(PyTuple_GetItem(r, 0));
+      const char* o = utf8_of(PyTuple_GetItem(r, 1));
       ok = n != NULL && o != NULL;
       if (ok) {
         snprintf(plugin_name, sizeof plugin_name, "%s", n);
@@ -819,6 +856,26 @@ static int setup_python(void) {
   glue_dict = d;
   Py_DECREF(mod);
   return 0;
+}
+
+/* The value of `key=` in this copy's sidecar (`<self>.adapter`, written by
+   the harness), or "" when it has none. */
+static void config_value(const char* key, char* out, size_t size) {
+  out[0] = 0;
+  char path[4200];
+  snprintf(path, sizeof path, "%s.adapter", self_path);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return;
+  char line[4200];
+  size_t klen = strlen(key);
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, key, klen) == 0 && line[klen] == '=') {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(out, size, "%s", line + klen + 1);
+      break;
+    }
+  }
+  fclose(f);
 }
 
 static void do_init(void) {
@@ -842,23 +899,33 @@ static void do_init(void) {
   }
   int we_initialised = 0;
   if (!Py_IsInitialized()) {
-    PyConfig config;
-    PyConfig_InitPythonConfig(&config);
-    config.install_signal_handlers = 0;
-    config.parse_argv = 0;
-    config.user_site_directory = 0;
-    PyStatus st = PyStatus_Ok();
-    if (BRIDGE_PYTHONHOME[0]) st = PyConfig_SetBytesString(&config, &config.home, BRIDGE_PYTHONHOME);
-    if (!PyStatus_Exception(st)) st = PyConfig_SetBytesString(&config, &config.program_name, "python3");
-    if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
-    PyConfig_Clear(&config);
-    if (PyStatus_Exception(st)) {
-      snprintf(init_message, sizeof init_message, "Python initialisation failed (home %s): %s%s%s",
-               BRIDGE_PYTHONHOME, st.func ? st.func : "", st.func ? ": " : "",
-               st.err_msg ? st.err_msg : "");
+    /* The limited API has no PyConfig: the legacy setters, looked up by
+       name (deprecated since 3.11; a CPython without them still starts,
+       finding its home from the program name). */
+    char home[4096], stdlib[4200];
+    config_value("home", home, sizeof home);
+    config_value("stdlib", stdlib, sizeof stdlib);
+    /* Py_InitializeEx aborts the process when it cannot find the standard
+       library: look for it first and fail with a message instead. */
+    if (stdlib[0] && access(stdlib, R_OK) != 0) {
+      snprintf(init_message, sizeof init_message,
+               "Python initialisation failed (home %.1500s): its standard library (%.1500s) is not there",
+               home, stdlib);
       init_code = EIO;
       return;
     }
+    typedef void (*set_wide_fn)(const wchar_t*);
+    set_wide_fn set_home = (set_wide_fn)dlsym(RTLD_DEFAULT, "Py_SetPythonHome");
+    set_wide_fn set_name = (set_wide_fn)dlsym(RTLD_DEFAULT, "Py_SetProgramName");
+    int* no_user_site = (int*)dlsym(RTLD_DEFAULT, "Py_NoUserSiteDirectory");
+    if (home[0] && set_home != NULL) {
+      /* Python keeps the pointer: never freed. */
+      wchar_t* w = Py_DecodeLocale(home, NULL);
+      if (w != NULL) set_home(w);
+    }
+    if (set_name != NULL) set_name(L"python3");
+    if (no_user_site != NULL) *no_user_site = 1;
+    Py_InitializeEx(0); /* 0: no signal handlers (the harness has its own) */
     we_initialised = 1;
   }
   PyGILState_STATE g = PyGILState_Ensure();
@@ -866,8 +933,8 @@ static void do_init(void) {
     PyObject *type = NULL, *value = NULL, *tb = NULL;
     PyErr_Fetch(&type, &value, &tb);
     PyObject* s = value ? PyObject_Str(value) : NULL;
-    const char* m = s ? PyUnicode_AsUTF8(s) : NULL;
-    snprintf(init_message, sizeof init_message, "%s%s%s", type ? ((PyTypeObject*)type)->tp_name : "",
+    const char* m = s ? utf8_of(s) : NULL;
+    snprintf(init_message, sizeof init_message, "%s%s%s", type ? type_name(type) : "",
              m ? ": " : "", m ? m : "the adapter could not be loaded");
     if (PyErr_Occurred()) PyErr_Clear();
     Py_XDECREF(s);
@@ -1198,7 +1265,7 @@ ARROWCERT_EXPORT const char* arrowcert_consume_values(void) {
   PyGILState_STATE g = PyGILState_Ensure();
   PyObject* res = NULL;
   if (call_glue("last_values", PyTuple_New(0), &res) == 0 && res != NULL && PyUnicode_Check(res)) {
-    const char* text = PyUnicode_AsUTF8(res);
+    const char* text = utf8_of(res);
     if (text != NULL) last_values = strdup(text);
   }
   if (PyErr_Occurred()) PyErr_Clear();
@@ -1231,17 +1298,17 @@ ARROWCERT_EXPORT int arrowcert_dlpack_call(const char* op, const uint64_t* args,
       Py_CLEAR(list);
       break;
     }
-    PyList_SET_ITEM(list, i, v);
+    PyList_SetItem(list, i, v); /* steals v */
   }
   PyObject* res = NULL;
   rc = call_glue("dlpack_call",
                  list ? Py_BuildValue("(sNs)", op, list, text ? text : "") : NULL, &res);
   if (rc == 0) {
-    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+    if (!PyTuple_Check(res) || PyTuple_Size(res) != 2) {
       rc = set_error(EIO, "dlpack_call(%s): the glue did not return (object, text)", op);
     } else {
-      PyObject* obj = PyTuple_GET_ITEM(res, 0);
-      const char* t = PyUnicode_AsUTF8(PyTuple_GET_ITEM(res, 1));
+      PyObject* obj = PyTuple_GetItem(res, 0);
+      const char* t = utf8_of(PyTuple_GetItem(res, 1));
       if (t == NULL) {
         rc = error_from_python(op);
       } else {

@@ -7,10 +7,11 @@
 # PYTHON is the interpreter whose environment the adapters run in (its
 # headers and shared libpython are needed: Debian's python3-dev, or any
 # venv over such an interpreter). Also writes OUT.so.site: the
-# interpreter's site-packages directories, one per line, which the bridge
-# adds to sys.path (an embedded interpreter does not find a venv's own).
-# The harness runs this on the first `--producer py:...` for an
-# interpreter and keeps the result under target/python-bridge/.
+# interpreter's site-packages directories, one per line.
+# The development fallback only: arrowcert carries a bridge built against
+# the stable ABI (harness/build.rs) and runs this, on the first
+# `--producer py:...` for an interpreter (result under
+# target/python-bridge/), only when it was built without Python.h.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${1:?usage: build-bridge.sh PYTHON OUT.so}
@@ -36,7 +37,7 @@ for d in dirs:
 print("\t".join(seen))
 PYEOF
 )
-INCLUDEPY=${cfg[0]} LIBDIR=${cfg[1]} LDLIBRARY=${cfg[2]} PYHOME=${cfg[3]} PYLIB=${cfg[4]} SITES=${cfg[5]}
+INCLUDEPY=${cfg[0]} LIBDIR=${cfg[1]} LDLIBRARY=${cfg[2]} PYLIB=${cfg[4]} SITES=${cfg[5]}
 case "$LDLIBRARY" in
     *.so*) ;;
     *) echo "build-bridge: $PY has no shared libpython ($LDLIBRARY): the bridge embeds it" >&2; exit 1 ;;
@@ -61,7 +62,6 @@ mkdir -p "$(dirname "$OUT")"
     -fvisibility=hidden \
     -I harness/include -I "$INCLUDEPY" -I "$GEN" \
     -DBRIDGE_GLUE_HEADER="\"bridge_glue.h\"" \
-    -DBRIDGE_PYTHONHOME="\"$PYHOME\"" \
     -o "$OUT.tmp.$$" plugins/python/bridge.c \
     -L "$LIBDIR" -Wl,-rpath,"$LIBDIR" -l"$PYLIB" \
     -Wl,-z,nodelete -Wl,--no-undefined -ldl -lpthread

@@ -14,9 +14,10 @@ pub struct AbiCheckFlags {
 /// `arrowcert abi-check`, from its flags.
 pub fn abi_check_command(f: AbiCheckFlags) -> Result<i32, BadInput> {
     let AbiCheckFlags { header } = f;
-    let header = header.unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("include/arrowcert_plugin.h")
-    });
+    let header = match header {
+        Some(h) => h,
+        None => crate::assets::path("include/arrowcert_plugin.h").map_err(BadInput)?,
+    };
     let mismatches = crate::abi::layout::check_header(&header).map_err(BadInput)?;
     if mismatches.is_empty() {
         println!(

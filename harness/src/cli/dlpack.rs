@@ -359,16 +359,13 @@ pub struct MatrixFlags {
     pub seed: u64,
 }
 
-/// The bundled DLPack adapters, by name.
-fn bundled() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/dlpack");
+/// The bundled DLPack adapters, by name (the files this binary carries).
+fn bundled() -> Result<Vec<(String, String)>, BadInput> {
     ["numpy", "pyarrow", "array_api_strict", "jax", "nanoarrow"]
         .iter()
         .map(|n| {
-            (
-                n.replace('_', "-"),
-                format!("py:{}", dir.join(format!("{n}.py")).display()),
-            )
+            let path = crate::assets::path(&format!("adapters/dlpack/{n}.py")).map_err(BadInput)?;
+            Ok((n.replace('_', "-"), format!("py:{}", path.display())))
         })
         .collect()
 }
@@ -411,7 +408,7 @@ struct PairRow {
 /// sides it serves), then every producer's arrays into every consumer.
 pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
     let libraries: Vec<(String, String)> = if f.libraries.is_empty() {
-        bundled()
+        bundled()?
     } else {
         f.libraries
             .iter()

@@ -489,30 +489,55 @@ impl Bundled {
         path.exists()
     }
 
-    /// Where this plugin's library is expected: beside the running
-    /// executable, or `target/real/lib/` for real-library adapters (found
-    /// from the executable's directory, `target/<profile>/`).
+    /// Where this plugin's library is expected: the first of
+    /// [`Bundled::candidates`] that is there (the first when none is), or
+    /// for a `py:` adapter the file this binary carries.
     pub fn location(&self) -> PathBuf {
+        let all = self.candidates();
+        all.iter()
+            .find(|p| p.exists())
+            .unwrap_or(&all[0])
+            .to_path_buf()
+    }
+
+    /// Every place this plugin's library is looked for, in order: beside the
+    /// running executable, then `<exe dir>/../lib/arrowcert/` (an install
+    /// with its plugins beside it); `target/real/lib/` for real-library
+    /// adapters (found from the executable's directory, `target/<profile>/`);
+    /// a bundled `py:` adapter is the file this binary carries (`assets`),
+    /// `#VARIANT` kept.
+    pub fn candidates(&self) -> Vec<PathBuf> {
         let dir = std::env::current_exe()
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_default();
         match self.place {
-            Place::Workspace => dir.join(self.file),
-            Place::Adapter => Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(self.file),
+            Place::Workspace => vec![
+                dir.join(self.file),
+                dir.join("..").join("lib").join("arrowcert").join(self.file),
+            ],
+            Place::Adapter => {
+                let (file, variant) = self
+                    .file
+                    .split_once('#')
+                    .map_or((self.file, None), |(f, v)| (f, Some(v)));
+                let path = crate::assets::path(file).unwrap_or_else(|_| PathBuf::from(file));
+                let text = match variant {
+                    Some(v) => format!("{}#{v}", path.display()),
+                    None => path.display().to_string(),
+                };
+                vec![PathBuf::from(text)]
+            }
             Place::Adbc => {
                 let pattern = self.file.rsplit_once(':').map_or(self.file, |(f, _)| f);
-                crate::plugin::adbc::in_site_packages(pattern)
-                    .unwrap_or_else(|| PathBuf::from(pattern))
+                vec![crate::plugin::adbc::in_site_packages(pattern)
+                    .unwrap_or_else(|| PathBuf::from(pattern))]
             }
             Place::Real => {
                 let real = std::env::var_os("ARROWCERT_REAL_LIB")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| dir.join("..").join("real").join("lib"));
-                real.join(self.file)
+                vec![real.join(self.file)]
             }
         }
     }
@@ -544,6 +569,12 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
             names.join(", ")
         ))
     })?;
+    if entry.place == Place::Adapter {
+        // The cache the carried adapters are written to must be there: say
+        // why not, rather than that the adapter is missing.
+        let file = entry.file.split('#').next().unwrap_or(entry.file);
+        crate::assets::path(file).map_err(BadInput)?;
+    }
     let path = entry.location();
     if !entry.exists() {
         let how = match entry.place {
@@ -554,9 +585,14 @@ pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, BadInput> {
                 "build the real-library adapters with `just real` (scripts/real/build.sh)"
             }
         };
+        let looked: Vec<String> = entry
+            .candidates()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         return Err(BadInput(format!(
-            "bundled {role} `{arg}` not found at {}: {how}",
-            path.display()
+            "bundled {role} `{arg}` not found (looked at {}): {how}",
+            looked.join(" and ")
         )));
     }
     if entry.place == Place::Adapter {

@@ -42,6 +42,8 @@ impl Bridge {
     /// Loads the bridge copy at `path` (from [`crate::plugin::python::prepare`])
     /// and its adapter.
     pub fn open(path: &Path) -> Result<Bridge, String> {
+        // Linked against no libpython: the interpreter's, first.
+        crate::plugin::interpreter::preload_for(path)?;
         // SAFETY: loading runs the library's initialisers: the bridge's own
         // (it starts nothing until called), built from this checkout.
         let lib = unsafe {

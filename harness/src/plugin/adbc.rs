@@ -4,14 +4,15 @@
 //! with the scenario; the consumer side is that ingestion of the harness's
 //! data, read back with a query.
 //!
-//! The adapter is built once (`cc`, into `target/adbc-adapter/`) and copied
-//! per driver configuration beside a `<copy>.adbc` file naming the driver,
-//! its entry point and the `--adbc-option` values.
+//! The adapter is built with the binary (`harness/build.rs`) and carried in
+//! it (`assets`: no C compiler at run time), and copied per driver
+//! configuration beside a `<copy>.adbc` file naming the driver, its entry
+//! point and the `--adbc-option` values.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::python::{copy_with_sidecar, key, source_dir, target_dir};
+use super::python::{copy_with_sidecar, key};
 
 static OPTIONS: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
@@ -63,52 +64,9 @@ pub fn parse_option(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("--adbc-option {s}: expected KEY=VALUE"))
 }
 
+/// The ADBC adapter this binary carries, written out.
 fn adapter() -> Result<PathBuf, String> {
-    let src = source_dir();
-    let c = src.join("plugins/adbc/adbc_plugin.c");
-    let h = src.join("harness/include/arrowcert_plugin.h");
-    let (cb, hb) = (
-        std::fs::read(&c).map_err(|e| format!("{}: {e}", c.display()))?,
-        std::fs::read(&h).map_err(|e| format!("{}: {e}", h.display()))?,
-    );
-    let dir = target_dir()
-        .join("adbc-adapter")
-        .join(format!("build-{}", key(&[&cb, &hb])));
-    let so = dir.join("libarrowcert_adbc.so");
-    if so.exists() {
-        return Ok(so);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let tmp = dir.join(format!("libarrowcert_adbc.so.tmp.{}", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = std::process::Command::new(&cc)
-        .args([
-            "-std=gnu11",
-            "-O2",
-            "-g",
-            "-Wall",
-            "-Wno-format-truncation",
-            "-shared",
-            "-fPIC",
-            "-fvisibility=hidden",
-            "-I",
-        ])
-        .arg(src.join("harness/include"))
-        .arg("-o")
-        .arg(&tmp)
-        .arg(&c)
-        .args(["-ldl", "-lpthread"])
-        .output()
-        .map_err(|e| format!("cannot run {cc} to build the ADBC adapter: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "building the ADBC adapter failed: {}",
-            err.lines().find(|l| l.contains("error")).unwrap_or("")
-        ));
-    }
-    std::fs::rename(&tmp, &so).map_err(|e| format!("{}: {e}", so.display()))?;
-    Ok(so)
+    crate::assets::path("lib/libarrowcert_adbc.so")
 }
 
 /// The libpython a CPython extension module needs loaded before it (DuckDB

@@ -9,6 +9,7 @@
 pub mod adbc;
 pub mod elf;
 pub mod integration;
+pub mod interpreter;
 pub mod python;
 pub mod streamed;
 pub mod tracker;
@@ -647,6 +648,9 @@ impl Plugin {
                 .map(|d| d.join(path))
                 .unwrap_or_else(|_| path.to_path_buf())
         };
+        // A Python bridge copy has Python's symbols undefined: its
+        // interpreter's libpython first.
+        interpreter::preload_for(&abs).map_err(|e| LoadError::Dlopen(path.to_path_buf(), e))?;
         // SAFETY: loading a library runs its initialisers, which is inherent
         // to testing it; RTLD_NOW resolves every symbol up front so that a
         // library with unresolved dependencies fails here, with dlerror's

@@ -1,12 +1,17 @@
 //! `py:` plugins: a Python adapter file (or module) run by arrowcert's
 //! adapter bridge (`plugins/python/bridge.c`, docs/PYTHON_ADAPTERS.md).
 //!
-//! The bridge is built once per interpreter (`scripts/python/build-bridge.sh`)
-//! into the cache (`target/python-bridge/`). Each adapter gets a copy of it
-//! of its own, next to a `<copy>.adapter` file naming the adapter: two
-//! adapters in one process are two libraries with their own state, sharing
-//! the one interpreter. Builds and copies are written under temporary names
-//! and renamed, so runs at once do not collide.
+//! The bridge is built once, with the binary, against CPython's stable ABI
+//! (`harness/build.rs`), and carried in it (`assets`): `py:` needs no C
+//! compiler or Python headers at run time, and one build serves every
+//! CPython >= 3.10 (`interpreter`). A binary built without Python.h falls
+//! back, in its source checkout, to building it per interpreter
+//! (`scripts/python/build-bridge.sh`, into `target/python-bridge/`).
+//! Each adapter gets a copy of it of its own, next to a `<copy>.adapter`
+//! file naming the adapter and the interpreter: two adapters in one process
+//! are two libraries with their own state, sharing the one interpreter.
+//! Builds and copies are written under temporary names and renamed, so runs
+//! at once do not collide.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -19,8 +24,9 @@ pub fn set_interpreter(path: PathBuf) {
 }
 
 /// The interpreter `py:` plugins run in: `--python`, else
-/// `ARROWCERT_PYTHON`, else the project-local one `just real` installs
-/// (`target/real/venv/bin/python`).
+/// `ARROWCERT_PYTHON`, else (in a source checkout) the project-local one
+/// `just real` installs (`target/real/venv/bin/python`), else `python3` on
+/// PATH.
 pub fn interpreter() -> Result<PathBuf, String> {
     let given = INTERPRETER.get().cloned().or_else(|| {
         std::env::var_os("ARROWCERT_PYTHON")
@@ -35,13 +41,13 @@ pub fn interpreter() -> Result<PathBuf, String> {
         };
     }
     let local = target_dir().join("real/venv/bin/python");
-    if local.exists() {
+    if crate::assets::source_tree_allowed() && local.exists() {
         return Ok(local);
     }
-    Err(format!(
-        "no Python for py: adapters: the project-local one ({}) is not installed (`just real`), and no --python was given",
-        local.display()
-    ))
+    super::interpreter::on_path("python3").ok_or_else(|| {
+        "no Python for py: adapters: no --python, no ARROWCERT_PYTHON, and no python3 on PATH"
+            .into()
+    })
 }
 
 /// `target/` of the checkout this arrowcert was built in (its executable
@@ -53,8 +59,9 @@ pub(super) fn target_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target"))
 }
 
-/// The checkout's root (for the bridge's sources and build script).
-pub(super) fn source_dir() -> PathBuf {
+/// The checkout's root (the bridge's sources and build script, for a
+/// binary that carries no bridge).
+fn source_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(Path::to_path_buf)
@@ -75,9 +82,25 @@ pub(super) fn key(parts: &[&[u8]]) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// The bridge built for `python` (built now when missing or older than its
-/// sources).
+/// The bridge for `python`: the one this binary carries, else (a binary
+/// built without Python.h, in its checkout) the one built for `python`.
 pub fn bridge(python: &Path) -> Result<PathBuf, String> {
+    let carried = "lib/libarrowcert_python_bridge.so";
+    if crate::assets::bytes(carried).is_some() {
+        return crate::assets::path(carried);
+    }
+    if !crate::assets::source_tree_allowed() {
+        return Err(format!(
+            "this arrowcert binary carries no Python bridge (built without Python.h) and {} is set: rebuild it where python3's headers are",
+            crate::assets::NO_SOURCE_TREE_ENV
+        ));
+    }
+    built_bridge(python)
+}
+
+/// The development fallback: the bridge built for `python` from the
+/// checkout (built now when missing or older than its sources).
+fn built_bridge(python: &Path) -> Result<PathBuf, String> {
     let src = source_dir();
     let sources = [
         src.join("plugins/python/bridge.c"),
@@ -89,7 +112,7 @@ pub fn bridge(python: &Path) -> Result<PathBuf, String> {
     for s in &sources {
         contents.push(std::fs::read(s).map_err(|e| {
             format!(
-                "the Python adapter bridge's source {} cannot be read ({e}): py: adapters need the arrowcert checkout it was built from",
+                "the Python adapter bridge's source {} cannot be read ({e}): this arrowcert carries no bridge, so py: adapters need the checkout it was built from",
                 s.display()
             )
         })?);
@@ -156,7 +179,19 @@ pub fn prepare(spec: &str) -> Result<PathBuf, String> {
     }
     let full = spec;
     let (spec, variant) = split_variant(full)?;
-    let file_like = spec.ends_with(".py") || spec.contains('/');
+    let mut file_like = spec.ends_with(".py") || spec.contains('/');
+    // A bundled adapter's name (py:pyarrow, py:nanoarrow-python): the file
+    // this binary carries, before any module of that name (a library's own
+    // module is no adapter: it has no load or read).
+    let carried = format!("adapters/{}.py", spec.replace('-', "_"));
+    let bundled_file;
+    let spec = if !file_like && crate::assets::bytes(&carried).is_some() {
+        file_like = true;
+        bundled_file = crate::assets::path(&carried)?.display().to_string();
+        bundled_file.as_str()
+    } else {
+        spec
+    };
     let target = if file_like {
         let p = Path::new(spec);
         if !p.is_file() {
@@ -172,15 +207,14 @@ pub fn prepare(spec: &str) -> Result<PathBuf, String> {
         format!("module={spec}")
     };
     let python = interpreter()?;
+    let info = super::interpreter::info(&python)?;
+    info.usable(&python)?;
     let bridge = bridge(&python)?;
-    let sites = std::fs::read_to_string(bridge.with_extension("so.site")).unwrap_or_default();
     let mut config = format!("# written by arrowcert for py:{full}\n{target}\n");
     if let Some(v) = variant {
         config.push_str(&format!("variant={v}\n"));
     }
-    for s in sites.lines().filter(|l| !l.trim().is_empty()) {
-        config.push_str(&format!("site={s}\n"));
-    }
+    config.push_str(&info.sidecar_lines());
     let stem: String = Path::new(spec)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
