@@ -5,9 +5,10 @@
 //! wait on), [`emulated`] (a software device of type ARROW_DEVICE_EXT_DEV
 //! with its own allocations, streams and events, for testing every
 //! synchronisation rule on a machine without a GPU) and [`cuda`] (the CUDA
-//! driver through cudarc, loaded at run time). The device rules
-//! ([`crate::certify::device`]) are written against the trait only: a rule
-//! never knows which backend answers it.
+//! driver through cudarc, loaded at run time; only with the `cuda` feature,
+//! so that a plugin without CUDA does not link cudarc). The harness's device
+//! rules (`arrowcert::certify::device`) are written against the trait only:
+//! a rule never knows which backend answers it.
 //!
 //! Addresses cross the trait as `usize`: they come from plugins and are
 //! never dereferenced above this module; a backend checks or asks its driver
@@ -15,11 +16,28 @@
 //! value.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod emulated;
 pub mod emulated_ffi;
 pub use crate::abi::hostmem;
 pub mod mirror;
+
+/// Built without the `cuda` feature: no CUDA backend, and the reason says
+/// so (a CUDA device is then skipped like one on a machine without a
+/// driver).
+#[cfg(not(feature = "cuda"))]
+mod cuda {
+    const WHY: &str = "no CUDA backend: arrowcert-sdk was built without its `cuda` feature";
+
+    pub fn backend() -> Result<std::sync::Arc<dyn super::Device>, String> {
+        Err(WHY.into())
+    }
+
+    pub(super) fn probe_driver() -> Result<(), String> {
+        Err(WHY.into())
+    }
+}
 
 use std::fmt;
 use std::sync::Arc;
