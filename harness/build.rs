@@ -52,9 +52,11 @@ fn main() {
 /// OUT_DIR: `certify --malformed` (`malformed::library`) embeds it and hands
 /// what each mutation breaks to the consumer under test.
 fn mutant_producer() {
-    let src = PathBuf::from("../producers/mutants/mutant_producer.c");
+    // A symlink to producers/mutants/ in a checkout, which `cargo package`
+    // stores as the file itself, so the published crate builds too.
+    let src = PathBuf::from("mutants/mutant_producer.c");
     for dep in [
-        "../producers/mutants/mutant_producer.c",
+        "mutants/mutant_producer.c",
         "include/arrowcert_plugin.h",
         "include/arrowcert_mutant.h",
     ] {
