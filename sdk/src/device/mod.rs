@@ -309,6 +309,17 @@ pub fn skipped_though_required<'a>(
 mod required_tests {
     use super::*;
 
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn without_the_cuda_feature_cuda_kinds_have_no_backend_and_say_why() {
+        for kind in [Kind::Cuda, Kind::CudaHost, Kind::CudaManaged] {
+            let why = available(kind).expect_err("no CUDA backend");
+            assert!(why.contains("`cuda` feature"), "{why}");
+        }
+        assert!(!cuda_driver_loads());
+        assert!(available(Kind::Cpu).is_ok() && available(Kind::Emulated).is_ok());
+    }
+
     #[test]
     fn a_required_device_skipped_in_the_workers_is_one_line() {
         let oom = missing(
