@@ -8,7 +8,7 @@
 //! - [`device`]: the device backends (CPU, the emulated device, CUDA behind
 //!   the `cuda` feature) and [`device::mirror`], which moves an array tree's
 //!   buffers between host and device;
-//! - [`format`]: format strings parsed;
+//! - [`format`](mod@format): format strings parsed;
 //! - the helpers below: an entry point is a thin `extern "C"` function that
 //!   calls [`entry`] with a closure returning [`PluginResult`]; `entry`
 //!   turns errors and panics into an errno return value and a message for

@@ -4,7 +4,7 @@
 //! One trait, [`Device`], three backends: [`cpu`] (host memory, nothing to
 //! wait on), [`emulated`] (a software device of type ARROW_DEVICE_EXT_DEV
 //! with its own allocations, streams and events, for testing every
-//! synchronisation rule on a machine without a GPU) and [`cuda`] (the CUDA
+//! synchronisation rule on a machine without a GPU) and `cuda` (the CUDA
 //! driver through cudarc, loaded at run time; only with the `cuda` feature,
 //! so that a plugin without CUDA does not link cudarc). The harness's device
 //! rules (`arrowcert::certify::device`) are written against the trait only:
