@@ -39,7 +39,7 @@ certify-async *ARGS: build
 # CUDA mutants, each of which must fail its rule. Reports go to reports/gpu/.
 gpu CASES="20" GPU_PYTHON="python3":
     cargo build --release --workspace
-    cargo test --release -p arrowcert --lib device::cuda -- --nocapture
+    cargo test --release -p arrowcert-sdk --features cuda --lib device::cuda -- --nocapture
     cargo test --release -p arrowcert-cuda-common -- --nocapture
     mkdir -p reports/gpu
     target/release/arrowcert certify --producer cuda-reference --consumer cuda-reference \

@@ -5,11 +5,15 @@
 //! (the Python bridge against CPython's stable ABI, the ADBC adapter) and
 //! writes the list of files it embeds (`assets.rs`), so that nothing at run
 //! time reads the source tree or needs a C compiler.
+//!
+//! It also records the commit the binary is built from
+//! (`ARROWCERT_COMMIT`, read by `report::Tool` and `arrowcert --version`).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
+    commit();
     let src = PathBuf::from("tracker/alloc_tracker.c");
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-changed=build.rs");
@@ -206,9 +210,11 @@ fn assets_list() {
 /// OUT_DIR: `certify --malformed` (`malformed::library`) embeds it and hands
 /// what each mutation breaks to the consumer under test.
 fn mutant_producer() {
-    let src = PathBuf::from("../producers/mutants/mutant_producer.c");
+    // A symlink to producers/mutants/ in a checkout, which `cargo package`
+    // stores as the file itself, so the published crate builds too.
+    let src = PathBuf::from("mutants/mutant_producer.c");
     for dep in [
-        "../producers/mutants/mutant_producer.c",
+        "mutants/mutant_producer.c",
         "include/arrowcert_plugin.h",
         "include/arrowcert_mutant.h",
     ] {
@@ -243,4 +249,53 @@ fn mutant_producer() {
         status.success(),
         "building the mutant producer failed: {cmd:?}"
     );
+}
+
+/// Sets `ARROWCERT_COMMIT` for the crate: the environment's
+/// `ARROWCERT_COMMIT` when set (release builds from a tarball), else `git
+/// rev-parse HEAD` of the checkout the crate is built in, else "unknown"
+/// (a crates.io download or an unpacked tarball has no checkout; that is
+/// no build failure).
+fn commit() {
+    println!("cargo:rerun-if-env-changed=ARROWCERT_COMMIT");
+    let given = std::env::var("ARROWCERT_COMMIT")
+        .ok()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty());
+    let source = if given.is_some() { "env" } else { "git" };
+    let commit = given.unwrap_or_else(|| {
+        let head = git(&["rev-parse", "HEAD"]);
+        if head.is_some() {
+            // Rebuild when HEAD moves: HEAD itself, the branch it names,
+            // and packed refs. Only files that exist: cargo reruns on
+            // every build for a path that does not.
+            let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+            watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+            for name in watched {
+                if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+                    let path = PathBuf::from(path);
+                    if path.is_file() {
+                        println!("cargo:rerun-if-changed={}", path.display());
+                    }
+                }
+            }
+        }
+        head.unwrap_or_else(|| "unknown".to_string())
+    });
+    // Where it came from, for the tests (tests/version.rs).
+    let source = if commit == "unknown" { "none" } else { source };
+    println!("cargo:rustc-env=ARROWCERT_COMMIT={commit}");
+    println!("cargo:rustc-env=ARROWCERT_COMMIT_SOURCE={source}");
+}
+
+/// One line of `git ARGS` output in this crate's directory; `None` when git
+/// is missing, fails, or this is no checkout.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let line = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !line.is_empty()).then_some(line)
 }

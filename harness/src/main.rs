@@ -6,9 +6,9 @@
 use std::process::ExitCode;
 
 use arrowcert::cli::{self, BadInput, EXIT_BAD_INPUT};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(
     name = "arrowcert",
     version,
@@ -98,7 +98,18 @@ fn main() -> ExitCode {
         }
         eprintln!("arrowcert: internal error (a bug in arrowcert, please report it): {info}");
     }));
-    let cli = match Cli::try_parse() {
+    // `--version` says what a report's `tool` records (`-V`: the version
+    // alone); the rule catalogue's version is computed, hence at run time.
+    let long_version: &'static str = Box::leak(
+        arrowcert::report::Tool::default()
+            .version_text()
+            .into_boxed_str(),
+    );
+    let parsed = Cli::command()
+        .long_version(long_version)
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

@@ -32,6 +32,8 @@ fn certify(args: &[&str], name: &str) -> (Option<i32>, Report, String) {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
     support::schema::assert_valid_report(&report);
+    // Every report records what `arrowcert --version` prints.
+    assert_eq!(r.tool, arrowcert::report::Tool::default(), "{stdout}");
     (out.status.code(), r, stdout)
 }
 

@@ -352,6 +352,10 @@ fn the_dlpack_matrix_matches_its_committed_expectations() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("dlpack-matrix.json")).unwrap())
             .unwrap();
+    assert_eq!(
+        json["tool"],
+        serde_json::to_value(arrowcert::report::Tool::default()).unwrap()
+    );
     assert_eq!(json["libraries"].as_array().unwrap().len(), 4, "{md}");
     // 3 producers x 4 consumers.
     assert_eq!(json["pairs"].as_array().unwrap().len(), 12, "{md}");

@@ -255,6 +255,8 @@ fn a_library_that_does_not_load_is_an_error_unit_not_a_crash() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let m = matrix::read(&out_dir.join("matrix.json")).unwrap();
+    // The matrix records what `arrowcert --version` prints.
+    assert_eq!(m.tool, arrowcert::report::Tool::default());
     let prod = m
         .units
         .iter()

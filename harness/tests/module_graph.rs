@@ -1,5 +1,8 @@
 //! The library's top-level modules form an acyclic graph, from `abi` at the
 //! bottom to `cli` at the top, and nothing in the library imports `cli`.
+//! The plugin SDK (`sdk/src`, where `abi`, `device` and the plugin helpers
+//! live; the harness re-exports them) is held to the same: acyclic, `abi`
+//! at its bottom.
 //!
 //! An edge is a path `crate::<module>` in a module's code (comments and the
 //! trailing `#[cfg(test)] mod tests` left out). cargo-modules was tried
@@ -126,6 +129,10 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+fn sdk_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk/src")
+}
+
 #[test]
 fn the_module_graph_is_acyclic() {
     let g = graph(&src());
@@ -136,12 +143,26 @@ fn the_module_graph_is_acyclic() {
             c.join(" -> ")
         );
     }
+    let s = graph(&sdk_src());
+    assert!(s.len() >= 6, "{:?}", s.keys());
+    if let Some(c) = cycle(&s) {
+        panic!(
+            "the SDK's modules depend on each other in a cycle: {}",
+            c.join(" -> ")
+        );
+    }
 }
 
 #[test]
 fn abi_is_at_the_bottom_and_cli_at_the_top() {
     let g = graph(&src());
     assert!(g["abi"].is_empty(), "abi depends on {:?}", g["abi"]);
+    let s = graph(&sdk_src());
+    assert!(
+        s["abi"].is_empty(),
+        "the SDK's abi depends on {:?}",
+        s["abi"]
+    );
     let into_cli: Vec<String> = g
         .iter()
         .filter_map(|(m, to)| to.get("cli").map(|at| format!("{m} ({at})")))

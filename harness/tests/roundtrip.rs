@@ -217,6 +217,9 @@ fn cli_runs_writes_a_report_and_replays_one_case() {
     assert_eq!(r.summary.passed, r.summary.total);
     assert_eq!(r.plugins.len(), 2);
     assert!(r.plugins.iter().all(|p| p.sha256.len() == 64));
+    // The versions `arrowcert --version` prints (tests/version.rs).
+    assert_eq!(r.tool, arrowcert::report::Tool::default());
+    assert_eq!(r.tool.report_version, r.report_version);
 
     // The replay command of a case runs exactly that case.
     let case = r.cases.iter().find(|c| c.slice.is_some()).unwrap();

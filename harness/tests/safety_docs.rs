@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// Where the workspace's Rust code lives, from the repository root.
 const ROOTS: &[&str] = &[
     "harness/src",
+    "sdk/src",
     "harness/tests",
     "harness/benches",
     "consumers",

@@ -8,8 +8,8 @@ use arrow_array::ffi::{from_ffi, FFI_ArrowArray};
 use arrow_array::{make_array, RecordBatch};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::{Schema, SchemaRef};
-use arrowcert::abi::{device, ArrowArray, ArrowDeviceArray, ArrowSchema};
-use arrowcert::sdk::{entry, PluginError, PluginResult};
+use arrowcert_sdk::abi::{device, ArrowArray, ArrowDeviceArray, ArrowSchema};
+use arrowcert_sdk::{entry, PluginError, PluginResult};
 
 use crate::{check_out, emit};
 

@@ -6,8 +6,8 @@
 //! imported arrays. Every structure is moved and imported by arrow-rs's own
 //! API, every value is then read (`ArrayData::validate_full` on the whole
 //! imported tree, then arrow-ipc's `StreamWriter` through
-//! `arrowcert::sdk::ipc::encode`), and what was read is handed back as IPC
-//! stream bytes (`arrowcert::sdk::out::hand_out`).
+//! `arrowcert_sdk::ipc::encode`), and what was read is handed back as IPC
+//! stream bytes (`arrowcert_sdk::out::hand_out`).
 //!
 //! # Who does what
 //!
@@ -21,7 +21,7 @@
 //! arrow-rs has no device structures and no async stream: the device
 //! unwrapping is the adapter's (the plugin name says so) and there are no
 //! async entry points. Panics in the entry points become `EIO`
-//! (`arrowcert::sdk::entry`); the wrapper's callbacks catch panics too.
+//! (`arrowcert_sdk::entry`); the wrapper's callbacks catch panics too.
 
 pub mod array;
 pub mod stream;
@@ -30,8 +30,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::abi::device;
-use arrowcert::sdk::{self, PluginError, PluginResult};
+use arrowcert_sdk::abi::device;
+use arrowcert_sdk::{self as sdk, PluginError, PluginResult};
 
 pub use array::{arrowcert_consume_array, arrowcert_consume_device_array};
 pub use stream::{arrowcert_consume_device_stream, arrowcert_consume_stream};

@@ -11,9 +11,11 @@ use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::ffi::FFI_ArrowSchema;
 use arrow_schema::ArrowError;
-use arrowcert::abi::ops::{take, Owned};
-use arrowcert::abi::{device, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, Plain};
-use arrowcert::sdk::{entry, PluginError};
+use arrowcert_sdk::abi::ops::{take, Owned};
+use arrowcert_sdk::abi::{
+    device, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, Plain,
+};
+use arrowcert_sdk::{entry, PluginError};
 
 use crate::{check_out, emit, validate};
 
@@ -226,7 +228,7 @@ unsafe extern "C" fn get_next(
         let array = take(&mut chunk.array);
         // SAFETY: `out` is arrow-rs's local FFI_ArrowArray, valid for writes;
         // `struct ArrowArray` is `FFI_ArrowArray`.
-        unsafe { out.cast::<arrowcert::abi::ArrowArray>().write(array) };
+        unsafe { out.cast::<arrowcert_sdk::abi::ArrowArray>().write(array) };
         0
     }))
     .unwrap_or(libc::EIO)

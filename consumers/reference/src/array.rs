@@ -2,9 +2,9 @@
 
 use std::ffi::c_int;
 
-use arrowcert::abi::ops::{take, Guard};
-use arrowcert::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema};
-use arrowcert::sdk::{entry, PluginResult};
+use arrowcert_sdk::abi::ops::{take, Guard};
+use arrowcert_sdk::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema};
+use arrowcert_sdk::{entry, PluginResult};
 
 use crate::input::take_input;
 use crate::{device, output, read};

@@ -8,7 +8,7 @@ use arrow_schema::{
     DataType, UnionMode, DECIMAL128_MAX_PRECISION, DECIMAL256_MAX_PRECISION,
     DECIMAL32_MAX_PRECISION, DECIMAL64_MAX_PRECISION,
 };
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// Checks `data` and everything below it (children, dictionary values).
 pub fn check(data: &ArrayData, path: &str) -> PluginResult {

@@ -4,10 +4,10 @@
 
 use std::ffi::c_int;
 
-use arrowcert::abi::{device, ArrowDeviceArray, ArrowDeviceType};
-use arrowcert::device::emulated_ffi::ArrowcertEmulatedDevice;
-use arrowcert::sdk::emulated;
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::abi::{device, ArrowDeviceArray, ArrowDeviceType};
+use arrowcert_sdk::device::emulated_ffi::ArrowcertEmulatedDevice;
+use arrowcert_sdk::emulated;
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// Takes the emulated device the harness hands over
 /// (`harness/include/arrowcert_emulated_device.h`).

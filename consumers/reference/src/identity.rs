@@ -2,8 +2,8 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use arrowcert::abi::ArrowDeviceType;
-use arrowcert::sdk;
+use arrowcert_sdk as sdk;
+use arrowcert_sdk::abi::ArrowDeviceType;
 
 /// The contract version this plugin implements.
 const ABI_VERSION: i32 = 1;

@@ -11,8 +11,8 @@
 //! the caller passed are released (marked) when the call returns, and what
 //! was moved out is released exactly once, on every path, panics included.
 
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::sdk::{non_null, PluginError, PluginResult};
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::{non_null, PluginError, PluginResult};
 
 /// Moves the base structure at `ptr` into a guard and marks the source
 /// released.

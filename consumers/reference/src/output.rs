@@ -2,7 +2,7 @@
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::sdk::{ipc, out, PluginError, PluginResult};
+use arrowcert_sdk::{ipc, out, PluginError, PluginResult};
 
 /// Refuses NULL out-parameters before any work is done (the inputs are
 /// still released by their guards).

@@ -5,7 +5,7 @@
 //! ``get_schema`` and ``get_next`` callbacks must be released
 //! independently"); each record batch, "trivially considered as an
 //! equivalent struct array", is imported against that schema's struct type.
-//! This is what `arrowcert::abi::arrow_rs::import_batch` does (`from_ffi`,
+//! This is what `arrowcert_sdk::abi::arrow_rs::import_batch` does (`from_ffi`,
 //! then `batch_from_struct`), split so that one schema serves every chunk of
 //! a stream, and with full validation before any typed array is built.
 
@@ -15,9 +15,9 @@ use arrow_array::ffi::from_ffi_and_data_type;
 use arrow_array::{RecordBatch, StructArray};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, SchemaRef};
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{arrow_rs, realign, ArrowArray, ArrowSchema};
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::abi::{arrow_rs, realign, ArrowArray, ArrowSchema};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 use crate::shape;
 
@@ -85,7 +85,7 @@ pub unsafe fn read_batch(schema: &SchemaRef, array: ArrowArray) -> PluginResult<
 }
 
 /// Works around an inconsistency of arrow-rs 60.1.0's importer (its IPC
-/// writer's are `arrowcert::sdk::ipc::encode`'s business).
+/// writer's are `arrowcert_sdk::ipc::encode`'s business).
 ///
 /// For a Utf8/Binary (or large) array with length 0 and offset 0, the
 /// importer gives the values buffer length 0 whatever the single offset says

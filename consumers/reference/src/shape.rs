@@ -12,9 +12,9 @@
 
 use arrow_data::layout;
 use arrow_schema::DataType;
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::ArrowArray;
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::ArrowArray;
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// Checks `array` (named `path` in messages) and everything below it
 /// against `data_type`.

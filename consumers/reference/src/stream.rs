@@ -10,11 +10,11 @@ use std::ffi::{c_char, c_int};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::abi::{
     ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema,
 };
-use arrowcert::sdk::{entry, PluginError, PluginResult};
+use arrowcert_sdk::{entry, PluginError, PluginResult};
 
 use crate::input::take_input;
 use crate::read::context;

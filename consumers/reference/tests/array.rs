@@ -7,10 +7,10 @@ use std::sync::Arc;
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::{make_array, Array, ArrayRef, BinaryArray, Int32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use arrowcert::abi::arrow_rs::schema_from_arrow_rs;
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::{device, ArrowArray, ArrowDeviceArray, ArrowSchema, Plain};
 use arrowcert_consumer_reference::{arrowcert_consume_array, arrowcert_consume_device_array};
+use arrowcert_sdk::abi::arrow_rs::schema_from_arrow_rs;
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::{device, ArrowArray, ArrowDeviceArray, ArrowSchema, Plain};
 use common::*;
 
 /// Calls consume_array and returns its result code.

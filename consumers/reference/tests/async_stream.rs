@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::{
+use arrowcert_consumer_reference::{arrowcert_consume_async_finish, arrowcert_consume_async_start};
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::{
     device, ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray,
     ArrowDeviceType, Plain,
 };
-use arrowcert_consumer_reference::{arrowcert_consume_async_finish, arrowcert_consume_async_start};
 use common::*;
 
 type Handler = ArrowAsyncDeviceStreamHandler;

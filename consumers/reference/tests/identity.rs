@@ -2,11 +2,11 @@
 
 use std::ffi::CStr;
 
-use arrowcert::abi::device;
 use arrowcert_consumer_reference::{
     arrowcert_free, arrowcert_plugin_abi_version, arrowcert_plugin_name,
     arrowcert_plugin_supports_device,
 };
+use arrowcert_sdk::abi::device;
 
 #[test]
 fn abi_version_is_1() {

@@ -2,9 +2,11 @@
 
 mod common;
 
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::{device, ArrowArrayStream, ArrowDeviceArrayStream, ArrowDeviceType, Plain};
 use arrowcert_consumer_reference::{arrowcert_consume_device_stream, arrowcert_consume_stream};
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::{
+    device, ArrowArrayStream, ArrowDeviceArrayStream, ArrowDeviceType, Plain,
+};
 use common::*;
 
 fn consume(stream: &mut ArrowArrayStream, out: &mut Out) -> i32 {

@@ -564,7 +564,9 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             });
         }
     }
-    let json = serde_json::json!({"libraries": rows, "pairs": pairs});
+    // `tool`: the versions `arrowcert --version` prints, as in every report.
+    let json =
+        serde_json::json!({"tool": report::Tool::default(), "libraries": rows, "pairs": pairs});
     let jpath = f.out.join("dlpack-matrix.json");
     report::write_atomic(
         &jpath,

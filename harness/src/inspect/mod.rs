@@ -8,7 +8,8 @@
 //! counts, union type ids, run ends, views, dictionary indices), never
 //! follows a NULL or poison pointer, and bounds depth, counts and sizes.
 
-pub mod format;
+/// Format strings parsed: in the plugin SDK, which the device mirror needs.
+pub use arrowcert_sdk::format;
 pub mod probe;
 pub mod validate;
 

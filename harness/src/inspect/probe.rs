@@ -54,12 +54,8 @@ pub fn take_child_schema(schema: &mut ArrowSchema, i: usize) -> Option<Guard<Arr
 
 /// Child `i` of a schema that passed [`super::validate_schema`] (for
 /// validating a moved child array against it).
-pub fn child_schema(schema: &ArrowSchema, i: usize) -> Option<&ArrowSchema> {
-    let child = child_ptr(schema.children, schema.n_children, i)?;
-    // SAFETY: checked by `child_ptr`; the child lives as long as the parent
-    // it belongs to, which `schema` borrows.
-    Some(unsafe { &*child })
-}
+/// (In the SDK, where the device mirror needs it too.)
+pub use crate::abi::child_schema;
 
 /// Entry `i` of a children array, if the array and the entry are neither
 /// NULL nor poison and `i < n`.

@@ -24,7 +24,7 @@ use crate::abi::{
 };
 
 /// The contract version this harness implements.
-pub const ABI_VERSION: i32 = 1;
+pub const ABI_VERSION: i32 = arrowcert_sdk::PLUGIN_ABI_VERSION;
 
 /// Why a library could not be loaded as a plugin. Each prints as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]

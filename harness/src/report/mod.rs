@@ -174,10 +174,28 @@ pub struct ShrunkFailure {
     pub replay: String,
 }
 
+/// What produced a report: the versions `arrowcert --version` prints
+/// (README, "Stability"). Fields after `version` are absent in reports
+/// written before they existed (read back as empty / 0).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Tool {
     pub name: String,
     pub version: String,
+    /// The commit the binary was built from (`git rev-parse HEAD` at build
+    /// time, or `ARROWCERT_COMMIT`), `unknown` outside a checkout.
+    #[serde(default)]
+    pub commit: String,
+    /// The plugin contract's version (`arrowcert_plugin_abi_version`).
+    #[serde(default)]
+    pub plugin_abi_version: i32,
+    /// The report model's version ([`REPORT_VERSION`]; a matrix file
+    /// carries its own `matrix_version` too).
+    #[serde(default)]
+    pub report_version: u32,
+    /// The rule catalogue's version ([`crate::rules::catalogue_version`]):
+    /// how many rules, and a hash of their IDs, levels and sides.
+    #[serde(default)]
+    pub rule_catalogue: String,
 }
 
 impl Default for Tool {
@@ -185,7 +203,26 @@ impl Default for Tool {
         Tool {
             name: "arrowcert".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("ARROWCERT_COMMIT").into(),
+            plugin_abi_version: arrowcert_sdk::PLUGIN_ABI_VERSION,
+            report_version: REPORT_VERSION,
+            rule_catalogue: crate::rules::catalogue_version(),
         }
+    }
+}
+
+impl Tool {
+    /// `arrowcert --version` after the name: the version on the first
+    /// line, then one `key: value` line per field.
+    pub fn version_text(&self) -> String {
+        format!(
+            "{}\ncommit: {}\nplugin ABI: {}\nreport schema: {}\nrule catalogue: {}",
+            self.version,
+            self.commit,
+            self.plugin_abi_version,
+            self.report_version,
+            self.rule_catalogue
+        )
     }
 }
 

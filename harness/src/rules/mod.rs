@@ -343,6 +343,30 @@ pub fn all() -> impl Iterator<Item = &'static Rule> {
     RULES.iter().chain(dlpack::DLPACK_RULES.iter())
 }
 
+/// The rule catalogue's version, `<count>-<hash>`: how many rules
+/// [`all`] has, and the first 12 hex digits of the SHA-256 of their
+/// `id level side` lines, sorted. It changes exactly when a rule is added,
+/// removed or renamed, or its level or side changes (README,
+/// "Stability"); a reworded quote or observation leaves it alone.
+pub fn catalogue_version() -> String {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION
+        .get_or_init(|| version_of(all().map(|r| (r.id, r.level, r.side))))
+        .clone()
+}
+
+/// [`catalogue_version`] of any list of rules.
+fn version_of<'a>(rules: impl Iterator<Item = (&'a str, Level, Side)>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut lines: Vec<String> = rules
+        .map(|(id, level, side)| format!("{id} {} {}\n", level.as_str(), side.as_str()))
+        .collect();
+    lines.sort();
+    let digest = Sha256::digest(lines.concat().as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{}-{hex}", lines.len())
+}
+
 /// True when `id` is a MUST rule of the catalogue.
 pub fn is_must(id: &str) -> bool {
     find(id).is_some_and(|r| r.level == Level::Must)
@@ -545,6 +569,31 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_catalogue_version_follows_ids_levels_and_sides_only() {
+        let v = catalogue_version();
+        let (n, hash) = v.split_once('-').expect("count-hash");
+        assert_eq!(n.parse::<usize>().unwrap(), all().count(), "{v}");
+        assert_eq!(hash.len(), 12, "{v}");
+        assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{v}");
+        let base = [
+            ("a.x", Level::Must, Side::Producer),
+            ("b.y", Level::Should, Side::Both),
+        ];
+        let same = version_of(base.iter().copied());
+        // Order does not matter; an ID, a level or a side does.
+        assert_eq!(version_of(base.iter().rev().copied()), same);
+        let mut level = base;
+        level[1].1 = Level::Must;
+        let mut side = base;
+        side[0].2 = Side::Consumer;
+        let mut id = base;
+        id[0].0 = "a.z";
+        for changed in [level, side, id] {
+            assert_ne!(version_of(changed.iter().copied()), same, "{changed:?}");
+        }
+        assert!(version_of(base[..1].iter().copied()).starts_with("1-"));
+    }
 
     #[test]
     fn timing_dependent_rules_exist() {

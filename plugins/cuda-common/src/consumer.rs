@@ -17,18 +17,18 @@ use std::sync::Arc;
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
-use arrowcert::device::{Device, Kind};
-use arrowcert::sdk::{entry, PluginError, PluginResult};
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::abi::{ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
+use arrowcert_sdk::device::{Device, Kind};
+use arrowcert_sdk::{entry, PluginError, PluginResult};
 
 use crate::consumer_input::take_input;
 use crate::device::{backend, describe, require_kind};
-// TODO-merge: `use arrowcert::device::mirror;`
+// TODO-merge: `use arrowcert_sdk::device::mirror;`
 use crate::mutation::Consumer;
 use crate::strings::copy_c_str;
 use crate::{output, read};
-use arrowcert::device::mirror;
+use arrowcert_sdk::device::mirror;
 
 /// Picks the fault of a consumer plugin (the reference's never fails).
 pub type Mutation = fn() -> PluginResult<Consumer>;
@@ -40,7 +40,7 @@ pub(crate) fn schema_of(schema: &ArrowSchema) -> PluginResult<SchemaRef> {
         return Err(PluginError::invalid("the schema is released"));
     }
     // SAFETY: FFI_ArrowSchema is arrow-rs's repr(C) definition of the same
-    // struct (sizes asserted in arrowcert::abi::arrow_rs); the reference is
+    // struct (sizes asserted in arrowcert_sdk::abi::arrow_rs); the reference is
     // only read, and nothing is released through it.
     let ffi = unsafe { &*(schema as *const ArrowSchema).cast::<FFI_ArrowSchema>() };
     let schema = Schema::try_from(ffi)

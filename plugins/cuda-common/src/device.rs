@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use arrowcert::abi::{device as dt, ArrowDeviceType};
-use arrowcert::device::{self, Device, Kind};
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::abi::{device as dt, ArrowDeviceType};
+use arrowcert_sdk::device::{self, Device, Kind};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// The device id the plugins serve: the backend works on device 0.
 pub const DEVICE_ID: i64 = 0;

@@ -34,7 +34,7 @@ macro_rules! producer_plugin {
         pub unsafe extern "C" fn arrowcert_produce_schema(
             ipc: *const u8,
             ipc_len: i64,
-            out: *mut $crate::arrowcert::abi::ArrowSchema,
+            out: *mut $crate::arrowcert_sdk::abi::ArrowSchema,
         ) -> ::std::ffi::c_int {
             // SAFETY: forwarded from the caller.
             unsafe { $crate::producer::produce_schema(ipc, ipc_len, out) }
@@ -55,7 +55,7 @@ macro_rules! producer_plugin {
             slice_length: i64,
             device_type: i32,
             device_id: i64,
-            out: *mut $crate::arrowcert::abi::ArrowDeviceArray,
+            out: *mut $crate::arrowcert_sdk::abi::ArrowDeviceArray,
         ) -> ::std::ffi::c_int {
             // SAFETY: forwarded from the caller.
             unsafe {
@@ -85,7 +85,7 @@ macro_rules! producer_plugin {
             ipc_len: i64,
             device_type: i32,
             device_id: i64,
-            out: *mut $crate::arrowcert::abi::ArrowDeviceArrayStream,
+            out: *mut $crate::arrowcert_sdk::abi::ArrowDeviceArrayStream,
         ) -> ::std::ffi::c_int {
             // SAFETY: forwarded from the caller.
             unsafe {
@@ -122,8 +122,8 @@ macro_rules! consumer_plugin {
         /// `out_len` must be NULL or valid for writes.
         #[no_mangle]
         pub unsafe extern "C" fn arrowcert_consume_device_array(
-            schema: *mut $crate::arrowcert::abi::ArrowSchema,
-            array: *mut $crate::arrowcert::abi::ArrowDeviceArray,
+            schema: *mut $crate::arrowcert_sdk::abi::ArrowSchema,
+            array: *mut $crate::arrowcert_sdk::abi::ArrowDeviceArray,
             out_ipc: *mut *mut u8,
             out_len: *mut i64,
         ) -> ::std::ffi::c_int {
@@ -142,7 +142,7 @@ macro_rules! consumer_plugin {
         /// valid for writes.
         #[no_mangle]
         pub unsafe extern "C" fn arrowcert_consume_device_stream(
-            stream: *mut $crate::arrowcert::abi::ArrowDeviceArrayStream,
+            stream: *mut $crate::arrowcert_sdk::abi::ArrowDeviceArrayStream,
             out_ipc: *mut *mut u8,
             out_len: *mut i64,
         ) -> ::std::ffi::c_int {
@@ -181,7 +181,7 @@ macro_rules! identity_symbols {
         /// The message of the last failing call on this thread, NULL if none.
         #[no_mangle]
         pub extern "C" fn arrowcert_last_error() -> *const ::std::ffi::c_char {
-            $crate::arrowcert::sdk::last_error_ptr()
+            $crate::arrowcert_sdk::last_error_ptr()
         }
 
         /// Frees the IPC bytes a consume call handed out.
@@ -191,7 +191,7 @@ macro_rules! identity_symbols {
         #[no_mangle]
         pub unsafe extern "C" fn arrowcert_free(ptr: *mut ::std::ffi::c_void) {
             // SAFETY: forwarded from the caller.
-            unsafe { $crate::arrowcert::sdk::out::free(ptr) }
+            unsafe { $crate::arrowcert_sdk::out::free(ptr) }
         }
     };
 }

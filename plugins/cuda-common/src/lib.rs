@@ -6,7 +6,7 @@
 //! deliberate fault each, chosen by `ARROWCERT_MUTANT`). They export and
 //! import on ARROW_DEVICE_CUDA, ARROW_DEVICE_CUDA_HOST and
 //! ARROW_DEVICE_CUDA_MANAGED only, and every driver call goes through the
-//! harness's CUDA backend (`arrowcert::device::backend`), so no plugin holds
+//! harness's CUDA backend (`arrowcert_sdk::device::backend`), so no plugin holds
 //! CUDA code of its own. Without a CUDA driver every entry point that needs
 //! one returns `ENOSYS`, with the backend's reason as the last error.
 //!
@@ -23,9 +23,9 @@
 //! producer, and the input, output, import and shape checks of the
 //! reference consumer.
 
-/// For the macros: plugin crates need no direct dependency on arrowcert.
+/// For the macros: plugin crates need no direct dependency on the SDK.
 #[doc(hidden)]
-pub use arrowcert;
+pub use arrowcert_sdk;
 
 pub mod consumer;
 pub mod device;

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// The environment variable that picks a mutant's fault.
 pub const VAR: &str = "ARROWCERT_MUTANT";

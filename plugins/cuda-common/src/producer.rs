@@ -23,17 +23,17 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::abi::arrow_rs::{export_batch_slice, export_schema};
-use arrowcert::abi::ops::{take, Guard};
-use arrowcert::abi::{ArrowArray, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
-use arrowcert::device::{hostmem, Device, Event, Kind, Stream};
-use arrowcert::sdk::{self, ipc::Decoded, PluginError, PluginResult};
+use arrowcert_sdk::abi::arrow_rs::{export_batch_slice, export_schema};
+use arrowcert_sdk::abi::ops::{take, Guard};
+use arrowcert_sdk::abi::{ArrowArray, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
+use arrowcert_sdk::device::{hostmem, Device, Event, Kind, Stream};
+use arrowcert_sdk::{self as sdk, ipc::Decoded, PluginError, PluginResult};
 
 use crate::device::{require_producible, DEVICE_ID};
 use crate::mutation::Producer;
 use crate::producer_input as input;
-use arrowcert::device::mirror;
-use arrowcert::sdk::device_stream::{write_device_stream, DeviceStreamSource};
+use arrowcert_sdk::device::mirror;
+use arrowcert_sdk::device_stream::{write_device_stream, DeviceStreamSource};
 
 /// Picks the fault of a producer plugin (the reference's never fails).
 pub type Mutation = fn() -> PluginResult<Producer>;

@@ -13,15 +13,17 @@ use arrow_array::{
     NullArray, RecordBatch, StringViewArray, StructArray,
 };
 use arrow_schema::{DataType, Field};
-use arrowcert::abi::arrow_rs::{export_batch_slice, export_schema, import_batch};
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{device as dt, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema, Plain};
-use arrowcert::device::{self, cpu, Kind};
-use arrowcert::sdk::{ipc, last_error_ptr};
+use arrowcert_sdk::abi::arrow_rs::{export_batch_slice, export_schema, import_batch};
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::abi::{
+    device as dt, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema, Plain,
+};
+use arrowcert_sdk::device::{self, cpu, Kind};
+use arrowcert_sdk::{ipc, last_error_ptr};
 
 use crate::mutation::{self, Consumer, Producer};
 use crate::{consumer, producer};
-use arrowcert::device::mirror;
+use arrowcert_sdk::device::mirror;
 
 /// A batch with one column of most layouts (validity, offsets of both
 /// widths, views with variadic buffers, nesting, a dictionary).
@@ -140,7 +142,8 @@ fn mirror_standin_frees_what_it_placed() {
         &schema,
         &host,
         &mut |b: &mirror::BufferRef| {
-            arrowcert::device::hostmem::read(b.addr, b.len).ok_or_else(|| "unreadable".to_string())
+            arrowcert_sdk::device::hostmem::read(b.addr, b.len)
+                .ok_or_else(|| "unreadable".to_string())
         },
         &mut |b: &mirror::BufferRef, bytes: Vec<u8>| {
             placed += 1;
@@ -246,7 +249,7 @@ fn decode_out(out: *mut u8, len: i64) -> Result<Vec<RecordBatch>, (i32, String)>
     // SAFETY: the consumer handed out `len` bytes at `out`.
     let bytes = unsafe { std::slice::from_raw_parts(out, len as usize) }.to_vec();
     // SAFETY: handed out by the consumer, freed once.
-    unsafe { arrowcert::sdk::out::free(out.cast()) };
+    unsafe { arrowcert_sdk::out::free(out.cast()) };
     Ok(ipc::decode(&bytes).unwrap().batches)
 }
 
@@ -285,8 +288,8 @@ fn without_cuda_producers_and_consumers_refuse_with_enosys() {
 
 #[test]
 fn an_unknown_mutant_is_einval() {
-    fn bogus() -> arrowcert::sdk::PluginResult<Producer> {
-        Err(arrowcert::sdk::PluginError::invalid(
+    fn bogus() -> arrowcert_sdk::PluginResult<Producer> {
+        Err(arrowcert_sdk::PluginError::invalid(
             "ARROWCERT_MUTANT=\"bogus\"",
         ))
     }
@@ -303,7 +306,7 @@ static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// the test is skipped.
 fn cuda() -> Option<(
     std::sync::MutexGuard<'static, ()>,
-    Arc<dyn arrowcert::device::Device>,
+    Arc<dyn arrowcert_sdk::device::Device>,
 )> {
     let gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
     match device::backend(Kind::Cuda) {
@@ -401,10 +404,10 @@ fn read_mutant(kind: Kind, m: producer::Mutation) -> Result<Vec<RecordBatch>, (i
 fn gpu_producer_mutants_are_observable() {
     let Some((_gpu, _)) = cuda() else { return };
     let batch = sample();
-    fn no_event() -> arrowcert::sdk::PluginResult<Producer> {
+    fn no_event() -> arrowcert_sdk::PluginResult<Producer> {
         Ok(Producer::NoEvent)
     }
-    fn before() -> arrowcert::sdk::PluginResult<Producer> {
+    fn before() -> arrowcert_sdk::PluginResult<Producer> {
         Ok(Producer::EventBeforeWrite)
     }
     // Not read here: the event passed by value (Producer::EventByValue).
@@ -425,10 +428,10 @@ fn gpu_producer_mutants_are_observable() {
 fn gpu_host_buffers_and_leaks_are_what_they_say() {
     let Some((_gpu, dev)) = cuda() else { return };
     let bytes = ipc_of(&sample());
-    fn host() -> arrowcert::sdk::PluginResult<Producer> {
+    fn host() -> arrowcert_sdk::PluginResult<Producer> {
         Ok(Producer::HostBuffers)
     }
-    fn leak() -> arrowcert::sdk::PluginResult<Producer> {
+    fn leak() -> arrowcert_sdk::PluginResult<Producer> {
         Ok(Producer::LeakDeviceMemory)
     }
     let (rc, mut array) = produce_array(&bytes, 0, -1, Kind::Cuda, host);
@@ -456,7 +459,7 @@ fn gpu_read_before_wait_reads_the_poison() {
     let Some((_gpu, _)) = cuda() else { return };
     let batch = sample();
     let bytes = ipc_of(&batch);
-    fn early() -> arrowcert::sdk::PluginResult<Consumer> {
+    fn early() -> arrowcert_sdk::PluginResult<Consumer> {
         Ok(Consumer::ReadBeforeWait)
     }
     let (rc, array) = produce_array(&bytes, 0, -1, Kind::Cuda, mutation::reference_producer);
@@ -474,7 +477,7 @@ mod fake {
     use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
     use std::sync::Mutex;
 
-    use arrowcert::device::{hostmem, Device, Event, Kind, MemoryKind, Stream};
+    use arrowcert_sdk::device::{hostmem, Device, Event, Kind, MemoryKind, Stream};
 
     #[derive(Default)]
     struct State {
@@ -645,13 +648,13 @@ mod fake {
 
 /// Exports with the fake device and reads back as the consumer does.
 fn fake_round_trip(
-    dev: &Arc<dyn arrowcert::device::Device>,
+    dev: &Arc<dyn arrowcert_sdk::device::Device>,
     batch: &RecordBatch,
     offset: usize,
     length: usize,
     pm: Producer,
     cm: Consumer,
-) -> Result<RecordBatch, arrowcert::sdk::PluginError> {
+) -> Result<RecordBatch, arrowcert_sdk::PluginError> {
     let exported = producer::export_batch(dev, Kind::Cuda, batch, offset, length, pm)?;
     let mut array = Guard::<ArrowDeviceArray>::poisoned();
     // SAFETY: a live local, valid for writes.
@@ -665,7 +668,7 @@ fn fake_round_trip(
 
 #[test]
 fn fake_device_round_trip_and_release() {
-    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let dev: Arc<dyn arrowcert_sdk::device::Device> = Arc::new(fake::Fake::default());
     let batch = sample();
     for (offset, length) in [(0, batch.num_rows()), (3, 5), (12, 0)] {
         let got = fake_round_trip(&dev, &batch, offset, length, Producer::None, Consumer::None);
@@ -676,7 +679,7 @@ fn fake_device_round_trip_and_release() {
 
 #[test]
 fn fake_device_mutants_show() {
-    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let dev: Arc<dyn arrowcert_sdk::device::Device> = Arc::new(fake::Fake::default());
     let batch = sample();
     let n = batch.num_rows();
     let run = |pm, cm| fake_round_trip(&dev, &batch, 0, n, pm, cm);
@@ -703,7 +706,7 @@ fn fake_device_mutants_show() {
 
 #[test]
 fn fake_device_short_allocation_is_one_byte_short() {
-    let dev: Arc<dyn arrowcert::device::Device> = Arc::new(fake::Fake::default());
+    let dev: Arc<dyn arrowcert_sdk::device::Device> = Arc::new(fake::Fake::default());
     let batch = sample();
     let exported =
         producer::export_batch(&dev, Kind::Cuda, &batch, 0, 4, Producer::ShortAllocation).unwrap();

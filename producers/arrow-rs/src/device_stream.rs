@@ -15,8 +15,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use arrow_array::ffi::FFI_ArrowArray;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrowcert::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
-use arrowcert::sdk;
+use arrowcert_sdk as sdk;
+use arrowcert_sdk::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
 
 use crate::produce::{export_stream, require_cpu, CPU_DEVICE_ID};
 

@@ -6,7 +6,7 @@
 //! wrote, moved verbatim into the harness's `out` with `std::ptr::write`.
 //! Nothing arrow-rs exports is initialised, repaired, normalised or
 //! re-wrapped. The data to export comes from the IPC stream the harness
-//! passes (decoded by `arrowcert::sdk::ipc`, i.e. arrow-ipc's `StreamReader`).
+//! passes (decoded by `arrowcert_sdk::ipc`, i.e. arrow-ipc's `StreamReader`).
 //!
 //! # Who writes which bytes
 //!
@@ -28,7 +28,7 @@
 //! (`StructArray::from(batch)`), exactly as arrow-rs's own
 //! `FFI_ArrowArrayStream` exports its batches.
 //!
-//! Panics inside the entry points become `EIO` (`arrowcert::sdk::entry`);
+//! Panics inside the entry points become `EIO` (`arrowcert_sdk::entry`);
 //! the device stream wrapper's callbacks catch panics too. arrow-rs's own
 //! C stream callbacks (`arrowcert_produce_stream`) are arrow-rs's, unwrapped.
 
@@ -37,8 +37,8 @@ pub mod produce;
 
 use std::ffi::{c_char, c_void, CStr};
 
-use arrowcert::abi::device;
-use arrowcert::sdk;
+use arrowcert_sdk as sdk;
+use arrowcert_sdk::abi::device;
 
 pub use device_stream::{arrowcert_produce_device_stream, arrowcert_produce_sliced_device_stream};
 pub use produce::{

@@ -7,8 +7,8 @@ use arrow_array::ffi::FFI_ArrowArray;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{Array, RecordBatchIterator, StructArray};
 use arrow_schema::ffi::FFI_ArrowSchema;
-use arrowcert::abi::{device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
-use arrowcert::sdk::{self, ipc, out, PluginError, PluginResult};
+use arrowcert_sdk::abi::{device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
+use arrowcert_sdk::{self as sdk, ipc, out, PluginError, PluginResult};
 
 /// CDeviceDataInterface.rst: "it is recommended to use a device_id of -1 as
 /// a convention" for device types without device identifiers (CPU).

@@ -7,10 +7,10 @@
 
 use std::ffi::c_int;
 
-use arrowcert::abi::{device, ArrowArray, ArrowDeviceArray, ArrowDeviceType, ArrowSchema};
-use arrowcert::device::emulated_ffi::ArrowcertEmulatedDevice;
-use arrowcert::sdk::emulated;
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::abi::{device, ArrowArray, ArrowDeviceArray, ArrowDeviceType, ArrowSchema};
+use arrowcert_sdk::device::emulated_ffi::ArrowcertEmulatedDevice;
+use arrowcert_sdk::emulated;
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// Takes the emulated device the harness hands over
 /// (`harness/include/arrowcert_emulated_device.h`).
@@ -67,7 +67,7 @@ pub unsafe fn write_on(
         Target::Emulated => {
             let dev = emulated::attached()
                 .ok_or_else(|| PluginError::unsupported("no emulated device"))?;
-            let mut c_schema: ArrowSchema = arrowcert::abi::arrow_rs::export_schema(schema)?;
+            let mut c_schema: ArrowSchema = arrowcert_sdk::abi::arrow_rs::export_schema(schema)?;
             // SAFETY: `out` is valid for writes and `array` a live export of
             // this schema (caller).
             let r = unsafe { dev.export(&c_schema, array, out) };

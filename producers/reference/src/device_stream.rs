@@ -12,10 +12,10 @@ use std::ffi::c_int;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::abi::arrow_rs::{export_batch, export_schema};
-use arrowcert::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
-use arrowcert::sdk::device_stream::{write_device_stream, DeviceStreamSource};
-use arrowcert::sdk::{self, ipc::Decoded, PluginResult};
+use arrowcert_sdk::abi::arrow_rs::{export_batch, export_schema};
+use arrowcert_sdk::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema};
+use arrowcert_sdk::device_stream::{write_device_stream, DeviceStreamSource};
+use arrowcert_sdk::{self as sdk, ipc::Decoded, PluginResult};
 
 use crate::device::{target, write_end_of_stream, write_on, Target};
 use crate::input;

@@ -1,6 +1,6 @@
 //! Keeping panics inside the plugin.
 //!
-//! Entry points go through `arrowcert::sdk::entry`; the callbacks this
+//! Entry points go through `arrowcert_sdk::entry`; the callbacks this
 //! plugin installs in structures it hands out (`get_next`, `release`,
 //! `request`, `extract_data`, ...) are called by foreign code, so a panic
 //! must never unwind out of them either.
@@ -12,4 +12,4 @@ pub fn callback<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }
 
-pub use arrowcert::sdk::panic_message;
+pub use arrowcert_sdk::panic_message;

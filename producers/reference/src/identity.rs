@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use arrowcert::sdk;
+use arrowcert_sdk as sdk;
 
 use crate::device;
 

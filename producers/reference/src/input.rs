@@ -1,10 +1,10 @@
 //! What an entry point is asked to export: the IPC stream bytes it was given.
 
 use arrow_schema::Schema;
-use arrowcert::abi::arrow_rs::export_schema;
-use arrowcert::abi::ops::Owned;
-use arrowcert::sdk::ipc::{self, Decoded};
-use arrowcert::sdk::{out, PluginResult};
+use arrowcert_sdk::abi::arrow_rs::export_schema;
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::ipc::{self, Decoded};
+use arrowcert_sdk::{out, PluginResult};
 
 /// Decodes the IPC stream an entry point was given.
 ///

@@ -13,9 +13,9 @@ use std::ffi::c_int;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchIterator;
-use arrowcert::abi::arrow_rs::{export_batch_slice, export_schema, stream_from_arrow_rs};
-use arrowcert::abi::{ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
-use arrowcert::sdk::{self, ipc::Decoded};
+use arrowcert_sdk::abi::arrow_rs::{export_batch_slice, export_schema, stream_from_arrow_rs};
+use arrowcert_sdk::abi::{ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
+use arrowcert_sdk::{self as sdk, ipc::Decoded};
 
 use crate::device::{target, write_on};
 use crate::input;

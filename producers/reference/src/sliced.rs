@@ -4,17 +4,17 @@
 //! table's slice counts them. Each batch keeps the part of it in the range
 //! (`RecordBatch::slice`: no copy, the buffers are shared with the decoded
 //! stream); the batches outside the range are left out
-//! ([`arrowcert::sdk::ipc::slice_table`]). Otherwise each is its whole
+//! ([`arrowcert_sdk::ipc::slice_table`]). Otherwise each is its whole
 //! stream counterpart.
 
 use std::ffi::c_int;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::RecordBatchIterator;
-use arrowcert::abi::arrow_rs::stream_from_arrow_rs;
-use arrowcert::abi::{ArrowArrayStream, ArrowAsyncDeviceStreamHandler, ArrowDeviceArrayStream};
-use arrowcert::sdk::device_stream::write_device_stream;
-use arrowcert::sdk::{self, ipc::Decoded};
+use arrowcert_sdk::abi::arrow_rs::stream_from_arrow_rs;
+use arrowcert_sdk::abi::{ArrowArrayStream, ArrowAsyncDeviceStreamHandler, ArrowDeviceArrayStream};
+use arrowcert_sdk::device_stream::write_device_stream;
+use arrowcert_sdk::{self as sdk, ipc::Decoded};
 
 use crate::device::target;
 use crate::device_stream::StreamState;

@@ -8,13 +8,13 @@ use std::mem::offset_of;
 use arrow_array::ffi::{from_ffi, FFI_ArrowSchema};
 use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_array::{make_array, RecordBatch};
-use arrowcert::abi::arrow_rs::{array_into_arrow_rs, import_schema, stream_into_arrow_rs};
-use arrowcert::abi::ops::{relocate, take, Owned};
-use arrowcert::abi::{
+use arrowcert_producer_reference as plugin;
+use arrowcert_sdk::abi::arrow_rs::{array_into_arrow_rs, import_schema, stream_into_arrow_rs};
+use arrowcert_sdk::abi::ops::{relocate, take, Owned};
+use arrowcert_sdk::abi::{
     device, is_poison_ptr, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema, Plain,
     POISON_BYTE,
 };
-use arrowcert_producer_reference as plugin;
 use common::*;
 
 fn expect_err<T>(r: Result<T, (i32, String)>) -> (i32, String) {

@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
-use arrowcert::abi::arrow_rs::{export_schema, import_batch, import_schema};
-use arrowcert::abi::ops::{take, Owned};
-use arrowcert::abi::{
+use arrowcert_producer_reference as plugin;
+use arrowcert_producer_reference::metadata;
+use arrowcert_sdk::abi::arrow_rs::{export_schema, import_batch, import_schema};
+use arrowcert_sdk::abi::ops::{take, Owned};
+use arrowcert_sdk::abi::{
     device, ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray,
     ArrowSchema, Plain,
 };
-use arrowcert_producer_reference as plugin;
-use arrowcert_producer_reference::metadata;
 use common::*;
 
 const TIMEOUT: Duration = Duration::from_secs(10);

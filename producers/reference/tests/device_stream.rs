@@ -5,10 +5,10 @@ mod common;
 
 use std::ffi::CStr;
 
-use arrowcert::abi::arrow_rs::import_schema;
-use arrowcert::abi::ops::{relocate, take, Owned};
-use arrowcert::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema, Plain};
 use arrowcert_producer_reference as plugin;
+use arrowcert_sdk::abi::arrow_rs::import_schema;
+use arrowcert_sdk::abi::ops::{relocate, take, Owned};
+use arrowcert_sdk::abi::{device, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema, Plain};
 use common::*;
 
 fn produce(

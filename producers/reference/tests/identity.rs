@@ -2,8 +2,8 @@
 
 use std::ffi::CStr;
 
-use arrowcert::abi::device;
 use arrowcert_producer_reference as plugin;
+use arrowcert_sdk::abi::device;
 
 #[test]
 fn abi_version_is_one() {

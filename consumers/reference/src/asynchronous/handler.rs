@@ -11,12 +11,12 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use arrowcert::abi::ops::{take, Guard, Owned};
-use arrowcert::abi::{
+use arrowcert_sdk::abi::ops::{take, Guard, Owned};
+use arrowcert_sdk::abi::{
     device, ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowDeviceArray,
     ArrowSchema,
 };
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 use super::state::{Seen, State};
 use crate::input::take_input;

@@ -13,8 +13,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrowcert::abi::{ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer};
-use arrowcert::sdk::{entry, non_null, PluginError};
+use arrowcert_sdk::abi::{ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer};
+use arrowcert_sdk::{entry, non_null, PluginError};
 
 use crate::output;
 use state::State;

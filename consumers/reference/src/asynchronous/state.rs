@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// The last callback the handler saw, for the timeout message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

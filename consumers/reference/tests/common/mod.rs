@@ -1,7 +1,7 @@
 //! Test-side producers and helpers for the reference consumer's tests.
 //!
 //! Data is built as arrow-rs RecordBatches and exported with
-//! `arrowcert::abi::arrow_rs`; every exported base structure is wrapped so
+//! `arrowcert_sdk::abi::arrow_rs`; every exported base structure is wrapped so
 //! that its release is counted (a per-structure counter shared with the
 //! test), which is how the tests check "released exactly once by the time
 //! the call returns".
@@ -19,13 +19,13 @@ use arrow_array::types::Int8Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray};
 use arrow_ipc::reader::StreamReader;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use arrowcert::abi::arrow_rs::{export_batch, export_schema};
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::{
+use arrowcert_consumer_reference::{arrowcert_free, arrowcert_last_error};
+use arrowcert_sdk::abi::arrow_rs::{export_batch, export_schema};
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::{
     device, ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream,
     ArrowDeviceType, ArrowSchema, Plain,
 };
-use arrowcert_consumer_reference::{arrowcert_free, arrowcert_last_error};
 
 // ---- data --------------------------------------------------------------
 

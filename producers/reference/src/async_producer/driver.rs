@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::RecordBatch;
-use arrowcert::abi::arrow_rs::{export_batch, schema_from_arrow_rs};
-use arrowcert::abi::ops::Owned;
+use arrowcert_sdk::abi::arrow_rs::{export_batch, schema_from_arrow_rs};
+use arrowcert_sdk::abi::ops::Owned;
 
 use super::flow::{Flow, Next};
 use super::handler::Handler;

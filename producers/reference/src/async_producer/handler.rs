@@ -9,10 +9,10 @@
 
 use std::ffi::{c_char, c_int, CString};
 
-use arrowcert::abi::{
+use arrowcert_sdk::abi::{
     ArrowAsyncDeviceStreamHandler, ArrowAsyncProducer, ArrowAsyncTask, ArrowSchema,
 };
-use arrowcert::sdk::{PluginError, PluginResult};
+use arrowcert_sdk::{PluginError, PluginResult};
 
 /// A handler the producer drives until it releases it.
 pub struct Handler(*mut ArrowAsyncDeviceStreamHandler);

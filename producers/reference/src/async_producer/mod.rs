@@ -15,8 +15,8 @@ pub mod task;
 use std::ffi::c_int;
 
 use arrow_array::ffi::FFI_ArrowSchema;
-use arrowcert::abi::ArrowAsyncDeviceStreamHandler;
-use arrowcert::sdk::{self, PluginError};
+use arrowcert_sdk::abi::ArrowAsyncDeviceStreamHandler;
+use arrowcert_sdk::{self as sdk, PluginError};
 
 use crate::device::require_cpu;
 use crate::{input, metadata};

@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use arrowcert::abi::{device, ArrowAsyncProducer};
+use arrowcert_sdk::abi::{device, ArrowAsyncProducer};
 
 use super::flow::Flow;
 use crate::guard;

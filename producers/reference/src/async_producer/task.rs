@@ -11,8 +11,8 @@
 
 use std::ffi::c_int;
 
-use arrowcert::abi::ops::Owned;
-use arrowcert::abi::{ArrowArray, ArrowAsyncTask, ArrowDeviceArray};
+use arrowcert_sdk::abi::ops::Owned;
+use arrowcert_sdk::abi::{ArrowArray, ArrowAsyncTask, ArrowDeviceArray};
 
 use crate::device::write_cpu;
 use crate::guard;

@@ -11,8 +11,8 @@ use arrow_array::builder::{ListBuilder, PrimitiveBuilder, StringDictionaryBuilde
 use arrow_array::types::{Int64Type, Int8Type};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use arrowcert::abi::{device, ArrowArray, ArrowSchema, Plain};
-use arrowcert::sdk::ipc;
+use arrowcert_sdk::abi::{device, ArrowArray, ArrowSchema, Plain};
+use arrowcert_sdk::ipc;
 
 use arrowcert_producer_reference as plugin;
 
@@ -127,7 +127,7 @@ pub fn produce_schema(ipc: &[u8]) -> ArrowSchema {
 pub unsafe fn import(array: ArrowArray) -> RecordBatch {
     let schema = produce_schema(&ipc_bytes());
     // SAFETY: forwarded from the caller; the schema is live and matches.
-    unsafe { arrowcert::abi::arrow_rs::import_batch(schema, array) }.expect("import batch")
+    unsafe { arrowcert_sdk::abi::arrow_rs::import_batch(schema, array) }.expect("import batch")
 }
 
 /// This thread's last error of the plugin.

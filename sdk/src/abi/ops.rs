@@ -35,7 +35,7 @@ pub fn relocate<T: Owned>(src: &mut T) -> Box<T> {
 }
 
 /// `f` unless it is unset or still the poison pattern (never written).
-pub(crate) fn callable<F: Copy>(f: Option<F>) -> Option<F> {
+pub fn callable<F: Copy>(f: Option<F>) -> Option<F> {
     // A callback whose bits are still the poison pattern was never written by
     // the producer; calling it would jump to garbage.
     let f = f?;

@@ -25,7 +25,7 @@ use std::mem::size_of;
 
 use super::hostmem;
 use crate::abi::{ArrowArray, ArrowSchema};
-use crate::inspect::format::{self, BufferShape, Format, UnionMode};
+use crate::format::{self, BufferShape, Format, UnionMode};
 
 /// A buffer placed somewhere by a rebuild, and how to free it.
 pub struct Placed {
@@ -216,7 +216,7 @@ fn schema_format(s: &ArrowSchema) -> Result<Format, String> {
 }
 
 fn schema_child(s: &ArrowSchema, i: usize) -> Option<&ArrowSchema> {
-    crate::inspect::probe::child_schema(s, i)
+    crate::abi::child_schema(s, i)
 }
 
 fn bitmap_bytes(bits: usize) -> usize {

@@ -306,3 +306,25 @@ impl Plain for ArrowAsyncDeviceStreamHandler {}
 pub fn is_poison_ptr(bits: usize) -> bool {
     bits == usize::from_ne_bytes([POISON_BYTE; std::mem::size_of::<usize>()])
 }
+
+/// Child `i` of a schema that passed schema validation (for
+/// validating a moved child array against it).
+pub fn child_schema(schema: &ArrowSchema, i: usize) -> Option<&ArrowSchema> {
+    let child = child_ptr(schema.children, schema.n_children, i)?;
+    // SAFETY: checked by `child_ptr`; the child lives as long as the parent
+    // it belongs to, which `schema` borrows.
+    Some(unsafe { &*child })
+}
+
+/// Entry `i` of a children array, if the array and the entry are neither
+/// NULL nor poison and `i < n` (the harness's probe keeps the same check
+/// for its walks over raw trees).
+fn child_ptr<T>(children: *mut *mut T, n: i64, i: usize) -> Option<*mut T> {
+    if children.is_null() || is_poison_ptr(children as usize) || i as i64 >= n || n > 1 << 16 {
+        return None;
+    }
+    // SAFETY: `children` is non-NULL, not poison, and the producer declared
+    // n (> i) entries; validation read the same entries.
+    let child = unsafe { *children.add(i) };
+    (!child.is_null() && !is_poison_ptr(child as usize)).then_some(child)
+}

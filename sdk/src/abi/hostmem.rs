@@ -131,11 +131,12 @@ fn probe_works() -> bool {
     })
 }
 
-/// Tests: a fresh readable and writable page followed by a page that is
-/// not readable (a private mapping, left mapped: tests are short-lived).
-/// Returns the readable page's address and the page size.
-#[cfg(test)]
-pub(crate) fn page_before_a_hole() -> (usize, usize) {
+/// Tests (here and the harness's validator tests): a fresh readable and
+/// writable page followed by a page that is not readable (a private
+/// mapping, left mapped: tests are short-lived). Returns the readable
+/// page's address and the page size.
+#[doc(hidden)]
+pub fn page_before_a_hole() -> (usize, usize) {
     // SAFETY: sysconf only reads a configuration value.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
     // SAFETY: an anonymous private mapping of two pages, ours alone.

@@ -4,10 +4,11 @@
 //! One trait, [`Device`], three backends: [`cpu`] (host memory, nothing to
 //! wait on), [`emulated`] (a software device of type ARROW_DEVICE_EXT_DEV
 //! with its own allocations, streams and events, for testing every
-//! synchronisation rule on a machine without a GPU) and [`cuda`] (the CUDA
-//! driver through cudarc, loaded at run time). The device rules
-//! ([`crate::certify::device`]) are written against the trait only: a rule
-//! never knows which backend answers it.
+//! synchronisation rule on a machine without a GPU) and `cuda` (the CUDA
+//! driver through cudarc, loaded at run time; only with the `cuda` feature,
+//! so that a plugin without CUDA does not link cudarc). The harness's device
+//! rules (`arrowcert::certify::device`) are written against the trait only:
+//! a rule never knows which backend answers it.
 //!
 //! Addresses cross the trait as `usize`: they come from plugins and are
 //! never dereferenced above this module; a backend checks or asks its driver
@@ -15,11 +16,28 @@
 //! value.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod emulated;
 pub mod emulated_ffi;
 pub use crate::abi::hostmem;
 pub mod mirror;
+
+/// Built without the `cuda` feature: no CUDA backend, and the reason says
+/// so (a CUDA device is then skipped like one on a machine without a
+/// driver).
+#[cfg(not(feature = "cuda"))]
+mod cuda {
+    const WHY: &str = "no CUDA backend: arrowcert-sdk was built without its `cuda` feature";
+
+    pub fn backend() -> Result<std::sync::Arc<dyn super::Device>, String> {
+        Err(WHY.into())
+    }
+
+    pub(super) fn probe_driver() -> Result<(), String> {
+        Err(WHY.into())
+    }
+}
 
 use std::fmt;
 use std::sync::Arc;
@@ -290,6 +308,17 @@ pub fn skipped_though_required<'a>(
 #[cfg(test)]
 mod required_tests {
     use super::*;
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn without_the_cuda_feature_cuda_kinds_have_no_backend_and_say_why() {
+        for kind in [Kind::Cuda, Kind::CudaHost, Kind::CudaManaged] {
+            let why = available(kind).expect_err("no CUDA backend");
+            assert!(why.contains("`cuda` feature"), "{why}");
+        }
+        assert!(!cuda_driver_loads());
+        assert!(available(Kind::Cpu).is_ok() && available(Kind::Emulated).is_ok());
+    }
 
     #[test]
     fn a_required_device_skipped_in_the_workers_is_one_line() {

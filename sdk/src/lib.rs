@@ -1,12 +1,34 @@
-//! Helpers for writing arrowcert plugins in Rust (the bundled reference,
-//! adapter and mutant plugins use them; third parties may too).
+//! arrowcert-sdk: the plugin contract's types and helpers, for Rust (and,
+//! through `harness/include/`, C) plugin authors, in a crate of its own so
+//! that a plugin does not link the harness (no clap, proptest or
+//! libloading; cudarc only with the `cuda` feature, for CUDA plugins).
 //!
-//! A plugin entry point is a thin `extern "C"` function that calls
-//! [`entry`] with a closure returning [`PluginResult`]; `entry` turns errors
-//! and panics into an errno return value and a message for
-//! `arrowcert_last_error`. [`ipc`] decodes what the harness asks for and
-//! encodes what a consumer read; [`out`] hands bytes to the harness in memory
-//! that `arrowcert_free` releases.
+//! - [`abi`]: the Arrow C ABI's raw layouts (and DLPack's), and the
+//!   conversions to and from arrow-rs;
+//! - [`device`]: the device backends (CPU, the emulated device, CUDA behind
+//!   the `cuda` feature) and [`device::mirror`], which moves an array tree's
+//!   buffers between host and device;
+//! - [`format`](mod@format): format strings parsed;
+//! - the helpers below: an entry point is a thin `extern "C"` function that
+//!   calls [`entry`] with a closure returning [`PluginResult`]; `entry`
+//!   turns errors and panics into an errno return value and a message for
+//!   `arrowcert_last_error`. [`ipc`] decodes what the harness asks for and
+//!   encodes what a consumer read; [`out`] hands bytes to the harness in
+//!   memory that `arrowcert_free` releases; [`device_stream`] and
+//!   [`emulated`] serve the device entry points.
+//!
+//! The harness re-exports these modules under their old paths
+//! (`arrowcert::abi`, `arrowcert::sdk`, ...).
+
+pub mod abi;
+pub mod device;
+pub mod format;
+pub mod quiet;
+
+/// The plugin contract's version (`shared/PLUGIN_ABI.md`, "Versioning"):
+/// what `arrowcert_plugin_abi_version()` returns, and the one the harness
+/// loads.
+pub const PLUGIN_ABI_VERSION: i32 = 1;
 
 pub mod device_stream;
 pub mod emulated;

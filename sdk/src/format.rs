@@ -173,7 +173,7 @@ fn max_decimal_precision(bit_width: u32) -> Option<u32> {
 }
 
 /// A format string for messages: quoted, escaped and cut to a sane length.
-pub(crate) fn shown(s: &str) -> String {
+pub fn shown(s: &str) -> String {
     const MAX: usize = 64;
     if s.chars().count() <= MAX {
         format!("{s:?}")

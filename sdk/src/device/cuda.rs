@@ -4,11 +4,11 @@
 //! harness builds and runs on machines without a GPU: [`backend`] probes for
 //! the driver library itself before any cudarc call (cudarc's loaders panic
 //! when a library or symbol is missing) and answers `Err` with the reason a
-//! CUDA case is skipped. Every cudarc call goes through [`raw`], which turns
+//! CUDA case is skipped. Every cudarc call goes through `raw`, which turns
 //! a panic into an error, so no panic escapes this module.
 //!
 //! The backend works on the primary context of device 0, bound to the
-//! calling thread at the start of every method ([`Cuda::bind`]): any thread
+//! calling thread at the start of every method (`Cuda::bind`): any thread
 //! of the harness or of a plugin may call it.
 //!
 //! Late writes ([`Device::write_late`]) are two kernels compiled once with

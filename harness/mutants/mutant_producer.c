@@ -1,0 +1,1 @@
+../../producers/mutants/mutant_producer.c
