@@ -2,7 +2,7 @@
 """Drafts an expectations file (expectations/README.md) from run reports.
 
     scripts/expectations-from-reports.py LIBRARY REPORT.json... > expectations/LIBRARY.json
-    scripts/expectations-from-reports.py --exact LIBRARY expectations/LIBRARY.json REPORT.json... > NEW.json
+    scripts/expectations-from-reports.py --exact LIBRARY expectations/LIBRARY.json REPORT.json... [--seen REPORT.json...] > NEW.json
     scripts/expectations-from-reports.py --retrace LIBRARY expectations/LIBRARY.json REPORT.json... > NEW.json
 
 Every rule that failed (MUST or SHOULD) becomes a rule expectation (`fail`).
@@ -32,6 +32,14 @@ the cases it claimed in the reports, with its reason and link (a drafted
 entry admitting several outcomes becomes `fail` where the rule failed and
 is dropped where it did not. Cases that no longer need an entry (the
 default, pass, skip or limitation, accounts for them) get none.
+
+`--seen REPORT...` (after the reports) adds other runs of the same library
+(another seed, a filtered smoke run): they add no case, but a case of the
+reports that ended otherwise in one of them is flaky too, with every
+outcome seen (the built-in scenarios' data does not depend on the seed, so
+a verdict that changes between such runs is the library's, or its
+worker's, nondeterminism). A traced cause whose `match` finds the text of
+any run of a flaky case explains it.
 
 `--retrace` rewrites the entries of an existing file whose reason says they
 are not traced yet ("reached by issue 38", "not traced", "not yet
@@ -175,12 +183,14 @@ def exact_rules(entry, rules):
 def cause_of_flaky(case, old, causes):
     """The traced cause of a flaky case: the cause its old entry already
     named, if that cause's `case` regex takes its ID; else a cause whose
-    `case` regex takes its ID and whose `match` regex finds its text."""
+    `case` regex takes its ID and whose `match` regex finds the text of
+    one of its runs."""
     for c in causes:
         if old.get("link") == c["link"] and c["_case"].search(case["id"]):
             return c
+    texts = [case_text(case)] + case.get("_seen_texts", [])
     for c in causes:
-        if c["_case"].search(case["id"]) and c["_match"].search(case_text(case)):
+        if c["_case"].search(case["id"]) and any(c["_match"].search(t) for t in texts):
             return c
     return None
 
@@ -197,9 +207,26 @@ def flaky_entry(case, old, causes, library, untraced_link):
     return entry
 
 
-def rewrite(library, entries, reports, causes):
+def with_seen(cases, seen_reports):
+    """The reports' cases, a case that ended otherwise in one of the
+    `seen_reports` marked flaky with every outcome seen."""
+    others = defaultdict(list)
+    for r in seen_reports:
+        for c in r.get("cases", []):
+            others[c["id"]].append(c)
+    out = []
+    for c in cases:
+        runs = others.get(c["id"], [])
+        verdicts = seen(c) | {d["verdict"] for d in runs}
+        if len(verdicts) > 1:
+            c = dict(c, flaky=sorted(verdicts), _seen_texts=[case_text(d) for d in runs])
+        out.append(c)
+    return out
+
+
+def rewrite(library, entries, reports, causes, seen_reports=()):
     """`entries` made exact over the reports' cases (see the module's doc)."""
-    cases = [c for r in reports for c in r.get("cases", [])]
+    cases = with_seen([c for r in reports for c in r.get("cases", [])], seen_reports)
     rules = [r for r in reports for r in r.get("rules", [])]
     rule_old = [x for x in entries if "/" not in x["pattern"]]
     case_old = [x for x in entries if "/" in x["pattern"]]
@@ -271,7 +298,8 @@ def rewrite(library, entries, reports, causes):
             claimed = [d for d in needed if rx.match(d["id"])]
             done.update(d["id"] for d in claimed)
             out.append(grouped(pattern, c["verdict"], claimed, old))
-        if kept[i]:
+        # An exact entry a flaky entry of its one case now shadows goes.
+        if kept[i] and not any(x["pattern"] == old["pattern"] for x in out):
             out.append(old)
         return out
 
@@ -332,8 +360,14 @@ def main():
         library, path = sys.argv[2], sys.argv[3]
         with open(path) as f:
             doc = json.load(f)
-        reports = [load_report(p) for p in sys.argv[4:]]
-        doc["expectations"] = rewrite(library, doc["expectations"], reports, load_causes(library))
+        args = sys.argv[4:]
+        at = args.index("--seen") if "--seen" in args else len(args)
+        reports = [load_report(p) for p in args[:at]]
+        seen_reports = [load_report(p) for p in args[at + 1:]]
+        if not reports:
+            sys.exit(__doc__)
+        doc["expectations"] = rewrite(library, doc["expectations"], reports,
+                                      load_causes(library), seen_reports)
         return dump(doc)
     if len(sys.argv) < 3:
         sys.exit(__doc__)

@@ -151,6 +151,7 @@ MIXED = {"rules": [{"rule": "array.x", "level": "MUST", "verdict": "fail", "fail
          violations=[{"rule": "array.x", "level": "MUST", "evidence": "x"}]),
     dict(case("consumer/array/plain/e/batch:0", "crash"), flaky=["crash", "pass"]),
     case("consumer/array/plain/f/batch:0", "pass"),
+    case("consumer/array/varied:null-names/q/batch:0", "pass"),
 ]}
 
 
@@ -236,6 +237,34 @@ class Exact(unittest.TestCase):
                          [("consumer/array/x/1", "crash"), ("consumer/array/x/2", "pass"),
                           ("consumer/array/x/2", "crash")])
         self.assertEqual(expected(got, report), [])
+
+
+    def test_a_case_another_run_saw_end_otherwise_is_flaky(self):
+        # f passed here and crashed in another run; a's batch:0 crashed in
+        # both: not flaky.
+        other = {"rules": [], "cases": [
+            case("consumer/array/plain/f/batch:0", "crash", "killed by SIGSEGV (11)"),
+            case("consumer/array/plain/a/batch:0", "crash"),
+            case("consumer/array/plain/new/batch:0", "crash"),
+            case("consumer/array/varied:null-names/q/batch:0", "crash", "killed by SIGSEGV (11)"),
+        ]}
+        seen_path = os.path.join(self.dir.name, "seen.json")
+        write(seen_path, other)
+        doc = {"library": "lib", "expectations": []}
+        path = os.path.join(self.dir.name, "lib.json")
+        write(path, doc)
+        got = self.run_main("--exact", "lib", path, self.report, "--seen", seen_path)["expectations"]
+        self.check_exact(got)
+        self.assertEqual(expected(got, other), ["consumer/array/plain/new/batch:0"])
+        f = [x for x in got if x["pattern"] == "consumer/array/plain/f/batch:0"][0]
+        self.assertEqual((f["outcome"], f["flaky"]), ("crash|pass", True))
+        # SIGSEGV is traced on varied:null-names only.
+        self.assertIn("not traced", f["reason"])
+        # The other run's crash text is what a cause traces.
+        q = [x for x in got if x["pattern"] == "consumer/array/varied:null-names/q/batch:0"][0]
+        self.assertEqual((q["outcome"], q["link"]), ("crash|pass", "../reports/FINDINGS.md#b"))
+        self.assertFalse([x for x in got if "/new/" in x["pattern"]])  # adds no case
+        self.assertIn("consumer/array/plain/a/*", [x["pattern"] for x in got])
 
 
 class CommittedCauses(unittest.TestCase):

@@ -9,7 +9,9 @@
 //!   library's rows in `expectations/causes.json`, a cause reproduced
 //!   outside the harness);
 //! - every result of those reports is expected by its library's file (the
-//!   harness's own `check`), so regenerating the files lost nothing.
+//!   harness's own `check`), so regenerating the files lost nothing; so is
+//!   every result of the other runs kept in `reports/seen/` (filtered
+//!   smoke runs, checked as the smoke matrix checks them: as a subset).
 //!
 //! Bad fixtures (`tests/fixtures/expectations/`) prove each rule fails.
 
@@ -168,6 +170,33 @@ fn committed_reports() -> BTreeMap<String, Vec<(bool, PathBuf)>> {
     out
 }
 
+/// Other runs kept for what they saw (`reports/seen/`).
+fn seen_reports() -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(workspace_dir().join("reports/seen")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = dir
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// `consumer-pandas-smoke-1.json.gz` -> the library whose file exists.
+fn library_of_seen(name: &str) -> Option<String> {
+    let (_role, rest) = name.strip_suffix(".json.gz")?.split_once('-')?;
+    // Library names have dashes too: the longest prefix with a file.
+    let mut lib = rest;
+    while let Some((head, _)) = lib.rsplit_once('-') {
+        if expectations_dir().join(format!("{head}.json")).is_file() {
+            return Some(head.to_string());
+        }
+        lib = head;
+    }
+    None
+}
+
 fn library_files() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(expectations_dir())
         .unwrap()
@@ -249,6 +278,21 @@ fn committed_reports_are_expected_and_few_flaky_cases_are_untraced() {
             wrong.push(format!(
                 "{library}: {untraced} of {ran} ran cases are flaky without a traced cause (over {}%)",
                 UNTRACED_FLAKY_MAX * 100.0
+            ));
+        }
+    }
+    for path in seen_reports() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let library = library_of_seen(&name)
+            .unwrap_or_else(|| panic!("{name}: not <role>-<library>-<run>.json.gz"));
+        let file = expectations_dir().join(format!("{library}.json"));
+        let exp = Expectations::read(&file).unwrap();
+        let c = check(&read_report(&path), &exp, &file.display().to_string(), true);
+        checked += c.expected;
+        for m in &c.unexpected {
+            wrong.push(format!(
+                "{name}: {} {}: expected {}, got {}",
+                m.kind, m.id, m.expected, m.actual
             ));
         }
     }
