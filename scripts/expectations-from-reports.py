@@ -272,7 +272,7 @@ def rewrite(library, entries, reports, causes, seen_reports=()):
 
     def untraced_link(old):
         link = old.get("link")
-        return fallback if not link or link in cause_links else link
+        return fallback if old is end or not link or link in cause_links else link
 
     def block(i, tail):
         old = case_old[i]
