@@ -1,6 +1,7 @@
 //! The project's Python scripts' own tests, run where CI runs everything
 //! (`cargo test --workspace`): `scripts/test_expectations_from_reports.py`
-//! (the expectations draft script's traced causes and `--retrace`).
+//! (the expectations draft script: exact entries, `--exact`, `--seen`, traced
+//! causes and `--retrace`).
 
 mod support;
 

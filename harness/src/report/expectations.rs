@@ -14,15 +14,20 @@
 //!     { "pattern": "consumer.async.producer-lifetime", "outcome": "fail",
 //!       "reason": "requests after the handler's release",
 //!       "link": "reports/FINDINGS.md#arrow-c-async-consumer" },
-//!     { "pattern": "producer/async/*cancel@end*", "outcome": "crash|pass",
-//!       "reason": "timing-dependent crash after a cancel at the end" }
+//!     { "pattern": "producer/async/r4,cancel@end/nested", "outcome": "crash|fail",
+//!       "flaky": true, "reason": "ended crash, fail in repeated runs",
+//!       "link": "reports/FINDINGS.md#arrow-cpp" }
 //!   ]
 //! }
 //! ```
 //!
 //! A pattern without `/` matches rule IDs, one with `/` case IDs; `*`
 //! matches any run of characters. `outcome` is one verdict or several
-//! joined by `|` (for results that depend on a library's thread timing).
+//! joined by `|`. Several are for a case `--repeat` saw change between
+//! runs: such an entry says `"flaky": true`. The reader accepts any entry
+//! (a user's own file may tolerate what it likes); the committed files are
+//! held to one outcome per entry, or `flaky` with a reason and a link, by
+//! `harness/tests/expectations_exact.rs`.
 //! Without a matching expectation a rule is expected not to fail at MUST
 //! level and a case to pass, be skipped or be a limitation; a failed case
 //! whose broken MUST rules are all expected to fail is expected too.
@@ -56,6 +61,17 @@ pub struct Expectation {
     /// Where the finding is explained (FINDINGS.md entry, issue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// The outcomes are those a repeated run of the same case saw
+    /// (`--repeat`): the case is flaky, and `reason` and `link` say why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
+}
+
+impl Expectation {
+    /// The verdict words `outcome` admits.
+    pub fn outcomes(&self) -> Vec<&str> {
+        self.outcome.split('|').map(str::trim).collect()
+    }
 }
 
 /// A result that did not match.
@@ -115,7 +131,9 @@ impl Expectations {
         Ok(e)
     }
 
-    fn matching(&self, id: &str) -> Option<&Expectation> {
+    /// The entry that decides a rule's or a case's expected result: the
+    /// first whose pattern matches it (`None`: the default holds).
+    pub fn matching(&self, id: &str) -> Option<&Expectation> {
         let rule_id = !id.contains('/');
         self.expectations
             .iter()
@@ -306,6 +324,7 @@ mod tests {
             outcome: outcome.into(),
             reason: "because".into(),
             link: None,
+            flaky: false,
         }
     }
 
@@ -460,15 +479,26 @@ mod tests {
     }
 
     #[test]
-    fn timing_dependent_results_take_either_outcome() {
-        let exp = Expectations {
-            library: "lib".into(),
-            expectations: vec![x("consumer/async/*", "fail|pass")],
-        };
+    fn a_flaky_entry_takes_any_outcome_it_lists() {
+        let exp: Expectations = serde_json::from_str(
+            r#"{"expectations":[{"pattern":"consumer/async/x/s","outcome":"fail|pass",
+            "flaky":true,"reason":"r","link":"l"}]}"#,
+        )
+        .unwrap();
+        assert!(exp.expectations[0].flaky);
+        assert_eq!(exp.expectations[0].outcomes(), ["fail", "pass"]);
         for v in [Verdict::Pass, Verdict::Fail] {
             let r = report(Vec::new(), vec![case("consumer/async/x/s", v, &[])]);
             assert!(check(&r, &exp, "f", false).unexpected.is_empty());
         }
+        let r = report(
+            Vec::new(),
+            vec![case("consumer/async/x/s", Verdict::Crash, &[])],
+        );
+        assert_eq!(check(&r, &exp, "f", false).unexpected.len(), 1);
+        // An exact entry is written without the field.
+        let text = serde_json::to_string(&x("a/b", "fail")).unwrap();
+        assert!(!text.contains("flaky"), "{text}");
     }
 
     #[test]
