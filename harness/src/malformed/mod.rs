@@ -170,6 +170,8 @@ pub const SKIPPED: &[(&str, &str)] = &[
     ("late-writer", "writes into the place the producer's call filled, which the consumer never sees (the harness moves the structure first)"),
     ("slice-offset-ignored", "changes sliced exports only; malformed cases hand whole batches"),
     ("sliced-stream-from-start", "changes sliced streams only (the wrong rows, well-formed); malformed cases hand whole batches"),
+    ("small-leak", "keeps memory in the producer's process across exports; what it hands over is well-formed"),
+    ("periodic-cache", "keeps and frees memory in the producer's process (a cache, no leak); what it hands over is well-formed"),
     ("release-keeps-pointer", AFTER_USE),
     ("schema-release-keeps-pointer", AFTER_USE),
     ("stream-release-keeps-pointer", AFTER_USE),
