@@ -95,10 +95,10 @@ fn clean(program: &Path, home: &Path, path: &str, cwd: &Path) -> Command {
 
 #[test]
 fn the_wheel_installs_into_a_fresh_venv_and_certifies_with_its_pytest_plugin() {
-    if Command::new("python3")
+    if !Command::new("python3")
         .args(["-c", "import venv, ensurepip"])
         .output()
-        .map_or(true, |o| !o.status.success())
+        .is_ok_and(|o| o.status.success())
     {
         return skip("python3 with venv and ensurepip is not on PATH");
     }
@@ -304,4 +304,22 @@ fn pytest_plugin(python: &Path, home: &Path, path: &str, work: &Path, dir: &Path
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let folder = chosen.join("test_plugin.py_test_reports_are_written_for_pytest");
     assert!(folder.join("arrowcert-1.json").is_file(), "{}", text(&out));
+}
+
+/// The Python package's own unit tests (python/tests/, standard unittest:
+/// no wheel, no pytest, no network).
+#[test]
+fn the_python_package_unit_tests_pass() {
+    if Command::new("python3").arg("-V").output().is_err() {
+        return skip("python3 is not on PATH");
+    }
+    let out = Command::new("python3")
+        .args(["-B", "-m", "unittest", "discover", "-s", "python/tests"])
+        .current_dir(workspace_dir())
+        .env_remove("ARROWCERT_PYTHON")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\nOK"), "{err}");
 }

@@ -10,7 +10,12 @@ from ._api import binary, environment
 
 
 def main() -> None:
-    exe = binary()
+    try:
+        exe = binary()
+    except FileNotFoundError as e:
+        # One line and the exit code of bad input, not a traceback.
+        print(e, file=sys.stderr)
+        sys.exit(2)
     # exec: the binary's exit code and signals are the command's own.
     os.execve(exe, [exe, *sys.argv[1:]], environment())
 

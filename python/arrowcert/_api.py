@@ -272,9 +272,10 @@ def certify(
     for f in (report, junit):
         if f.exists():
             f.unlink()
+    # In the caller's working directory: relative paths in the arguments
+    # mean what they mean to the caller (every output has its own path).
     done = subprocess.run(
         command,
-        cwd=out,
         env=environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
