@@ -159,6 +159,26 @@ class WheelTag(unittest.TestCase):
             self.assertEqual(make_wheel.glibc_needed([a, b]), (2, 34))
             self.assertEqual(make_wheel.glibc_needed([]), (2, 17))
 
+    def make_wheel(self, bin_dir, out):
+        script = HERE.parents[1] / "scripts" / "wheel" / "make_wheel.py"
+        return subprocess.run(
+            [sys.executable, "-B", str(script), "--bin-dir", str(bin_dir), "--out", str(out)],
+            capture_output=True,
+            text=True,
+        )
+
+    def test_a_missing_or_bridgeless_binary_is_one_line_and_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = self.make_wheel(Path(tmp) / "none", Path(tmp) / "out")
+            self.assertEqual(out.returncode, 2)
+            self.assertEqual(len(out.stderr.strip().splitlines()), 1, out.stderr)
+            self.assertIn("arrowcert is missing", out.stderr)
+            (Path(tmp) / "arrowcert").write_bytes(b"\x7fELF not the real thing")
+            out = self.make_wheel(tmp, Path(tmp) / "out")
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("carries no Python bridge", out.stderr)
+            self.assertFalse((Path(tmp) / "out").exists())
+
 
 if __name__ == "__main__":
     unittest.main()
