@@ -70,6 +70,13 @@ gpu CASES="20" GPU_PYTHON="python3":
     # H100").
     bash scripts/gpu-mutants.sh target/release
 
+# The Python wheel (docs/PYTHON_ADAPTERS.md, "From Python and pytest"):
+# the binary and the bundled plugins with the arrowcert package (launcher,
+# API, pytest plugin) into target/wheels/ (`--profile debug` packs a test
+# build; `cargo test -p arrowcert --test wheel` installs and runs one).
+wheel *ARGS:
+    bash scripts/wheel/build.sh {{ARGS}}
+
 # Build the real-library adapters (Arrow C++, nanoarrow, pyarrow, polars,
 # duckdb) into target/real/lib/: installs the pinned libraries into a
 # project-local environment under target/real/ first (needs PyPI).

@@ -17,8 +17,10 @@ use clap::{CommandFactory, FromArgMatches, Subcommand};
 )]
 struct Cli {
     /// The Python interpreter `py:` adapters run in (its environment's
-    /// packages are the ones certified); default: the project-local one
-    /// `just real` installs (target/real/venv/bin/python).
+    /// packages are the ones certified); default: `ARROWCERT_PYTHON` (the
+    /// Python wheel's `arrowcert` command sets it to its environment's
+    /// interpreter), else in a source checkout the one `just real`
+    /// installs (target/real/venv/bin/python), else `python3` on PATH.
     #[arg(long, global = true, value_name = "PATH")]
     python: Option<std::path::PathBuf>,
     /// An option set on every ADBC database an `adbc:` plugin opens
