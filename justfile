@@ -196,3 +196,9 @@ lint:
 # (expectations/README.md): review every reason before committing.
 expectations-draft:
     for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb nanoarrow-python arro3 pandas datafusion pyogrio sqlite-adbc duckdb-adbc postgresql-adbc; do python3 scripts/expectations-from-reports.py $lib reports/runs/certify~producer~$lib.json reports/runs/certify~consumer~$lib.json > expectations/$lib.json; done
+
+# The release tarball (scripts/release/tarball.sh): bin/arrowcert, the
+# reference and arrow-rs plugins in lib/arrowcert/, include/, docs/ and the
+# C and Rust examples, as target/release-tarball/arrowcert-<version>-x86_64-linux-gnu.tar.gz.
+release-tarball *ARGS:
+    bash scripts/release/tarball.sh {{ARGS}}
