@@ -275,3 +275,49 @@ fn the_example_workflow_passes_only_the_actions_inputs() {
         .iter()
         .any(|(k, v)| k == "producer" && v.str().starts_with("py:")));
 }
+
+/// PyYAML's reading of `file`, scalars as strings (`on`, which YAML 1.1
+/// reads as true, as GitHub reads it), or `None` (SKIPPED) without it.
+fn pyyaml(file: &Path) -> Option<serde_json::Value> {
+    const READ: &str = r#"import json, sys, yaml
+def s(x):
+    if isinstance(x, dict): return {('on' if k is True else str(k)): s(v) for k, v in x.items()}
+    if isinstance(x, list): return [s(v) for v in x]
+    if isinstance(x, bool): return 'true' if x else 'false'
+    return '' if x is None else str(x)
+print(json.dumps(s(yaml.safe_load(open(sys.argv[1])))))
+"#;
+    match std::process::Command::new("python3")
+        .args(["-c", READ])
+        .arg(file)
+        .output()
+    {
+        Ok(o) if o.status.success() => Some(serde_json::from_slice(&o.stdout).unwrap()),
+        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("No module named 'yaml'") => {
+            eprintln!("SKIPPED: python3 has no PyYAML to cross-check the YAML reader");
+            None
+        }
+        Ok(o) => panic!(
+            "PyYAML cannot read {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => {
+            eprintln!("SKIPPED: no python3 to cross-check the YAML reader: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_real_yaml_parser_reads_the_action_and_the_example_as_the_runner_does() {
+    for f in [
+        "action.yml",
+        "docs/examples/workflows/certify-pycapsule.yml",
+    ] {
+        let path = workspace_dir().join(f);
+        let Some(real) = pyyaml(&path) else { return };
+        let ours = workflow::to_json(&workflow::parse(&std::fs::read_to_string(&path).unwrap()));
+        assert_eq!(ours, real, "{f}");
+    }
+}

@@ -54,6 +54,18 @@ impl Y {
     }
 }
 
+/// As JSON (scalars as strings), to compare with a real YAML parser's
+/// reading.
+pub fn to_json(y: &Y) -> serde_json::Value {
+    match y {
+        Y::S(s) => serde_json::Value::String(s.clone()),
+        Y::L(l) => serde_json::Value::Array(l.iter().map(to_json).collect()),
+        Y::M(m) => {
+            serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+        }
+    }
+}
+
 /// Parses a YAML document of the subset above.
 pub fn parse(text: &str) -> Y {
     let mut p = Parser {
@@ -209,6 +221,11 @@ fn scalar(r: &str, line: usize) -> Y {
     }
     // A comment after a plain scalar.
     let r = r.split_once(" #").map_or(r, |(v, _)| v).trim_end();
+    // What YAML refuses in a plain scalar (GitHub would not load the file).
+    assert!(
+        !r.contains(": ") && !r.starts_with(['*', '!', '%', '@', '`', '|']),
+        "YAML line {line}: a plain scalar YAML does not allow (quote it): {r}"
+    );
     Y::S(r.to_string())
 }
 
@@ -492,5 +509,11 @@ mod tests {
         assert_eq!(b[0].get("env").unwrap().get("K").unwrap().str(), "v's");
         assert_eq!(b[1], Y::S("plain".into()));
         assert_eq!(y.get("c").unwrap().str(), "q");
+    }
+
+    #[test]
+    #[should_panic(expected = "a plain scalar YAML does not allow")]
+    fn refuses_a_colon_in_a_plain_scalar() {
+        parse("description: a py: adapter\n");
     }
 }
