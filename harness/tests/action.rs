@@ -27,11 +27,14 @@ fn run_action(name: &str, with: &[(&str, &str)], env: &[(&str, &str)]) -> (Actio
     let dir = scratch(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    // The installed binary must not fall back on this checkout.
+    let mut env = env.to_vec();
+    env.push(("ARROWCERT_NO_SOURCE_TREE", "1"));
     let runner = Runner {
         action_dir: &workspace_dir(),
         dir: &dir,
         path: PATH,
-        env,
+        env: &env,
         repository: "example/arrowcert",
         reference: "main",
     };
@@ -320,4 +323,52 @@ fn a_real_yaml_parser_reads_the_action_and_the_example_as_the_runner_does() {
         let ours = workflow::to_json(&workflow::parse(&std::fs::read_to_string(&path).unwrap()));
         assert_eq!(ours, real, "{f}");
     }
+}
+
+#[test]
+fn the_action_certifies_a_pycapsule_library_through_a_bundled_adapter() {
+    // The example workflow's route (a py: adapter in the job's Python),
+    // with pyarrow from the project-local environment (`just real`).
+    let venv = workspace_dir().join("target/real/venv");
+    if !venv.join("bin/python").exists() {
+        eprintln!(
+            "SKIPPED: {} is missing (`just real` installs pyarrow there)",
+            venv.display()
+        );
+        return;
+    }
+    let tarball = release::tarball();
+    let python = venv.join("bin/python");
+    let (run, _) = run_action(
+        "action-pyarrow",
+        &[
+            ("tarball", tarball.to_str().unwrap()),
+            ("producer", "py:pyarrow"),
+            ("consumer", "py:pyarrow"),
+            ("python", python.to_str().unwrap()),
+            ("cases", "2"),
+            ("seed", "5"),
+        ],
+        &[],
+    );
+    // pyarrow breaks rules (reports/FINDINGS.md): verdicts, pass or fail,
+    // and the action's result is certify's.
+    let outcome = run.outputs["outcome"].as_str();
+    assert!(matches!(outcome, "pass" | "fail"), "{outcome}\n{}", run.log);
+    match outcome {
+        "pass" => assert_eq!(run.failed, None, "{}", run.log),
+        _ => assert_eq!(run.failed, Some(("outcome".to_string(), 1)), "{}", run.log),
+    }
+    let (report, _) = uploaded(&run);
+    assert!(
+        report.plugins.iter().all(|p| p.name.starts_with("pyarrow")),
+        "{:?}",
+        report.plugins
+    );
+    assert!(
+        report.summary.passed > 0 && report.summary.harness_errors == 0,
+        "{:?}",
+        report.summary
+    );
+    assert!(run.summary.contains("**pyarrow"), "{}", run.summary);
 }

@@ -258,3 +258,28 @@ fn the_nanoarrow_c_example_builds_against_the_tarball_and_certifies() {
         r.plugins[0].name
     );
 }
+
+#[test]
+fn the_script_refuses_bad_arguments_in_one_line() {
+    for (args, needle) in [
+        (
+            &["--profile", "fast"][..],
+            "--profile must be release or dev, not 'fast'",
+        ),
+        (&["--bogus"][..], "unknown argument '--bogus'"),
+        (
+            &["--plugins", "nope", "--out", "/tmp"][..],
+            "no bundled plugin 'nope'",
+        ),
+    ] {
+        let out = Command::new("bash")
+            .arg(workspace_dir().join("scripts/release/tarball.sh"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
