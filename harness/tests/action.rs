@@ -372,3 +372,47 @@ fn the_action_certifies_a_pycapsule_library_through_a_bundled_adapter() {
     );
     assert!(run.summary.contains("**pyarrow"), "{}", run.summary);
 }
+
+#[test]
+fn the_download_url_comes_from_the_actions_repository_and_tag() {
+    // curl is a stub that records its arguments and fails as a 404 does:
+    // no network, and the URL is what is checked.
+    let dir = scratch("action-url");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stub = dir.join("stub");
+    std::fs::create_dir_all(&stub).unwrap();
+    let args = dir.join("curl-args");
+    std::fs::write(
+        stub.join("curl"),
+        format!("#!/bin/bash\necho \"$@\" >{}\nexit 22\n", args.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        stub.join("curl"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{PATH}", stub.display());
+    let run = Runner {
+        action_dir: &workspace_dir(),
+        dir: &dir,
+        path: &path,
+        env: &[],
+        repository: "someone/arrowcert",
+        reference: "v1.2.3",
+    }
+    .run(&[]);
+    let url = "https://github.com/someone/arrowcert/releases/download/v1.2.3/arrowcert-1.2.3-x86_64-linux-gnu.tar.gz";
+    assert_eq!(
+        run.failed,
+        Some(("install arrowcert".to_string(), 2)),
+        "{}",
+        run.log
+    );
+    assert!(
+        run.log.contains(&format!("cannot download {url}")),
+        "{}",
+        run.log
+    );
+    assert!(std::fs::read_to_string(&args).unwrap().contains(url));
+}

@@ -268,6 +268,10 @@ fn the_script_refuses_bad_arguments_in_one_line() {
         ),
         (&["--bogus"][..], "unknown argument '--bogus'"),
         (
+            &["--bin", "/nonexistent/arrowcert"][..],
+            "--bin: /nonexistent/arrowcert is not an executable file",
+        ),
+        (
             &["--plugins", "nope", "--out", "/tmp"][..],
             "no bundled plugin 'nope'",
         ),

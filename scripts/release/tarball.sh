@@ -14,12 +14,14 @@
 #   examples/workflows/           the GitHub Actions workflows (docs/examples/*.yml,
 #                                 docs/examples/workflows/*.yml)
 #
-# Usage: scripts/release/tarball.sh [--profile release|dev] [--out DIR] [--plugins LIST]
+# Usage: scripts/release/tarball.sh [--profile release|dev] [--out DIR] [--plugins LIST] [--bin FILE]
 #   --profile  cargo profile to build with (default release; dev is for tests)
 #   --out      where the tarball goes (default target/release-tarball)
 #   --plugins  comma-separated bundled plugin names whose producer and consumer
 #              go into lib/arrowcert/ (default: reference,arrow-rs; cuda-reference
 #              too if asked: it needs an NVIDIA driver at run time only)
+#   --bin      package this arrowcert binary instead of building one (the
+#              tests pass the binary under test, so the tarball holds it)
 #
 # The archive is reproducible for one build: sorted names, owner 0, a fixed
 # mtime (SOURCE_DATE_EPOCH, else the last commit's time), gzip without a name.
@@ -31,13 +33,15 @@ die() { echo "tarball.sh: $*" >&2; exit 2; }
 profile=release
 out=""
 plugins="reference,arrow-rs"
+bin=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --profile) [ $# -ge 2 ] || die "--profile needs a value"; profile=$2; shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
         --plugins) [ $# -ge 2 ] || die "--plugins needs a value"; plugins=$2; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
-        *) die "unknown argument '$1' (usage: tarball.sh [--profile release|dev] [--out DIR] [--plugins LIST])" ;;
+        --bin) [ $# -ge 2 ] || die "--bin needs a value"; bin=$2; shift 2 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1' (usage: tarball.sh [--profile release|dev] [--out DIR] [--plugins LIST] [--bin FILE])" ;;
     esac
 done
 case "$profile" in
@@ -45,6 +49,10 @@ case "$profile" in
     dev) profile_dir=debug; cargo_profile=() ;;
     *) die "--profile must be release or dev, not '$profile'" ;;
 esac
+if [ -n "$bin" ]; then
+    [ -f "$bin" ] && [ -x "$bin" ] || die "--bin: $bin is not an executable file"
+    bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+fi
 [ "$(uname -sm)" = "Linux x86_64" ] || die "builds the x86_64-linux-gnu tarball only, not on $(uname -sm)"
 
 cd "$(dirname "$0")/../.."
@@ -60,7 +68,8 @@ version=${pkgid##*[#@]}
 [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || die "cannot read arrowcert's version from '$pkgid'"
 name="arrowcert-$version-x86_64-linux-gnu"
 
-packages=(-p arrowcert)
+packages=()
+[ -n "$bin" ] || packages=(-p arrowcert)
 libs=()
 IFS=, read -ra names <<<"$plugins"
 for n in "${names[@]}"; do
@@ -80,7 +89,7 @@ trap 'rm -rf "$stage"' EXIT
 dest="$stage/$name"
 mkdir -p "$dest/bin" "$dest/lib/arrowcert" "$dest/include" "$dest/docs" \
     "$dest/examples/c" "$dest/examples/rust" "$dest/examples/workflows"
-install -m 0755 "$target/$profile_dir/arrowcert" "$dest/bin/arrowcert"
+install -m 0755 "${bin:-$target/$profile_dir/arrowcert}" "$dest/bin/arrowcert"
 for l in "${libs[@]}"; do
     install -m 0755 "$target/$profile_dir/$l" "$dest/lib/arrowcert/$l"
 done

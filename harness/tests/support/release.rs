@@ -1,5 +1,6 @@
 //! The release tarball (scripts/release/tarball.sh), built once per test
-//! process with the profile of this test's `arrowcert` binary and the
+//! process around this test's `arrowcert` binary (`--bin`: the binary
+//! under test, not a relink of it), with its profile and the
 //! reference plugins only (the default adds arrow-rs: longer to build, and
 //! nothing these tests run needs it), and unpacked into empty folders
 //! outside the checkout.
@@ -25,7 +26,9 @@ pub fn tarball() -> &'static PathBuf {
         let out = scratch("release-tarball");
         let run = Command::new("bash")
             .arg(workspace_dir().join("scripts/release/tarball.sh"))
-            .args(["--profile", profile, "--plugins", "reference", "--out"])
+            .args(["--profile", profile, "--plugins", "reference", "--bin"])
+            .arg(&exe)
+            .arg("--out")
             .arg(&out)
             .env("CARGO_TARGET_DIR", target_dir)
             .output()
