@@ -211,3 +211,9 @@ expectations-draft:
 # expectations_exact` checks the result (expectations/README.md).
 expectations-exact:
     for lib in arrow-rs arrow-cpp nanoarrow pyarrow polars duckdb nanoarrow-python arro3 pandas datafusion pyogrio sqlite-adbc duckdb-adbc postgresql-adbc; do python3 scripts/expectations-from-reports.py --exact $lib expectations/$lib.json reports/certify/producer-$lib.json.gz reports/certify/consumer-$lib.json.gz --seen $(ls reports/seen/*-$lib-*.json.gz 2>/dev/null) > target/$lib.exact.json && mv target/$lib.exact.json expectations/$lib.json; done
+
+# The release tarball (scripts/release/tarball.sh): bin/arrowcert, the
+# reference and arrow-rs plugins in lib/arrowcert/, include/, docs/ and the
+# C and Rust examples, as target/release-tarball/arrowcert-<version>-x86_64-linux-gnu.tar.gz.
+release-tarball *ARGS:
+    bash scripts/release/tarball.sh {{ARGS}}

@@ -91,6 +91,10 @@ enum Command {
     /// and path, exercised, refused by the library (its words) or not
     /// reached (computed from the cases for reports that predate it).
     Coverage(cli::coverage::CoverageFlags),
+    /// A certify report as Markdown, for a CI job summary: the outcome,
+    /// the counts, each broken rule with its evidence and replay command,
+    /// and the expectations check.
+    Summary(cli::summary::SummaryFlags),
 }
 
 fn main() -> ExitCode {
@@ -157,5 +161,6 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         Command::Rules(f) => cli::rules::rules_command(f),
         Command::Explain(f) => cli::rules::explain_command(f),
         Command::Coverage(f) => cli::coverage::coverage_command(f),
+        Command::Summary(f) => cli::summary::summary_command(f),
     }
 }

@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod progress;
 pub mod roundtrip;
 pub mod rules;
+pub mod summary;
 pub mod words;
 pub mod worker;
 
