@@ -67,9 +67,12 @@ fn run(mut cmd: Command, what: &str) {
 }
 
 /// The ADBC adapter (`plugins/adbc/adbc_plugin.c`), prebuilt: `adbc:` needs
-/// no C compiler at run time.
+/// no C compiler at run time. The sources outside the crate are read through
+/// `harness/carried/` (symlinks to `adapters/`, `plugins/python/`,
+/// `plugins/adbc/`), which `cargo package` stores as files, so the packaged
+/// crate builds on its own.
 fn adbc_adapter() {
-    let src = PathBuf::from("../plugins/adbc/adbc_plugin.c");
+    let src = PathBuf::from("carried/adbc/adbc_plugin.c");
     println!("cargo:rerun-if-changed={}", src.display());
     let compiler = cc::Build::new()
         .opt_level(2)
@@ -100,8 +103,8 @@ fn adbc_adapter() {
 /// else `python3`, says whose); without it the file is left empty and the
 /// binary falls back to building the bridge from its checkout at run time.
 fn python_bridge() {
-    println!("cargo:rerun-if-changed=../plugins/python/bridge.c");
-    println!("cargo:rerun-if-changed=../plugins/python/bridge.py");
+    println!("cargo:rerun-if-changed=carried/python/bridge.c");
+    println!("cargo:rerun-if-changed=carried/python/bridge.py");
     println!("cargo:rerun-if-env-changed=ARROWCERT_BUILD_PYTHON");
     let out = out_dir().join("libarrowcert_python_bridge.so");
     let python = std::env::var("ARROWCERT_BUILD_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -123,7 +126,7 @@ fn python_bridge() {
         return;
     };
     // bridge.py as a C string literal, line by line.
-    let glue = std::fs::read_to_string("../plugins/python/bridge.py").expect("bridge.py");
+    let glue = std::fs::read_to_string("carried/python/bridge.py").expect("bridge.py");
     let mut header = String::new();
     for line in glue.split_inclusive('\n') {
         let esc = line
@@ -154,7 +157,7 @@ fn python_bridge() {
     .arg(format!("-I{}", out_dir().display()))
     .arg("-o")
     .arg(&out)
-    .arg("../plugins/python/bridge.c")
+    .arg("carried/python/bridge.c")
     .args(["-Wl,-z,nodelete", "-ldl", "-lpthread"]);
     run(cmd, "the Python adapter bridge");
 }
@@ -164,7 +167,7 @@ fn python_bridge() {
 fn assets_list() {
     use std::hash::{Hash, Hasher};
     let mut files: Vec<(String, PathBuf)> = Vec::new();
-    for dir in ["../adapters", "../adapters/dlpack"] {
+    for dir in ["carried/adapters", "carried/adapters/dlpack"] {
         println!("cargo:rerun-if-changed={dir}");
         let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
             .expect("adapters/ is there")
@@ -175,7 +178,7 @@ fn assets_list() {
         for p in names {
             println!("cargo:rerun-if-changed={}", p.display());
             let rel = p
-                .strip_prefix("../")
+                .strip_prefix("carried/")
                 .expect("relative")
                 .display()
                 .to_string();
