@@ -160,7 +160,7 @@ fn python_bridge() {
 fn assets_list() {
     use std::hash::{Hash, Hasher};
     let mut files: Vec<(String, PathBuf)> = Vec::new();
-    for dir in ["../adapters", "../adapters/dlpack"] {
+    for dir in ["../adapters", "../adapters/dlpack", "../adapters/cai"] {
         println!("cargo:rerun-if-changed={dir}");
         let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
             .expect("adapters/ is there")
