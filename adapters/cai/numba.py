@@ -2,7 +2,9 @@
 (docs/CAI.md). Needs Numba and a CUDA device: without a driver every case is
 SKIPPED with the reason. Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) is
 no substitute: its FakeCUDAArray has no __cuda_array_interface__ (Numba
-0.68.1), so the interface cannot be certified on it."""
+0.68.1; numba-cuda 0.30.4's simulator needs libcudart to import), so the
+interface cannot be certified on it: adapters/cai/softdevice.py is the
+software device instead."""
 
 NAME = "Numba (numba.cuda, CUDA Array Interface)"
 CAI_DEVICE = "cuda"

@@ -194,7 +194,12 @@ fn gpu_adapters_skip_with_the_reason_without_a_driver() {
     for name in ["cupy", "numba", "torch"] {
         let adapter = workspace_dir().join(format!("adapters/cai/{name}.py"));
         let (code, r, text) = certify(&py, &adapter, "", name);
-        assert_eq!(code, Some(0), "{name}: {text}");
+        // Nothing exercised is not a pass: not certified (exit 3), with why.
+        assert_eq!(code, Some(3), "{name}: {text}");
+        assert!(
+            text.contains("no data case ran to a verdict"),
+            "{name}: {text}"
+        );
         assert_eq!(r.summary.skipped, r.summary.total, "{name}: {text}");
         assert!(
             r.rules.iter().all(|x| x.verdict == Verdict::Skip),

@@ -518,9 +518,11 @@ mod tests {
         assert_eq!(l.extent(8), Some((0, 96)));
     }
 
+    type Edit = Box<dyn FnOnce(&mut BTreeMap<String, Py>)>;
+
     #[test]
     fn each_broken_entry_is_reported_under_its_own_rule_alone() {
-        let cases: Vec<(&str, Box<dyn FnOnce(&mut BTreeMap<String, Py>)>)> = vec![
+        let cases: Vec<(&str, Edit)> = vec![
             (
                 "cai.shape",
                 Box::new(|d| {

@@ -503,25 +503,43 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
         .is_ok_and(|g| difference(g, &want).is_none());
     if spec.pending {
         match (&synced, settled_ok, &first) {
-            (Err(why), _, _) => s.skip("cai.producer.sync", format!("the harness could not synchronize on the exported stream: {why}")),
-            (_, false, _) => s.skip("cai.producer.sync", "the values are wrong even with no work pending (cai.values)"),
+            (Err(why), _, _) => s.skip(
+                "cai.producer.sync",
+                format!("the harness could not synchronize on the exported stream: {why}"),
+            ),
+            (_, false, _) => s.skip(
+                "cai.producer.sync",
+                "the values are wrong even with no work pending (cai.values)",
+            ),
             (Ok(()), true, Ok(got)) => match difference(got, &want) {
                 None => s.j.checked.push("cai.producer.sync"),
-                Some(d) => s.fail(
-                    "cai.producer.sync",
-                    at_data,
-                    format!(
-                        "after synchronizing on the exported stream ({}) only, {d}; after synchronizing the whole device the values are right",
-                        match &l.stream {
-                            Stream::None => "None: none".to_string(),
-                            Stream::Default(n) => n.to_string(),
-                            Stream::Handle(h) => format!("{h:#x}"),
-                            Stream::Unusable(w) => w.clone(),
+                Some(d) => {
+                    let how = match &l.stream {
+                        Stream::None => {
+                            "with stream None the harness synchronized on nothing, and".to_string()
                         }
-                    ),
-                ),
+                        Stream::Default(n) => {
+                            format!("after synchronizing on the exported stream {n} only,")
+                        }
+                        Stream::Handle(h) => {
+                            format!("after synchronizing on the exported stream {h:#x} only,")
+                        }
+                        Stream::Unusable(w) => format!("({w})"),
+                    };
+                    s.fail(
+                        "cai.producer.sync",
+                        at_data,
+                        format!(
+                            "{how} {d}; after synchronizing the whole device the values are right"
+                        ),
+                    )
+                }
             },
-            (Ok(()), true, Err(e)) => s.fail("cai.producer.sync", at_data, format!("before synchronizing the whole device the data could not be read: {e}")),
+            (Ok(()), true, Err(e)) => s.fail(
+                "cai.producer.sync",
+                at_data,
+                format!("before synchronizing the whole device the data could not be read: {e}"),
+            ),
         }
     }
     // cai.data.lifetime: drop the dict, collect, read again.

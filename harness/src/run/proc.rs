@@ -74,7 +74,7 @@ fn set(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
     // privileges, and under valgrind the hard limit of open files is
     // valgrind's own, below the usual one. Lowering is what bounds.
     let value = if known && now.rlim_max != libc::RLIM_INFINITY {
-        value.min(now.rlim_max as u64)
+        value.min(now.rlim_max)
     } else {
         value
     };
