@@ -19,3 +19,10 @@ def cai_object(spec):
             b[...] = a
         return b
     return a
+
+
+def cai_consume(obj):
+    """CuPy as a consumer: cupy.asarray of the harness's object, copied to
+    the host (flat, C order)."""
+    import cupy as cp
+    return cp.asarray(obj).ravel().get().tolist()

@@ -23,3 +23,10 @@ def cai_object(spec):
     if spec.get("view") == "step":
         a = a[::2]
     return a
+
+
+def cai_consume(obj):
+    """Numba as a consumer: cuda.as_cuda_array of the harness's object,
+    copied to the host (flat, C order)."""
+    from numba import cuda
+    return cuda.as_cuda_array(obj).copy_to_host().ravel().tolist()

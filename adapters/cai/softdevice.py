@@ -40,6 +40,8 @@ MUTANTS = {
     "stream-none-pending": "cai.producer.sync",
     "stream-destroyed": "cai.stream.lifetime",
     "dict-owns-data": "cai.data.lifetime",
+    # The consumer side (cai_consume).
+    "consumer-no-sync": "cai.consumer.sync",
 }
 if MUTANT and MUTANT not in MUTANTS:
     raise LookupError(f"no CAI mutant {MUTANT!r} (known: {', '.join(MUTANTS)})")
@@ -238,3 +240,49 @@ def cai_stream_alive(stream):
 
 def cai_accessible(ptr, nbytes):
     return DEVICE.accessible(ptr, nbytes)
+
+
+def cai_device_array(spec):
+    """The harness's arrays for a consumer, on this device (mutants of the
+    producer side do not apply to them)."""
+    return _Unmutated(SoftArray(spec))
+
+
+class _Unmutated:
+    def __init__(self, a):
+        self._a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        global MUTANT
+        saved, MUTANT = MUTANT, ""
+        try:
+            return self._a.__cuda_array_interface__
+        finally:
+            MUTANT = saved
+
+
+def cai_consume(obj):
+    """A consumer on this device: synchronizes on the given stream (none
+    for None), then reads every element by shape, strides and typestr."""
+    d = obj.__cuda_array_interface__
+    stream = d.get("stream")
+    if isinstance(stream, int) and stream != 0 and MUTANT != "consumer-no-sync":
+        DEVICE.synchronize(stream)
+    kind, size = d["typestr"][1], int(d["typestr"][2:])
+    fmt = "<" + _PACK[(kind, size)]
+    shape = list(d["shape"])
+    strides = list(d["strides"]) if d.get("strides") is not None else _c_strides(shape, size)
+    ptr = d["data"][0]
+    out = []
+
+    def walk(dim, offset):
+        if dim == len(shape):
+            out.append(struct.unpack(fmt, ctypes.string_at(ptr + offset, size))[0])
+            return
+        for i in range(shape[dim]):
+            walk(dim + 1, offset + i * strides[dim])
+
+    if all(n > 0 for n in shape):
+        walk(0, 0)
+    return out

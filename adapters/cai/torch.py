@@ -19,3 +19,10 @@ def cai_object(spec):
     if spec.get("view") == "step":
         t = t[::2]
     return t
+
+
+def cai_consume(obj):
+    """PyTorch as a consumer: torch.as_tensor of the harness's object on
+    CUDA, copied to the host (flat, C order)."""
+    import torch
+    return torch.as_tensor(obj, device="cuda").cpu().flatten().tolist()

@@ -920,7 +920,8 @@ def _cai_enc(v, depth=0):
 
 
 def _cai_offers(args, text):
-    served = [k for k in ("cai_object", "cai_synchronize", "cai_stream_alive", "cai_accessible")
+    served = [k for k in ("cai_object", "cai_synchronize", "cai_stream_alive", "cai_accessible",
+                          "cai_consume", "cai_device_array")
               if hasattr(ADAPTER, k)]
     return None, _json.dumps({"offers": served,
                               "device": str(getattr(ADAPTER, "CAI_DEVICE", "cuda"))})
@@ -971,6 +972,36 @@ def _cai_accessible(args, text):
     return None, _json.dumps(out)
 
 
+class HarnessCAI:
+    """The harness's array for a consumer: the device's array (the
+    adapter's cai_device_array(spec); the harness has no device of its
+    own), its __cuda_array_interface__ passed through and counted."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.reads = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        self.reads += 1
+        return self._inner.__cuda_array_interface__
+
+
+def _cai_consume(args, text):
+    """What the adapter's cai_consume(obj) read of the harness's array, as
+    host values (flat, C order)."""
+    try:
+        obj = HarnessCAI(ADAPTER.cai_device_array(_json.loads(text)))
+    except Exception as e:
+        return None, _json.dumps({"harness_error": _describe_error(e)})
+    try:
+        values = [float(v) for v in ADAPTER.cai_consume(obj)]
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e), "reads": obj.reads})
+    return None, _json.dumps({"values": values, "reads": obj.reads})
+
+
+_DLPACK_OPS["cai_consume"] = _cai_consume
 _DLPACK_OPS.update({"cai_offers": _cai_offers, "cai_load": _cai_load,
                     "cai_export": _cai_export, "cai_sync": _cai_sync,
                     "cai_stream_alive": _cai_stream_alive, "cai_accessible": _cai_accessible})

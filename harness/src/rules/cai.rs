@@ -230,6 +230,19 @@ pub static CAI_RULES: &[Rule] = &[
         observation: "After reading the values, the harness drops the dict (keeping the object), collects garbage, and reads the same bytes again: a range no longer in a live allocation of the device, or different bytes, fails. Software device only, as cai.values.",
         inferred: Some("the text says the dict has no effect on the object's lifetime and the user keeps the owner alive; that the memory the dict points at lives as long as that object does, not as long as the dict, is implied"),
     },
+    // ---- the consumer (the harness exports) ----
+    Rule {
+        id: "cai.consumer.sync",
+        level: Level::Must,
+        side: Side::Consumer,
+        area: "cai",
+        summary: "a consumer given an int stream synchronizes on it, or enqueues its work on it, before it reads the data",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "An optional stream upon which synchronization must take place at the point of consumption, either by synchronizing on the stream or enqueuing operations on the data on the given stream.",
+        observation: "The harness hands the consumer's cai_consume(obj) an array whose values are still being written by work enqueued on the exported stream (on the software device: the writes happen when that stream is synchronized) and compares the values it returns with the finished ones. Judged only when the same consumer returns the right values for the same array with no work pending (else what it reads is wrong for another reason). On CUDA the harness would need to make device arrays with delayed work, which this version does not: not exercised, with the reason.",
+        inferred: None,
+    },
 ];
 
 #[cfg(test)]
