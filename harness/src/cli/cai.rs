@@ -49,14 +49,16 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         .collect();
     let consumer_planned: Vec<&run::CaseSpec> = run::CASES
         .iter()
-        .filter(|c| consumes && c.pending && args.filter.selects(&run::consumer_id(c)))
+        .filter(|c| {
+            consumes && c.pending && args.filter.selects(&crate::cai::consumer::consumer_id(c))
+        })
         .collect();
     if args.list {
         for c in &planned {
             println!("{}", c.id());
         }
         for c in &consumer_planned {
-            println!("{}", run::consumer_id(c));
+            println!("{}", crate::cai::consumer::consumer_id(c));
         }
         return Ok(0);
     }
@@ -93,15 +95,14 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     }
     let started = std::time::SystemTime::now();
     let clock = std::time::Instant::now();
-    let cases: Vec<report::Case> = planned
-        .iter()
-        .map(|c| run::run_case(&bridge, c, &reach, &prefix))
-        .chain(
-            consumer_planned
-                .iter()
-                .map(|c| run::run_consumer_case(&bridge, c, device_arrays, &prefix)),
-        )
-        .collect();
+    let cases: Vec<report::Case> =
+        planned
+            .iter()
+            .map(|c| run::run_case(&bridge, c, &reach, &prefix))
+            .chain(consumer_planned.iter().map(|c| {
+                crate::cai::consumer::run_consumer_case(&bridge, c, device_arrays, &prefix)
+            }))
+            .collect();
     let mut r = Report::begun(
         "certify --cai",
         std::env::args().collect(),
