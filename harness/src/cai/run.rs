@@ -652,3 +652,43 @@ pub(super) fn finished(
         flaky: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_view_takes_every_second_row() {
+        let spec = CASES.iter().find(|c| c.name == "i4-6x2-step").unwrap();
+        assert_eq!(spec.viewed(), vec![0, 1, 4, 5, 8, 9]);
+        let zero = CASES.iter().find(|c| c.name == "f4-0x3").unwrap();
+        assert!(zero.viewed().is_empty());
+        assert_eq!(encode(-3, 'i', 4), vec![0xfd, 0xff, 0xff, 0xff]);
+        assert_eq!(encode(2, 'f', 8), 2f64.to_le_bytes().to_vec());
+    }
+
+    #[test]
+    fn elements_are_read_through_strides_and_unreadable_memory_is_an_error() {
+        let data: Vec<i32> = (0..12).collect();
+        let l = Layout {
+            ptr: data.as_ptr() as u64,
+            shape: vec![3, 2],
+            strides: vec![16, 4],
+            element: Some(('i', 4)),
+            itemsize: Some(4),
+            stream: Stream::None,
+        };
+        let got = read_elements(&l, 4).unwrap();
+        let want: Vec<Vec<u8>> = [0, 1, 4, 5, 8, 9]
+            .iter()
+            .map(|v: &i32| v.to_le_bytes().to_vec())
+            .collect();
+        assert_eq!(got, want);
+        assert!(difference(&got, &want).is_none());
+        assert!(difference(&got[..5], &want).unwrap().contains("5 elements"));
+        let bad = Layout { ptr: 8, ..l };
+        assert!(read_elements(&bad, 4)
+            .unwrap_err()
+            .contains("cannot be read"));
+    }
+}
