@@ -65,6 +65,15 @@ gpu CASES="20" GPU_PYTHON="python3":
     target/release/arrowcert --python {{GPU_PYTHON}} dlpack-matrix --cases 5 \
         --library cupy=py:adapters/dlpack/cupy.py --library torch=py:adapters/dlpack/torch_cuda.py \
         --out reports/gpu --expectations expectations
+    # The CUDA Array Interface (docs/CAI.md) of CuPy, Numba and PyTorch
+    # from GPU_PYTHON: the dict rules are judged; the memory rules
+    # (cai.values, cai.producer.sync, the lifetimes) are not exercised by
+    # this version (it does not read CUDA memory yet), so these runs are
+    # not certified and may exit non-zero.
+    for lib in cupy numba torch; do \
+        target/release/arrowcert --python {{GPU_PYTHON}} certify --cai \
+            --producer py:adapters/cai/$lib.py --report reports/gpu/cai-$lib.json || true; \
+    done
     # Last: each CUDA mutant must fail its rule (on the H100, read-before-wait
     # did not, and event-by-value's fix is unconfirmed: FINDINGS.md, "On an
     # H100").

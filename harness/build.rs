@@ -167,7 +167,11 @@ fn python_bridge() {
 fn assets_list() {
     use std::hash::{Hash, Hasher};
     let mut files: Vec<(String, PathBuf)> = Vec::new();
-    for dir in ["carried/adapters", "carried/adapters/dlpack"] {
+    for dir in [
+        "carried/adapters",
+        "carried/adapters/dlpack",
+        "carried/adapters/cai",
+    ] {
         println!("cargo:rerun-if-changed={dir}");
         let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
             .expect("adapters/ is there")

@@ -8,6 +8,7 @@
 pub mod abi;
 pub mod assets;
 pub mod asynchronous;
+pub mod cai;
 pub mod certify;
 pub mod cli;
 pub mod compare;

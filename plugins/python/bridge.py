@@ -861,6 +861,152 @@ _DLPACK_OPS = {"load": _dlpack_load, "read": _dlpack_read, "read_object": _dlpac
                "to_arrow": _dlpack_to_arrow, "from_arrow": _dlpack_from_arrow}
 
 
+# ---- CUDA Array Interface (docs/CAI.md) -------------------------------------
+#
+# An adapter may also speak the CUDA Array Interface:
+#
+#   cai_object(spec) -> an object whose __cuda_array_interface__ is certified
+#                       (spec: dtype, typestr, shape, values (flat, C order),
+#                       view (None or "step": every second row), pending (the
+#                       values still being written by work on a stream))
+#   CAI_DEVICE       -> "cuda" (default) or "software" (an emulated device
+#                       whose memory is host memory: the harness reads it)
+#   cai_synchronize(stream) -> synchronize on an int stream, or on the
+#                       whole device when stream is None (software device)
+#   cai_stream_alive(stream) -> whether the stream still exists
+#   cai_accessible(ptr, nbytes) -> whether [ptr, ptr + nbytes) lies in a
+#                       live allocation of the device
+#
+# The dict is sent to the harness as typed JSON (_cai_enc): the harness
+# judges the Python types (tuple, not list; int, not bool), not just values.
+
+
+def _cai_int(v):
+    return v if -(1 << 63) <= v < (1 << 64) else str(v)
+
+
+def _cai_enc(v, depth=0):
+    if depth > 6:
+        return {"t": "object", "type": type(v).__name__}
+    if v is None:
+        return {"t": "none"}
+    if isinstance(v, bool):
+        return {"t": "bool", "v": v}
+    if isinstance(v, int):
+        return {"t": "int", "v": _cai_int(int(v))}
+    if isinstance(v, float):
+        return {"t": "float", "v": repr(v)}
+    if isinstance(v, str):
+        return {"t": "str", "v": v}
+    if isinstance(v, (bytes, bytearray)):
+        return {"t": "bytes", "v": repr(bytes(v))}
+    if isinstance(v, tuple):
+        return {"t": "tuple", "v": [_cai_enc(x, depth + 1) for x in v]}
+    if isinstance(v, list):
+        return {"t": "list", "v": [_cai_enc(x, depth + 1) for x in v]}
+    if isinstance(v, dict):
+        return {"t": "dict", "type": type(v).__name__,
+                "v": {k: _cai_enc(x, depth + 1) for k, x in v.items() if isinstance(k, str)}}
+    out = {"t": "object", "type": type(v).__name__}
+    try:
+        inner = getattr(v, "__cuda_array_interface__")
+    except AttributeError:
+        return out
+    except Exception as e:
+        out["cai_error"] = _describe_error(e)
+        return out
+    out["cai"] = _cai_enc(inner, depth + 1)
+    return out
+
+
+def _cai_offers(args, text):
+    served = [k for k in ("cai_object", "cai_synchronize", "cai_stream_alive", "cai_accessible",
+                          "cai_consume", "cai_device_array")
+              if hasattr(ADAPTER, k)]
+    return None, _json.dumps({"offers": served,
+                              "device": str(getattr(ADAPTER, "CAI_DEVICE", "cuda"))})
+
+
+def _cai_load(args, text):
+    try:
+        obj = ADAPTER.cai_object(_json.loads(text))
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return obj, "{}"
+
+
+def _cai_export(args, text):
+    """The object's __cuda_array_interface__: handed over (the harness holds
+    it until it drops it) and described."""
+    try:
+        d = args[0].__cuda_array_interface__
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return d, _json.dumps({"cai": _cai_enc(d)})
+
+
+def _cai_device_call(name, *a):
+    try:
+        return {"value": getattr(ADAPTER, name)(*a)}
+    except Exception as e:
+        return {"error": _describe_error(e)}
+
+
+def _cai_sync(args, text):
+    stream = _json.loads(text).get("stream")
+    return None, _json.dumps(_cai_device_call("cai_synchronize", stream), default=str)
+
+
+def _cai_stream_alive(args, text):
+    out = _cai_device_call("cai_stream_alive", _json.loads(text)["stream"])
+    if "value" in out:
+        out["value"] = bool(out["value"])
+    return None, _json.dumps(out)
+
+
+def _cai_accessible(args, text):
+    q = _json.loads(text)
+    out = _cai_device_call("cai_accessible", int(q["ptr"]), int(q["nbytes"]))
+    if "value" in out:
+        out["value"] = bool(out["value"])
+    return None, _json.dumps(out)
+
+
+class HarnessCAI:
+    """The harness's array for a consumer: the device's array (the
+    adapter's cai_device_array(spec); the harness has no device of its
+    own), its __cuda_array_interface__ passed through and counted."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.reads = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        self.reads += 1
+        return self._inner.__cuda_array_interface__
+
+
+def _cai_consume(args, text):
+    """What the adapter's cai_consume(obj) read of the harness's array, as
+    host values (flat, C order)."""
+    try:
+        obj = HarnessCAI(ADAPTER.cai_device_array(_json.loads(text)))
+    except Exception as e:
+        return None, _json.dumps({"harness_error": _describe_error(e)})
+    try:
+        values = [float(v) for v in ADAPTER.cai_consume(obj)]
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e), "reads": obj.reads})
+    return None, _json.dumps({"values": values, "reads": obj.reads})
+
+
+_DLPACK_OPS["cai_consume"] = _cai_consume
+_DLPACK_OPS.update({"cai_offers": _cai_offers, "cai_load": _cai_load,
+                    "cai_export": _cai_export, "cai_sync": _cai_sync,
+                    "cai_stream_alive": _cai_stream_alive, "cai_accessible": _cai_accessible})
+
+
 def dlpack_call(op, args, text):
     """One DLPack step: op over args (integers: harness addresses, or the
     objects earlier steps returned, passed back as object addresses)."""
@@ -869,7 +1015,7 @@ def dlpack_call(op, args, text):
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
     if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive",
-              "writeable"):
+              "writeable", "cai_export"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

@@ -788,6 +788,11 @@ pub struct CertifyFlags {
     /// --consumer (docs/DLPACK.md).
     #[arg(long)]
     pub dlpack: bool,
+    /// Certify the CUDA Array Interface (__cuda_array_interface__, version
+    /// 3) of the py: adapter given as --producer: its cai_object(spec)
+    /// (docs/CAI.md).
+    #[arg(long, conflicts_with = "dlpack")]
+    pub cai: bool,
     /// Consumer certification: hand every variation of the varied encoding
     /// alone on every data path for every scenario (the full product),
     /// not the default covering choice (every variation on every path and
@@ -834,6 +839,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         devices,
         require_devices,
         dlpack,
+        cai,
         all_variations,
         repeat,
         malformed,
@@ -847,6 +853,22 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         return Err(BadInput(
             "--malformed grades a consumer: give --consumer too".into(),
         ));
+    }
+    if cai {
+        if malformed {
+            return Err(BadInput(
+                "--malformed hands consumers broken Arrow C structures; --cai certifies the CUDA Array Interface".into(),
+            ));
+        }
+        return super::cai::certify(super::cai::Args {
+            producer,
+            consumer,
+            report,
+            filter: filter.filter(),
+            list,
+            verbose,
+            expectations: super::read_expectations(expectations)?,
+        });
     }
     if dlpack {
         let mut kinds = device_kinds(&devices, "--device")?;

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod abi_check;
+pub mod cai;
 pub mod certify;
 pub mod coverage;
 pub mod dlpack;

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cai;
 mod catalogue;
 pub mod dlpack;
 
@@ -338,9 +339,13 @@ pub fn find(id: &str) -> Option<&'static Rule> {
 }
 
 /// Every rule: the Arrow catalogue, then the DLPack rules
-/// ([`dlpack::DLPACK_RULES`], `certify --dlpack`).
+/// ([`dlpack::DLPACK_RULES`], `certify --dlpack`), then the CUDA Array
+/// Interface's ([`cai::CAI_RULES`], `certify --cai`).
 pub fn all() -> impl Iterator<Item = &'static Rule> {
-    RULES.iter().chain(dlpack::DLPACK_RULES.iter())
+    RULES
+        .iter()
+        .chain(dlpack::DLPACK_RULES.iter())
+        .chain(cai::CAI_RULES.iter())
 }
 
 /// The rule catalogue's version, `<count>-<hash>`: how many rules
@@ -539,6 +544,7 @@ pub fn markdown() -> String {
             out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
         }
     }
+    cai_markdown(&mut out);
     out.push_str("## Levels above their quote's word\n\n");
     out.push_str(
         "Rules whose quoted sentence carries no RFC 2119 word, kept at their level because \
@@ -565,6 +571,52 @@ pub fn markdown() -> String {
         ));
     }
     out
+}
+
+/// The CUDA Array Interface's section of `docs/RULES.md`: its table, then
+/// each rule's quote and observation.
+fn cai_markdown(out: &mut String) {
+    let rules = cai::CAI_RULES;
+    out.push_str("## CUDA Array Interface (`certify --cai`)\n\n");
+    out.push_str(&format!(
+        "{} rules of `{}` (version 3, from Numba's documentation; docs/CAI.md). \
+         The four required entries rest on \"must contain the following entries\" and \
+         the types the list gives them; the rest of the interface is defined without \
+         RFC 2119 words, so most rules are inferred and at most SHOULD.\n\n",
+        rules.len(),
+        cai::CAI_SPEC
+    ));
+    out.push_str(
+        "| ID | Level | Quote's word | Inferred | Side | Requirement | Spec |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in rules {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {}: {} |\n",
+            r.id,
+            r.level,
+            modal(r.quote).as_str(),
+            if r.inferred.is_some() { "yes" } else { "no" },
+            r.side.letter(),
+            cell(r.summary),
+            r.spec_file,
+            cell(r.section)
+        ));
+    }
+    out.push('\n');
+    for r in rules {
+        out.push_str(&format!("### `{}`\n\n", r.id));
+        out.push_str(&format!(
+            "{} ({}, {}). {}, \"{}\":\n\n",
+            md(r.summary),
+            r.level,
+            r.side,
+            r.spec_file,
+            md(r.section)
+        ));
+        out.push_str(&format!("> {}\n\n", md(r.quote)));
+        out.push_str(&format!("Level: {}\n\n", md(&level_basis(r))));
+        out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
+    }
 }
 
 #[cfg(test)]
@@ -859,8 +911,10 @@ mod tests {
         );
         assert_eq!(
             matching("*").len(),
-            RULES.len() + dlpack::DLPACK_RULES.len()
+            RULES.len() + dlpack::DLPACK_RULES.len() + cai::CAI_RULES.len()
         );
+        assert_eq!(matching("cai.*").len(), cai::CAI_RULES.len());
+        assert!(explain(find("cai.stream.zero").unwrap()).contains("should either use None"));
         assert_eq!(matching("dlpack.*").len(), dlpack::DLPACK_RULES.len());
         assert!(matching("array.*").iter().all(|r| r.area == "array"));
         assert_eq!(matching("array.null-count").len(), 1);

@@ -1,0 +1,28 @@
+"""CuPy's __cuda_array_interface__ (docs/CAI.md). Needs CuPy and a CUDA
+device: without a driver every case is SKIPPED with the reason. The library
+is imported when a case runs, so a machine without it reports that too."""
+
+NAME = "CuPy (CUDA Array Interface)"
+CAI_DEVICE = "cuda"
+
+
+def cai_object(spec):
+    import cupy as cp
+    a = cp.asarray(spec["values"], dtype=spec["dtype"]).reshape(spec["shape"])
+    if spec.get("view") == "step":
+        a = a[::2]
+    if spec.get("pending"):
+        # Work on a non-default stream the array is exported on.
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            b = cp.empty_like(a)
+            b[...] = a
+        return b
+    return a
+
+
+def cai_consume(obj):
+    """CuPy as a consumer: cupy.asarray of the harness's object, copied to
+    the host (flat, C order)."""
+    import cupy as cp
+    return cp.asarray(obj).ravel().get().tolist()

@@ -1,0 +1,288 @@
+"""A software device speaking the CUDA Array Interface (docs/CAI.md): no GPU.
+
+Its "device memory" is host memory it owns (ctypes buffers): allocations are
+tracked, and a freed one is poisoned (0xDB) and no longer counts as
+accessible. Its streams are emulated: work enqueued on a stream (a Python
+callable) runs only when that stream, or the whole device, is synchronized,
+so a consumer that reads without synchronizing on the exported stream reads
+stale bytes (0xEE). Handles 1 and 2 are the legacy and per-thread default
+streams; others are created from 0x5000 up and never 0.
+
+ARROWCERT_CAI_MUTANT selects a mutant (unset: correct): each breaks exactly
+the cai.* rule named in MUTANTS (harness/tests/cai.rs proves each is caught,
+and alone).
+"""
+import ctypes
+import os
+import struct
+
+MUTANT = os.environ.get("ARROWCERT_CAI_MUTANT", "")
+NAME = f"arrowcert software CAI device{f' (mutant {MUTANT})' if MUTANT else ''}"
+CAI_DEVICE = "software"
+
+# The rule each mutant breaks.
+MUTANTS = {
+    "not-a-dict": "cai.dict",
+    "shape-list": "cai.shape",
+    "typestr-bytes": "cai.typestr",
+    "data-list": "cai.data",
+    "version-str": "cai.version",
+    "version-2": "cai.version.current",
+    "typestr-name": "cai.typestr.format",
+    "descr-str": "cai.descr",
+    "pointer-off-end": "cai.data.accessible",
+    "zero-size-pointer": "cai.data.zero-size",
+    "strides-list": "cai.strides",
+    "mask-int": "cai.mask",
+    "stream-str": "cai.stream.type",
+    "stream-zero": "cai.stream.zero",
+    "strides-in-elements": "cai.values",
+    "stream-none-pending": "cai.producer.sync",
+    "stream-destroyed": "cai.stream.lifetime",
+    "dict-owns-data": "cai.data.lifetime",
+    # The consumer side (cai_consume).
+    "consumer-no-sync": "cai.consumer.sync",
+}
+if MUTANT and MUTANT not in MUTANTS:
+    raise LookupError(f"no CAI mutant {MUTANT!r} (known: {', '.join(MUTANTS)})")
+
+POISON = 0xDB
+STALE = 0xEE
+
+
+class SoftDevice:
+    """Memory and streams of the emulated device."""
+
+    def __init__(self):
+        self.allocs = {}  # address -> [buffer, nbytes, live]
+        self.streams = {}  # handle -> pending work (callables)
+        self.next_stream = 0x5000
+
+    def alloc(self, nbytes):
+        buf = (ctypes.c_ubyte * max(nbytes, 1))()
+        addr = ctypes.addressof(buf)
+        self.allocs[addr] = [buf, nbytes, True]
+        return addr
+
+    def free(self, addr):
+        a = self.allocs.get(addr)
+        if a is None or not a[2]:
+            return
+        ctypes.memset(addr, POISON, max(a[1], 1))
+        a[2] = False  # the buffer is kept: freed memory stays mapped, poisoned
+
+    def accessible(self, ptr, nbytes):
+        return any(live and base <= ptr and ptr + nbytes <= base + n
+                   for base, (_, n, live) in self.allocs.items())
+
+    def create_stream(self):
+        h = self.next_stream
+        self.next_stream += 1
+        self.streams[h] = []
+        return h
+
+    def enqueue(self, stream, work):
+        self.streams[stream].append(work)
+
+    def synchronize(self, stream=None):
+        if stream is None or stream in (1, 2):
+            for h in list(self.streams):
+                self.synchronize(h)
+            return
+        if stream not in self.streams:
+            raise ValueError(f"no stream {stream:#x} on the software device")
+        pending, self.streams[stream] = self.streams[stream], []
+        for work in pending:
+            work()
+
+    def destroy_stream(self, stream):
+        # As cudaStreamDestroy: pending work still completes.
+        self.synchronize(stream)
+        del self.streams[stream]
+
+
+DEVICE = SoftDevice()
+
+_PACK = {("f", 4): "f", ("f", 8): "d", ("i", 1): "b", ("i", 2): "h", ("i", 4): "i",
+         ("i", 8): "q", ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q",
+         ("b", 1): "?"}
+
+
+def _c_strides(shape, itemsize):
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return list(reversed(out))
+
+
+class OwningDict(dict):
+    """dict-owns-data: the dict frees the copy its data points at when it dies."""
+
+    def __del__(self):
+        DEVICE.free(self._copy)
+
+
+class SoftArray:
+    """An array in the software device's memory, exported through the CUDA
+    Array Interface."""
+
+    def __init__(self, spec):
+        self.typestr = spec["typestr"]
+        kind, self.itemsize = self.typestr[1], int(self.typestr[2:])
+        fmt = "<" + _PACK[(kind, self.itemsize)]
+        shape = list(spec["shape"])
+        count = 1
+        for n in shape:
+            count *= n
+        self.nbytes = count * self.itemsize
+        self.stream = DEVICE.create_stream()
+        self.ptr = DEVICE.alloc(self.nbytes) if self.nbytes else 0
+        payload = b"".join(struct.pack(fmt, v) for v in spec["values"])
+        if self.nbytes:
+            if spec.get("pending"):
+                # The values are still being written by work on self.stream.
+                ctypes.memset(self.ptr, STALE, self.nbytes)
+                ptr = self.ptr
+                DEVICE.enqueue(self.stream, lambda: ctypes.memmove(ptr, payload, len(payload)))
+            else:
+                ctypes.memmove(self.ptr, payload, len(payload))
+        strides = _c_strides(shape, self.itemsize)
+        self.strides = None
+        if spec.get("view") == "step" and shape:
+            shape[0] = (shape[0] + 1) // 2
+            strides[0] *= 2
+            self.strides = strides
+        self.shape = shape
+        self.size = count
+
+    def __del__(self):
+        DEVICE.free(self.ptr)
+        if self.stream in DEVICE.streams:
+            DEVICE.destroy_stream(self.stream)
+
+    @property
+    def __cuda_array_interface__(self):
+        empty = any(n == 0 for n in self.shape)
+        d = {
+            "shape": tuple(self.shape),
+            "typestr": self.typestr,
+            "data": (0 if empty else self.ptr, False),
+            "version": 3,
+            "strides": None if self.strides is None else tuple(self.strides),
+            "descr": [("", self.typestr)],
+            "mask": None,
+            "stream": self.stream,
+        }
+        return _mutated(self, d, empty)
+
+
+def _mutated(a, d, empty):
+    m = MUTANT
+    if m == "not-a-dict":
+        return list(d.items())
+    if m == "shape-list":
+        d["shape"] = list(d["shape"])
+    elif m == "typestr-bytes":
+        d["typestr"] = d["typestr"].encode()
+    elif m == "data-list":
+        d["data"] = list(d["data"])
+    elif m == "version-str":
+        d["version"] = "3"
+    elif m == "version-2":
+        d["version"] = 2
+    elif m == "typestr-name":
+        d["typestr"] = {"f": "float", "i": "int", "u": "uint", "b": "bool"}[a.typestr[1]] + str(8 * a.itemsize)
+    elif m == "descr-str":
+        d["descr"] = a.typestr
+    elif m == "pointer-off-end" and not empty:
+        d["data"] = (a.ptr + (1 << 20), False)
+    elif m == "zero-size-pointer" and empty:
+        d["data"] = (DEVICE.alloc(1), False)
+    elif m == "strides-list":
+        d["strides"] = list(a.strides or _c_strides(a.shape, a.itemsize))
+    elif m == "mask-int":
+        d["mask"] = 0
+    elif m == "stream-str":
+        d["stream"] = str(d["stream"])
+    elif m == "stream-zero":
+        d["stream"] = 0
+    elif m == "strides-in-elements" and a.strides is not None:
+        d["strides"] = tuple(s // a.itemsize for s in a.strides)
+    elif m == "stream-none-pending":
+        d["stream"] = None
+    elif m == "stream-destroyed":
+        # The exported stream is destroyed (its work done) and the object
+        # goes on with a new one: the handle in the dict names no stream.
+        DEVICE.destroy_stream(a.stream)
+        a.stream = DEVICE.create_stream()
+    elif m == "dict-owns-data" and not empty:
+        copy = DEVICE.alloc(a.nbytes)
+        src = a.ptr
+        DEVICE.enqueue(a.stream, lambda: ctypes.memmove(copy, src, a.nbytes))
+        d = OwningDict(d)
+        d._copy = copy
+        d["data"] = (copy, False)
+    return d
+
+
+def cai_object(spec):
+    return SoftArray(spec)
+
+
+def cai_synchronize(stream):
+    DEVICE.synchronize(stream)
+
+
+def cai_stream_alive(stream):
+    return stream in (1, 2) or stream in DEVICE.streams
+
+
+def cai_accessible(ptr, nbytes):
+    return DEVICE.accessible(ptr, nbytes)
+
+
+def cai_device_array(spec):
+    """The harness's arrays for a consumer, on this device (mutants of the
+    producer side do not apply to them)."""
+    return _Unmutated(SoftArray(spec))
+
+
+class _Unmutated:
+    def __init__(self, a):
+        self._a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        global MUTANT
+        saved, MUTANT = MUTANT, ""
+        try:
+            return self._a.__cuda_array_interface__
+        finally:
+            MUTANT = saved
+
+
+def cai_consume(obj):
+    """A consumer on this device: synchronizes on the given stream (none
+    for None), then reads every element by shape, strides and typestr."""
+    d = obj.__cuda_array_interface__
+    stream = d.get("stream")
+    if isinstance(stream, int) and stream != 0 and MUTANT != "consumer-no-sync":
+        DEVICE.synchronize(stream)
+    kind, size = d["typestr"][1], int(d["typestr"][2:])
+    fmt = "<" + _PACK[(kind, size)]
+    shape = list(d["shape"])
+    strides = list(d["strides"]) if d.get("strides") is not None else _c_strides(shape, size)
+    ptr = d["data"][0]
+    out = []
+
+    def walk(dim, offset):
+        if dim == len(shape):
+            out.append(struct.unpack(fmt, ctypes.string_at(ptr + offset, size))[0])
+            return
+        for i in range(shape[dim]):
+            walk(dim + 1, offset + i * strides[dim])
+
+    if all(n > 0 for n in shape):
+        walk(0, 0)
+    return out

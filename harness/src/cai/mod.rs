@@ -1,0 +1,13 @@
+//! The CUDA Array Interface (`__cuda_array_interface__`, version 3;
+//! `shared/spec/CudaArrayInterface.rst`), certified:
+//! [`value`] is the typed description of a dict the Python bridge sends,
+//! [`check`] the pure checker of the dict's rules, [`run`] the cases that
+//! play a strict consumer against it, [`consumer`] the cases that judge a
+//! consumer (docs/CAI.md).
+
+#![forbid(unsafe_code)]
+
+pub mod check;
+pub mod consumer;
+pub mod run;
+pub mod value;
