@@ -533,6 +533,7 @@ fn extract_null_leaks(
     let counters = super::leaks::counters(producer);
     if counters.is_empty() {
         obs.not_exercised(rule, super::leaks::NO_COUNTER);
+        obs.not_exercised("array.release.cache", super::leaks::NO_COUNTER);
         return;
     }
     let body = || -> Result<(), String> {
@@ -606,7 +607,9 @@ fn handler_frees(
     use crate::export::{asynchronous as producer, Ledger};
     let rule = "consumer.async.release-frees";
     if !crate::plugin::tracker::present() {
-        obs.not_exercised(rule, "nothing counts the bytes this process holds: the allocation tracker is not loaded (worker processes preload it unless ARROWCERT_TRACKER=off; --in-process runs have none)");
+        let why = "nothing counts the bytes this process holds: the allocation tracker is not loaded (worker processes preload it unless ARROWCERT_TRACKER=off; --in-process runs have none)";
+        obs.not_exercised(rule, why);
+        obs.not_exercised("consumer.async.release-cache", why);
         return;
     }
     let counters = vec![super::leaks::Counter::new(
