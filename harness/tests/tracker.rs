@@ -215,8 +215,16 @@ fn a_leak_of_one_byte_per_export_is_caught_with_the_bytes_as_evidence() {
     assert_eq!(s.verdict, Verdict::Fail, "{out}");
     assert_eq!(s.failed, s.checked, "every scenario leaks");
     let evidence = s.evidence.as_deref().unwrap_or_default();
-    // malloc(1) holds a block of 24 usable bytes on glibc.
-    assert!(evidence.contains("24, 24, 24 bytes"), "{evidence}");
+    // The fixture's cache fills during the short round, so the tracker's
+    // count (malloc(1) is a block of 24 usable bytes on glibc, plus a
+    // 1000-byte cache entry) does not grow at that rate over the long
+    // rounds; the plugin's own count of what it leaked does, and settles it.
+    assert!(
+        evidence.contains(
+            "arrowcert_bytes_allocated: 1, 1, 1 bytes per repetition, then 16, 32, 64 bytes"
+        ),
+        "{evidence}"
+    );
     let failing: Vec<&str> = r
         .rules
         .iter()
@@ -255,7 +263,9 @@ fn in_process_the_plugins_own_count_is_the_second_opinion() {
     assert_eq!(s.verdict, Verdict::Fail, "{out}");
     let evidence = s.evidence.as_deref().unwrap_or_default();
     assert!(
-        evidence.contains("arrowcert_bytes_allocated: 1, 1, 1 then 1, 1, 1 bytes"),
+        evidence.contains(
+            "arrowcert_bytes_allocated: 1, 1, 1 bytes per repetition, then 16, 32, 64 bytes"
+        ),
         "{evidence}"
     );
 }
