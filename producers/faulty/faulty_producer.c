@@ -215,12 +215,14 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
   pid_t pid = fork();
   if (pid == 0) {
     /* The child lingers; the harness must not leave it behind. */
-    const char* marker = getenv("ARROWCERT_FAULTY_PID_FILE");
-    if (marker) {
-      FILE* f = fopen(marker, "w");
-      if (f) { fprintf(f, "%d\n", (int)getpid()); fclose(f); }
-    }
     for (;;) pause();
+  }
+  /* The parent writes the child's pid before the call returns: the child
+   * itself might be killed (with the worker's group) before it wrote it. */
+  const char* marker = getenv("ARROWCERT_FAULTY_PID_FILE");
+  if (marker && pid > 0) {
+    FILE* f = fopen(marker, "w");
+    if (f) { fprintf(f, "%d\n", (int)pid); fclose(f); }
   }
   return EIO;
 #elif defined(FAULT_FORK_RETURN)
