@@ -58,9 +58,8 @@ fn run(dir: &Path, path: &str, args: &[&str], trace: Option<&Path>) -> Output {
         .env_clear()
         .env("HOME", dir.join("home"))
         .env("PATH", path)
-        .env("ARROWCERT_NO_SOURCE_TREE", "1")
-        .output()
-        .expect("the installed arrowcert runs")
+        .env("ARROWCERT_NO_SOURCE_TREE", "1");
+    output_retrying(&mut cmd).expect("the installed arrowcert runs")
 }
 
 /// No C compiler in any directory of `path`.
@@ -347,12 +346,13 @@ fn the_trace_check_finds_a_read_of_the_checkout() {
 #[test]
 fn no_place_for_the_carried_files_is_bad_input_in_one_line() {
     let dir = install("relocatable-no-home", false);
-    let out = Command::new(dir.join("bin/arrowcert"))
-        .args(["certify", "--producer", "py:pyarrow", "--cases", "1"])
-        .current_dir(&dir)
-        .env_clear()
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
+    let out = output_retrying(
+        Command::new(dir.join("bin/arrowcert"))
+            .args(["certify", "--producer", "py:pyarrow", "--cases", "1"])
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", "/nonexistent"),
+    )
+    .unwrap();
     assert_bad_input(&out, "no cache directory for arrowcert's bundled files");
 }

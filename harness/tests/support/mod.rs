@@ -197,3 +197,21 @@ pub fn mutant_consumer() -> &'static PathBuf {
         lib
     })
 }
+
+/// `cmd.output()`, retried while exec fails with ETXTBSY ("Text file
+/// busy"): a binary a test just copied can be briefly held open for writing
+/// by a child another test thread forked in that moment (the descriptor
+/// closes at the child's exec), which a test that copies and runs binaries
+/// in parallel with others meets now and then.
+pub fn output_retrying(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    let mut tries = 0;
+    loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
