@@ -512,37 +512,7 @@ pub fn markdown() -> String {
     out.push('\n');
     for (area, rules) in &areas {
         out.push_str(&format!("## {}\n\n", area_title(area)));
-        out.push_str(
-            "| ID | Level | Quote's word | Inferred | Side | Requirement | Spec |\n|---|---|---|---|---|---|---|\n",
-        );
-        for r in rules {
-            out.push_str(&format!(
-                "| `{}` | {} | {} | {} | {} | {} | {}: {} |\n",
-                r.id,
-                r.level,
-                modal(r.quote).as_str(),
-                if r.inferred.is_some() { "yes" } else { "no" },
-                r.side.letter(),
-                cell(r.summary),
-                r.spec_file,
-                cell(r.section)
-            ));
-        }
-        out.push('\n');
-        for r in rules {
-            out.push_str(&format!("### `{}`\n\n", r.id));
-            out.push_str(&format!(
-                "{} ({}, {}). {}, \"{}\":\n\n",
-                md(r.summary),
-                r.level,
-                r.side,
-                r.spec_file,
-                md(r.section)
-            ));
-            out.push_str(&format!("> {}\n\n", md(r.quote)));
-            out.push_str(&format!("Level: {}\n\n", md(&level_basis(r))));
-            out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
-        }
+        rule_entries(&mut out, rules.iter().copied());
     }
     cai_markdown(&mut out);
     out.push_str("## Levels above their quote's word\n\n");
@@ -573,23 +543,13 @@ pub fn markdown() -> String {
     out
 }
 
-/// The CUDA Array Interface's section of `docs/RULES.md`: its table, then
-/// each rule's quote and observation.
-fn cai_markdown(out: &mut String) {
-    let rules = cai::CAI_RULES;
-    out.push_str("## CUDA Array Interface (`certify --cai`)\n\n");
-    out.push_str(&format!(
-        "{} rules of `{}` (version 3, from Numba's documentation; docs/CAI.md). \
-         The four required entries rest on \"must contain the following entries\" and \
-         the types the list gives them; the rest of the interface is defined without \
-         RFC 2119 words, so most rules are inferred and at most SHOULD.\n\n",
-        rules.len(),
-        cai::CAI_SPEC
-    ));
+/// A set of rules in `docs/RULES.md`: their table, then each rule's quote,
+/// level basis and observation.
+fn rule_entries<'a>(out: &mut String, rules: impl Iterator<Item = &'a Rule> + Clone) {
     out.push_str(
         "| ID | Level | Quote's word | Inferred | Side | Requirement | Spec |\n|---|---|---|---|---|---|---|\n",
     );
-    for r in rules {
+    for r in rules.clone() {
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {}: {} |\n",
             r.id,
@@ -617,6 +577,22 @@ fn cai_markdown(out: &mut String) {
         out.push_str(&format!("Level: {}\n\n", md(&level_basis(r))));
         out.push_str(&format!("How arrowcert decides: {}\n\n", md(r.observation)));
     }
+}
+
+/// The CUDA Array Interface's section of `docs/RULES.md`: its table, then
+/// each rule's quote and observation.
+fn cai_markdown(out: &mut String) {
+    let rules = cai::CAI_RULES;
+    out.push_str("## CUDA Array Interface (`certify --cai`)\n\n");
+    out.push_str(&format!(
+        "{} rules of `{}` (version 3, from Numba's documentation; docs/CAI.md). \
+         The four required entries rest on \"must contain the following entries\" and \
+         the types the list gives them; the rest of the interface is defined without \
+         RFC 2119 words, so most rules are inferred and at most SHOULD.\n\n",
+        rules.len(),
+        cai::CAI_SPEC
+    ));
+    rule_entries(out, rules.iter());
 }
 
 #[cfg(test)]
