@@ -74,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arrowcert_plugin.h"
 #include "arrowcert_mutant.h"
@@ -143,7 +144,10 @@
   X(REFUSE_UNALIGNED, "refuse-unaligned")                                              \
   /* none (a limitation): refuse-unaligned raised as a Rust panic a binding */        \
   /* caught (ENOTRECOVERABLE, the panic's words), as arrow-rs's import does */        \
-  X(PANIC_ON_UNALIGNED, "panic-on-unaligned")
+  X(PANIC_ON_UNALIGNED, "panic-on-unaligned")                                          \
+  /* none (correct): the input array released 30 ms after the call returned, */        \
+  /* from a thread of its own (a pool still finishing the call's tasks) */              \
+  X(LATE_RELEASE, "late-release")
 
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -651,6 +655,16 @@ static int base_batch(struct ArrowSchema* schema, struct ArrowArray* array,
   return f(schema, array, out, len);
 }
 
+/* late-release: the array `arg` (malloc'd) released 30 ms from now. */
+static void* release_later(void* arg) {
+  struct ArrowArray* held = arg;
+  struct timespec ts = {0, 30 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  held->release(held);
+  free(held);
+  return NULL;
+}
+
 /* Hands the base `schema` and the array `a` this wrapper built; for a device
  * array, inside a device array whose other members are the caller's. */
 static int hand_batch(struct ArrowSchema* schema, struct ArrowArray* a,
@@ -718,6 +732,26 @@ static int consume_batch(struct ArrowSchema* schema, struct ArrowArray* array,
         return out_of_memory(schema, array);
       array->release = NULL;
       return hand_batch(schema, &a, dev, out, len);
+    }
+    case LATE_RELEASE: {
+      /* The base reads a no-op clone within the call; the original goes to
+         a thread that releases it later. */
+      struct ArrowArray* held = malloc(sizeof *held);
+      if (held == NULL) return out_of_memory(schema, array);
+      if (clone_array(array, &a, 0) != 0) {
+        free(held);
+        return out_of_memory(schema, array);
+      }
+      *held = move_array(array);
+      int rc = hand_batch(schema, &a, dev, out, len);
+      pthread_t t;
+      if (pthread_create(&t, NULL, release_later, held) != 0) {
+        held->release(held);
+        free(held);
+      } else {
+        pthread_detach(t);
+      }
+      return rc;
     }
     case READ_AFTER_RELEASE: {
       if (clone_array(array, &a, 0) != 0) return out_of_memory(schema, array);

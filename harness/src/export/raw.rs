@@ -28,6 +28,10 @@ use crate::abi::{ArrowArray, ArrowDeviceArray, ArrowSchema, Plain};
 use crate::device::{Device, Event, Kind, Stream};
 use crate::inspect::Violation;
 
+/// How long [`Ledger::finish`] waits for releases from a consumer's other
+/// threads before it judges a structure never released.
+pub const LATE_RELEASE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The rule an unreleased array or schema breaks.
 const ONCE: Option<&str> = Some("consumer.release.once");
 
@@ -714,11 +718,35 @@ impl Ledger {
         unsafe { std::ptr::write(out, s) };
     }
 
+    /// Gives a consumer's other threads a moment to release what its call
+    /// handed them: the spec asks that the consumer release what it was
+    /// given, not that it do so before its call returns, and a library
+    /// whose thread pool still runs the call's tasks releases there
+    /// (pyarrow's `to_pandas` after one column raised: its other columns'
+    /// tasks held the array a few milliseconds longer, so "never released"
+    /// came and went between runs of one case). Bounded: a structure still
+    /// held after [`LATE_RELEASE_GRACE`] is judged never released.
+    fn wait_for_late_releases(&self) {
+        let deadline = std::time::Instant::now() + LATE_RELEASE_GRACE;
+        loop {
+            let pending = self
+                .lock()
+                .roots
+                .iter()
+                .any(|r| r.unreleased_rule.is_some() && r.releases.is_empty());
+            if !pending || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
     /// Ends the case: reports unreleased base structures and writes to
     /// buffers never released, adds what the callbacks saw, and frees the
     /// case's memory, or leaks it when the consumer may still hold
     /// pointers into it.
     pub fn finish(self) -> Findings {
+        self.wait_for_late_releases();
         if let Some(d) = &self.device {
             // Events of roots never released: judged as of now, then the
             // device settles so that the buffers hold their final bytes.

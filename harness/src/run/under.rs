@@ -112,15 +112,47 @@ pub fn first_error_in(log: &str) -> Option<String> {
         }
     };
     let mut lines = log.lines().map(body);
-    let first = lines.find(|l| ERROR_STARTS.iter().any(|s| l.starts_with(s)))?;
-    let mut block = vec![first];
-    for l in lines {
-        if l.trim().is_empty() {
-            break;
+    loop {
+        let first = lines.find(|l| ERROR_STARTS.iter().any(|s| l.starts_with(s)))?;
+        let mut block = vec![first];
+        for l in lines.by_ref() {
+            if l.trim().is_empty() {
+                break;
+            }
+            block.push(l);
         }
-        block.push(l);
+        if !in_the_dynamic_loader(&block) {
+            return Some(block.join("\n"));
+        }
     }
-    Some(block.join("\n"))
+}
+
+/// Whether every frame of an error's own stack (before its "Address" or
+/// origin lines) is the dynamic loader's or the string routine it called:
+/// memcheck flags glibc's word-at-a-time `strncmp` over `dlopen`'s own
+/// `strdup`ed RPATH strings (seen on Debian's glibc for every library with
+/// an RPATH). Those reads are not the library's nor the harness's, so the
+/// first error worth printing is the next one.
+fn in_the_dynamic_loader(block: &[String]) -> bool {
+    let frames: Vec<&str> = block[1..]
+        .iter()
+        .map(|l| l.trim())
+        .take_while(|l| l.starts_with("at ") || l.starts_with("by "))
+        .collect();
+    let loader_file = |frame: &str| {
+        let Some(file) = frame
+            .rsplit_once('(')
+            .and_then(|(_, f)| f.split(':').next())
+            .map(|f| f.trim_end_matches(')'))
+        else {
+            return false;
+        };
+        file.starts_with("dl-")
+            || file.starts_with("rtld")
+            || matches!(file, "dlopen.c" | "dlerror.c" | "strdup.c")
+            || (file.starts_with("str") && file.ends_with(".S"))
+    };
+    !frames.is_empty() && frames.iter().all(|f| loader_file(f))
 }
 
 #[cfg(test)]
@@ -151,6 +183,28 @@ mod tests {
         assert!(e.contains("0 bytes after a block of size 64"), "{e}");
         assert!(!e.contains("Invalid write"), "{e}");
         assert!(!e.contains("==4242=="), "{e}");
+    }
+
+    #[test]
+    fn errors_inside_the_dynamic_loader_are_passed_over() {
+        let log = "==7== Invalid read of size 8
+==7==    at 0x4023C6C: strncmp (strcmp-sse2.S:160)
+==7==    by 0x4004BEE: is_dst (dl-load.c:216)
+==7==    by 0x49004B7: dlopen_doit (dlopen.c:56)
+==7==  Address 0x4adaa61 is 1 bytes inside a block of size 8 alloc'd
+==7==    at 0x48417B4: malloc (in /usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so)
+==7== 
+==7== Invalid read of size 8
+==7==    at 0x51: on_next_task (handler.rs:10)
+==7==    by 0x52: cancel (producer.cc:20)
+==7== 
+";
+        let e = first_error_in(log).unwrap();
+        assert!(e.contains("on_next_task (handler.rs:10)"), "{e}");
+        assert!(!e.contains("strncmp"), "{e}");
+        // Only loader errors: nothing worth printing.
+        let only = log.split("==7== \n").next().unwrap();
+        assert_eq!(first_error_in(only), None);
     }
 
     #[test]
