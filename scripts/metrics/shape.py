@@ -139,9 +139,10 @@ CFG_TEST = re.compile(r"#\[cfg\(test\)\]")
 
 
 def without_tests(code):
-    """`code` with every `#[cfg(test)]` item blanked, and the names of
-    out-of-line test modules (`#[cfg(test)] mod NAME;`)."""
-    out, files, pos = [], [], 0
+    """`code` with every `#[cfg(test)]` item blanked, the names of
+    out-of-line test modules (`#[cfg(test)] mod NAME;`), and the lines
+    (first, last; from 1) of each item blanked."""
+    out, files, spans, pos = [], [], [], 0
     for m in CFG_TEST.finditer(code):
         if m.start() < pos:
             continue
@@ -150,11 +151,12 @@ def without_tests(code):
         d = re.match(r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", item)
         if d:
             files.append(d.group(1))
+        spans.append((code.count("\n", 0, m.start()) + 1, code.count("\n", 0, end) + 1))
         out.append(code[pos : m.start()])
         out.append("".join("\n" if ch == "\n" else " " for ch in code[m.start() : end + 1]))
         pos = end + 1
     out.append(code[pos:])
-    return "".join(out), files
+    return "".join(out), files, spans
 
 
 def code_lines(lines):
@@ -164,8 +166,9 @@ def code_lines(lines):
 class Source:
     def __init__(self, rel, text):
         self.rel = rel
-        code, self.literals = strip(text)
-        self.code, self.test_mods = without_tests(code)
+        code, literals = strip(text)
+        self.code, self.test_mods, spans = without_tests(code)
+        self.literals = [(n, t) for n, t in literals if not any(a <= n <= b for a, b in spans)]
         self.lines = self.code.split("\n")
         self.code_lines = code_lines(self.lines)
 
@@ -271,13 +274,13 @@ def measure(root):
     area = lambda prefix: sum(s.code_lines for k, s in files.items() if k.startswith(prefix + os.sep))
     fns = sorted((f for s in files.values() for f in functions(s)), key=lambda f: (-f[0], f[2]))
     ids = rule_ids(os.path.join(src, "rules"))
-    literals = sorted(
+    literals = [
         (f"{s.rel}:{line}", text)
-        for s in files.values()
+        for s in sorted(files.values(), key=lambda s: s.rel)
         if not s.rel.startswith("rules" + os.sep)
-        for line, text in s.literals
+        for line, text in sorted(s.literals)
         if text in ids
-    )
+    ]
     return {
         "code_lines": sum(s.code_lines for s in files.values()),
         "cli_lines": area("cli"),
