@@ -592,6 +592,9 @@ mod tests {
             ),
             "{why}"
         );
-        assert!(!why.contains("duckdb[string-view]"), "a producer-only variant: {why}");
+        assert!(
+            !why.contains("duckdb[string-view]"),
+            "a producer-only variant: {why}"
+        );
     }
 }

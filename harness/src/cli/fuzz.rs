@@ -25,8 +25,8 @@ fn plugins(
     let pick =
         |arg: Option<String>, wanted: bool, role: &str| -> Result<Option<PathBuf>, BadInput> {
             match arg {
-                Some(a) => crate::registry::resolve_plugin(&a, role).map(Some).map_err(BadInput),
-                None if wanted => crate::registry::resolve_plugin("reference", role).map(Some).map_err(BadInput),
+                Some(a) => Ok(Some(crate::registry::resolve_plugin(&a, role)?)),
+                None if wanted => Ok(Some(crate::registry::resolve_plugin("reference", role)?)),
                 None => Ok(None),
             }
         };
