@@ -141,13 +141,13 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Before the certification runs: a missing reference producer is bad
     // input, not the end of a long run.
     let malformed_base = match (&args.consumer, args.malformed && !args.list) {
-        (Some(_), true) => Some(super::resolve_plugin("reference", "producer").map_err(
-            |BadInput(why)| {
+        (Some(_), true) => Some(
+            crate::registry::resolve_plugin("reference", "producer").map_err(|why| {
                 BadInput(format!(
                     "--malformed wraps the reference producer in the mutants: {why}"
                 ))
-            },
-        )?),
+            })?,
+        ),
         _ => None,
     };
     let mut plan = certify::plan(&scenarios, sides, sources.seed);
@@ -1115,7 +1115,7 @@ fn device_kinds(names: &[String], flag: &str) -> Result<Vec<crate::device::Kind>
 fn lib(arg: Option<String>, role: &str) -> Result<Option<Lib>, BadInput> {
     arg.map(|arg| {
         Ok(Lib {
-            path: super::resolve_plugin(&arg, role)?,
+            path: crate::registry::resolve_plugin(&arg, role)?,
             arg,
         })
     })

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::BadInput;
 use crate::dlpack::run::{self, RunArgs, Sides, WorkerArgs};
+use crate::registry::dlpack_bundled as bundled;
 use crate::report::{self, Report};
 use crate::roundtrip::Filter;
 
@@ -357,17 +358,6 @@ pub struct MatrixFlags {
     /// Their seed (fixed by default: the committed matrix is reproducible).
     #[arg(long, default_value_t = 20261126)]
     pub seed: u64,
-}
-
-/// The bundled DLPack adapters, by name (the files this binary carries).
-fn bundled() -> Result<Vec<(String, String)>, BadInput> {
-    ["numpy", "pyarrow", "array_api_strict", "jax", "nanoarrow"]
-        .iter()
-        .map(|n| {
-            let path = crate::assets::path(&format!("adapters/dlpack/{n}.py")).map_err(BadInput)?;
-            Ok((n.replace('_', "-"), format!("py:{}", path.display())))
-        })
-        .collect()
 }
 
 /// One library's line of the matrix.

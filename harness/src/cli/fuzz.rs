@@ -25,8 +25,8 @@ fn plugins(
     let pick =
         |arg: Option<String>, wanted: bool, role: &str| -> Result<Option<PathBuf>, BadInput> {
             match arg {
-                Some(a) => super::resolve_plugin(&a, role).map(Some),
-                None if wanted => super::resolve_plugin("reference", role).map(Some),
+                Some(a) => Ok(Some(crate::registry::resolve_plugin(&a, role)?)),
+                None if wanted => Ok(Some(crate::registry::resolve_plugin("reference", role)?)),
                 None => Ok(None),
             }
         };

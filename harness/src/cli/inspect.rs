@@ -114,8 +114,8 @@ pub struct InspectFlags {
 /// `arrowcert inspect`, from its flags.
 pub fn inspect_command(f: InspectFlags) -> Result<i32, BadInput> {
     let InspectFlags { lib, json } = f;
-    let path = crate::cli::resolve_plugin(&lib, "producer")
-        .or_else(|_| crate::cli::resolve_plugin(&lib, "consumer"))?;
+    let path = crate::registry::resolve_plugin(&lib, "producer")
+        .or_else(|_| crate::registry::resolve_plugin(&lib, "consumer"))?;
     let plugin = crate::plugin::Plugin::load(&path).map_err(|e| BadInput(e.to_string()))?;
     Ok(run(&plugin, json))
 }

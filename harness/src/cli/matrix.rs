@@ -22,7 +22,8 @@ use crate::report::{self, Summary};
 use crate::run;
 
 use super::words::shell_word;
-use super::{BadInput, Place, BUNDLED, EXIT_FAILURES};
+use super::{BadInput, EXIT_FAILURES};
+use crate::registry::{Place, BUNDLED};
 
 pub struct Args {
     pub producers: Vec<String>,
@@ -112,7 +113,7 @@ pub fn default_libraries(role: &str) -> (Vec<String>, Vec<String>) {
 }
 
 fn adapter_note(arg: &str, role: &str) -> String {
-    super::bundled_plugin(arg, role)
+    crate::registry::bundled_plugin(arg, role)
         .map(|b| b.adapter.to_string())
         .unwrap_or_default()
 }

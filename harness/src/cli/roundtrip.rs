@@ -420,8 +420,8 @@ pub fn roundtrip_command(f: RoundtripFlags) -> Result<i32, BadInput> {
     } = f;
     run(Args {
         expectations: super::read_expectations(expectations)?,
-        producer: crate::cli::resolve_plugin(&producer, "producer")?,
-        consumer: crate::cli::resolve_plugin(&consumer, "consumer")?,
+        producer: crate::registry::resolve_plugin(&producer, "producer")?,
+        consumer: crate::registry::resolve_plugin(&consumer, "consumer")?,
         producer_arg: producer,
         consumer_arg: consumer,
         gold,
