@@ -8,6 +8,10 @@ so a consumer that reads without synchronizing on the exported stream reads
 stale bytes (0xEE). Handles 1 and 2 are the legacy and per-thread default
 streams; others are created from 0x5000 up and never 0.
 
+The same arrays also export DLPack (__dlpack__, __dlpack_device__: kDLCUDA,
+device 0) describing the same memory, so the cai.agree.* rules compare the
+two descriptions (metadata only: nothing reads the tensor's data).
+
 ARROWCERT_CAI_MUTANT selects a mutant (unset: correct): each breaks exactly
 the cai.* rule named in MUTANTS (harness/tests/cai.rs proves each is caught,
 and alone).
@@ -40,6 +44,13 @@ MUTANTS = {
     "stream-none-pending": "cai.producer.sync",
     "stream-destroyed": "cai.stream.lifetime",
     "dict-owns-data": "cai.data.lifetime",
+    # DLPack says something else of the same memory than the dict does.
+    "dlpack-pointer": "cai.agree.pointer",
+    "dlpack-shape": "cai.agree.shape",
+    "dlpack-strides": "cai.agree.strides",
+    "dlpack-dtype": "cai.agree.dtype",
+    "dlpack-device": "cai.agree.device",
+    "dlpack-readonly": "cai.agree.readonly",
     # The consumer side (cai_consume).
     "consumer-no-sync": "cai.consumer.sync",
 }
@@ -161,6 +172,17 @@ class SoftArray:
         if self.stream in DEVICE.streams:
             DEVICE.destroy_stream(self.stream)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy is True:
+            raise BufferError("the software device exports its arrays as they are (no copy)")
+        if dl_device is not None and tuple(dl_device) != (KDL_CUDA, 0):
+            raise BufferError(f"the array is on {(KDL_CUDA, 0)}, not {tuple(dl_device)}")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _dlpack_capsule(self, versioned)
+
+    def __dlpack_device__(self):
+        return (KDL_CPU if MUTANT == "dlpack-device" else KDL_CUDA, 0)
+
     @property
     def __cuda_array_interface__(self):
         empty = any(n == 0 for n in self.shape)
@@ -224,6 +246,114 @@ def _mutated(a, d, empty):
         d._copy = copy
         d["data"] = (copy, False)
     return d
+
+
+# ---- DLPack (dlpack.h v1.0) over the same memory, through ctypes --------
+
+KDL_CPU, KDL_CUDA = 1, 2
+FLAG_READ_ONLY = 1
+_DL_CODE = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+# dlpack-dtype: another code of the same size.
+_DL_OTHER = {0: 1, 1: 0, 2: 0, 5: 2, 6: 1}
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
+                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _Versioned(ctypes.Structure):
+    _fields_ = [("version", _Version), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER),
+                ("flags", ctypes.c_uint64), ("dl_tensor", _Tensor)]
+
+
+class _Legacy(ctypes.Structure):
+    _fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+
+
+# A private handle on the C API: argtypes set here stay here.
+_API = ctypes.PyDLL(None)
+_API.PyCapsule_New.restype = ctypes.py_object
+_API.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_API.PyCapsule_IsValid.restype = ctypes.c_int
+_API.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_API.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_API.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+# Managed tensors not yet deleted: address -> (structure, shape, strides,
+# the array, whose memory the tensor keeps alive until its deleter runs).
+_LIVE = {}
+_NAMES = {True: b"dltensor_versioned", False: b"dltensor"}
+
+
+@_DELETER
+def _delete(addr):
+    _LIVE.pop(addr, None)
+
+
+def _destructor(versioned):
+    name = _NAMES[versioned]
+    kind = _Versioned if versioned else _Legacy
+
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    def destroy(capsule):
+        # "calls the deleter of the DLManagedTensor when the "dltensor"-named
+        # capsule is no longer needed": not once a consumer renamed it.
+        if _API.PyCapsule_IsValid(capsule, name):
+            addr = _API.PyCapsule_GetPointer(capsule, name)
+            kind.from_address(addr).deleter(addr)
+    return destroy
+
+
+_DESTROY = {v: _destructor(v) for v in (True, False)}
+
+
+def _dlpack_capsule(a, versioned):
+    """A managed tensor describing what a's __cuda_array_interface__ does,
+    in a capsule (the mutants of MUTANTS' dlpack-* rows change one field)."""
+    m = MUTANT
+    empty = any(n == 0 for n in a.shape)
+    strides = a.strides or _c_strides(a.shape, a.itemsize)
+    shape = list(a.shape)
+    if m == "dlpack-shape" and not empty and shape:
+        shape[0] += 1
+    elems = [s if m == "dlpack-strides" else s // a.itemsize for s in strides]
+    code = _DL_CODE[a.typestr[1]]
+    if m == "dlpack-dtype":
+        code = _DL_OTHER[code]
+    c_shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    c_strides = (ctypes.c_int64 * max(len(elems), 1))(*elems)
+    t = _Tensor(data=None if empty else a.ptr,
+                device=_Device(KDL_CPU if m == "dlpack-device" else KDL_CUDA, 0),
+                ndim=len(shape), dtype=_DType(code, 8 * a.itemsize, 1),
+                shape=c_shape, strides=c_strides,
+                byte_offset=a.itemsize if m == "dlpack-pointer" and not empty else 0)
+    if versioned:
+        flags = FLAG_READ_ONLY if m == "dlpack-readonly" else 0
+        mt = _Versioned(version=_Version(1, 0), manager_ctx=None, deleter=_delete,
+                        flags=flags, dl_tensor=t)
+    else:
+        mt = _Legacy(dl_tensor=t, manager_ctx=None, deleter=_delete)
+    addr = ctypes.addressof(mt)
+    _LIVE[addr] = (mt, c_shape, c_strides, a)
+    return _API.PyCapsule_New(addr, _NAMES[versioned],
+                              ctypes.cast(_DESTROY[versioned], ctypes.c_void_p))
 
 
 def cai_object(spec):
