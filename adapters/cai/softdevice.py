@@ -9,8 +9,10 @@ stale bytes (0xEE). Handles 1 and 2 are the legacy and per-thread default
 streams; others are created from 0x5000 up and never 0.
 
 The same arrays also export DLPack (__dlpack__, __dlpack_device__: kDLCUDA,
-device 0) describing the same memory, so the cai.agree.* rules compare the
-two descriptions (metadata only: nothing reads the tensor's data).
+device 0), and the one-dimensional C-contiguous ones of a primitive Arrow
+type an Arrow device array (__arrow_c_device_array__: ARROW_DEVICE_CUDA,
+device 0), describing the same memory, so the cai.agree.* rules compare the
+descriptions (metadata only: nothing reads the data through them).
 
 ARROWCERT_CAI_MUTANT selects a mutant (unset: correct): each breaks exactly
 the cai.* rule named in MUTANTS (harness/tests/cai.rs proves each is caught,
@@ -51,6 +53,12 @@ MUTANTS = {
     "dlpack-dtype": "cai.agree.dtype",
     "dlpack-device": "cai.agree.device",
     "dlpack-readonly": "cai.agree.readonly",
+    # The Arrow device array says something else than the dict does.
+    "arrow-pointer": "cai.agree.pointer",
+    "arrow-length": "cai.agree.shape",
+    "arrow-strided": "cai.agree.strides",
+    "arrow-format": "cai.agree.dtype",
+    "arrow-device": "cai.agree.device",
     # The consumer side (cai_consume).
     "consumer-no-sync": "cai.consumer.sync",
 }
@@ -356,8 +364,125 @@ def _dlpack_capsule(a, versioned):
                               ctypes.cast(_DESTROY[versioned], ctypes.c_void_p))
 
 
+# ---- the Arrow C device interface over the same memory, through ctypes ----
+
+ARROW_DEVICE_CPU, ARROW_DEVICE_CUDA = 1, 2
+# Primitive formats by typestr kind and size; arrow-format: another type of
+# the same size.
+_ARROW_FORMAT = {("i", 1): b"c", ("u", 1): b"C", ("i", 2): b"s", ("u", 2): b"S",
+                 ("i", 4): b"i", ("u", 4): b"I", ("i", 8): b"l", ("u", 8): b"L",
+                 ("f", 2): b"e", ("f", 4): b"f", ("f", 8): b"g"}
+_ARROW_OTHER = {b"c": b"C", b"C": b"c", b"s": b"S", b"S": b"s", b"i": b"I", b"I": b"i",
+                b"l": b"L", b"L": b"l", b"e": b"s", b"f": b"i", b"g": b"l"}
+_SCHEMA_RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_ARRAY_RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _Schema(ctypes.Structure):
+    _fields_ = [("format", ctypes.c_char_p), ("name", ctypes.c_char_p),
+                ("metadata", ctypes.c_char_p), ("flags", ctypes.c_int64),
+                ("n_children", ctypes.c_int64), ("children", ctypes.c_void_p),
+                ("dictionary", ctypes.c_void_p), ("release", _SCHEMA_RELEASE),
+                ("private_data", ctypes.c_void_p)]
+
+
+class _Array(ctypes.Structure):
+    _fields_ = [("length", ctypes.c_int64), ("null_count", ctypes.c_int64),
+                ("offset", ctypes.c_int64), ("n_buffers", ctypes.c_int64),
+                ("n_children", ctypes.c_int64), ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+                ("children", ctypes.c_void_p), ("dictionary", ctypes.c_void_p),
+                ("release", _ARRAY_RELEASE), ("private_data", ctypes.c_void_p)]
+
+
+class _DeviceArray(ctypes.Structure):
+    _fields_ = [("array", _Array), ("device_id", ctypes.c_int64),
+                ("device_type", ctypes.c_int32), ("sync_event", ctypes.c_void_p),
+                ("reserved", ctypes.c_int64 * 3)]
+
+
+# What a live export holds (its format, its buffer list, the array whose
+# memory it points at), by the token in private_data: a moved structure
+# keeps its private_data, so the release callback finds it wherever it is.
+_ARROW_LIVE = {}
+# The structures the capsules point at, until the capsules die.
+_ARROW_HELD = {}
+_TOKENS = iter(range(1, 1 << 62))
+
+
+@_SCHEMA_RELEASE
+def _release_schema(addr):
+    s = _Schema.from_address(addr)
+    _ARROW_LIVE.pop(s.private_data, None)
+    s.release = _SCHEMA_RELEASE()
+
+
+@_ARRAY_RELEASE
+def _release_array(addr):
+    a = _Array.from_address(addr)
+    _ARROW_LIVE.pop(a.private_data, None)
+    a.release = _ARRAY_RELEASE()
+
+
+def _arrow_destructor(name, kind):
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    def destroy(capsule):
+        # An unconsumed capsule releases what it holds; a moved structure is
+        # marked released (release NULL) by its consumer.
+        addr = _API.PyCapsule_GetPointer(capsule, name)
+        s = kind.from_address(addr)
+        release = s.array.release if kind is _DeviceArray else s.release
+        if release:
+            release(addr)
+        _ARROW_HELD.pop(addr, None)
+    return destroy
+
+
+_DESTROY_SCHEMA = _arrow_destructor(b"arrow_schema", _Schema)
+_DESTROY_DEVICE_ARRAY = _arrow_destructor(b"arrow_device_array", _DeviceArray)
+
+
+def _arrow_exportable(a):
+    return (len(a.shape) == 1 and (a.strides is None or MUTANT == "arrow-strided")
+            and (a.typestr[1], a.itemsize) in _ARROW_FORMAT)
+
+
+class ArrowSoftArray(SoftArray):
+    """A one-dimensional array of a primitive Arrow type: also exported
+    through the Arrow PyCapsule interface's __arrow_c_device_array__."""
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        m = MUTANT
+        fmt = _ARROW_FORMAT[(self.typestr[1], self.itemsize)]
+        if m == "arrow-format":
+            fmt = _ARROW_OTHER[fmt]
+        length = self.shape[0] + (1 if m == "arrow-length" else 0)
+        data = self.ptr + (self.itemsize if m == "arrow-pointer" and self.ptr else 0)
+        buffers = (ctypes.c_void_p * 2)(None, data or None)
+        token = next(_TOKENS)
+        _ARROW_LIVE[token] = (fmt, buffers, self)
+        _ARROW_LIVE[token + (1 << 62)] = (fmt, buffers, self)
+        schema = _Schema(format=fmt, name=None, metadata=None, flags=2, n_children=0,
+                         children=None, dictionary=None, release=_release_schema,
+                         private_data=token)
+        array = _Array(length=length, null_count=0, offset=0, n_buffers=2, n_children=0,
+                       buffers=ctypes.cast(buffers, ctypes.POINTER(ctypes.c_void_p)),
+                       children=None, dictionary=None, release=_release_array,
+                       private_data=token + (1 << 62))
+        device = ARROW_DEVICE_CPU if m == "arrow-device" else ARROW_DEVICE_CUDA
+        dev = _DeviceArray(array=array, device_id=0, device_type=device, sync_event=None)
+        for struct in (schema, dev):
+            _ARROW_HELD[ctypes.addressof(struct)] = struct
+        return (_API.PyCapsule_New(ctypes.addressof(schema), b"arrow_schema",
+                                   ctypes.cast(_DESTROY_SCHEMA, ctypes.c_void_p)),
+                _API.PyCapsule_New(ctypes.addressof(dev), b"arrow_device_array",
+                                   ctypes.cast(_DESTROY_DEVICE_ARRAY, ctypes.c_void_p)))
+
+
 def cai_object(spec):
-    return SoftArray(spec)
+    a = SoftArray(spec)
+    if _arrow_exportable(a):
+        a.__class__ = ArrowSoftArray
+    return a
 
 
 def cai_synchronize(stream):

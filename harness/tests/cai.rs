@@ -6,7 +6,10 @@
 //! table) is reported under exactly the rule it breaks; the table is
 //! written to docs/CAI_MUTANTS.md (`ARROWCERT_BLESS=1` rewrites it); the
 //! bundled GPU adapters skip with the reason where no driver is present;
-//! bad input is one line and exit 2.
+//! bad input is one line and exit 2. The software device also exports
+//! DLPack and an Arrow device array over the same memory, so the
+//! cai.agree.* rules are exercised (and each has dlpack-*/arrow-* mutants);
+//! an object exporting the CAI only leaves them not exercised, with why.
 //!
 //! They need a Python with a shared libpython (target/python-test/venv,
 //! `scripts/python/setup-test-env.sh`); CI sets
@@ -131,6 +134,62 @@ fn the_software_device_passes_every_cai_rule() {
         .map(|c| c.id.as_str())
         .collect();
     assert_eq!(consumer.len(), 2, "{text}");
+}
+
+/// An object that exports the CUDA Array Interface only (the software
+/// device's arrays behind a wrapper without __dlpack__): nothing to compare
+/// the dict with, so every cai.agree rule is not exercised, with why, and
+/// never passes.
+#[test]
+fn one_protocol_only_leaves_the_agree_rules_not_exercised() {
+    let Some(py) = python() else { return };
+    let dir = scratch("cai-only");
+    let adapter = dir.join("cai_only.py");
+    std::fs::write(
+        &adapter,
+        format!(
+            "import importlib.util\n\
+             _s = importlib.util.spec_from_file_location('softdevice', {:?})\n\
+             sd = importlib.util.module_from_spec(_s)\n\
+             _s.loader.exec_module(sd)\n\
+             NAME = 'CAI only'\n\
+             CAI_DEVICE = 'software'\n\
+             class Only:\n    \
+                 def __init__(self, a):\n        self._a = a\n    \
+                 @property\n    \
+                 def __cuda_array_interface__(self):\n        \
+                     return self._a.__cuda_array_interface__\n\
+             def cai_object(spec):\n    return Only(sd.cai_object(spec))\n\
+             cai_synchronize = sd.cai_synchronize\n\
+             cai_stream_alive = sd.cai_stream_alive\n\
+             cai_accessible = sd.cai_accessible\n",
+            softdevice().display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, r, text) = certify(&py, &adapter, false, "", "cai-only");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(with_verdict(&r, Verdict::Fail).is_empty(), "{text}");
+    let skipped = with_verdict(&r, Verdict::Skip);
+    for rule in arrowcert::cai::agree::AGREE_RULES {
+        assert!(skipped.contains(rule), "{rule} is not skipped\n{text}");
+    }
+    assert_eq!(
+        skipped.len(),
+        arrowcert::cai::agree::AGREE_RULES.len(),
+        "{text}"
+    );
+    for c in &r.cases {
+        for rule in arrowcert::cai::agree::AGREE_RULES {
+            assert!(!c.checked.iter().any(|x| x == rule), "{}: {rule}", c.id);
+            let n = c.not_exercised.iter().find(|n| n.rule == rule);
+            assert!(
+                n.is_some_and(|n| n.reason.contains("the CUDA Array Interface only")),
+                "{}: {rule}: {n:?}",
+                c.id
+            );
+        }
+    }
 }
 
 #[test]

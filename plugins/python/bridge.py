@@ -981,6 +981,21 @@ def _cai_protocols(args, text):
                               "arrow_device_array": hasattr(obj, "__arrow_c_device_array__")})
 
 
+def _cai_arrow(args, text):
+    """The producer's object (args[0], a handle) exported through
+    __arrow_c_device_array__() and moved to the harness's ArrowSchema
+    (args[1]) and ArrowDeviceArray (args[2]), as a PyCapsule consumer
+    does."""
+    import ctypes
+    obj = ctypes.cast(args[0], ctypes.py_object).value
+    try:
+        s, a = obj.__arrow_c_device_array__()
+        C.capsules_move(s, a, "arrow_device_array", args[1], args[2])
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return None, "{}"
+
+
 class HarnessCAI:
     """The harness's array for a consumer: the device's array (the
     adapter's cai_device_array(spec); the harness has no device of its
@@ -1013,6 +1028,7 @@ def _cai_consume(args, text):
 _DLPACK_OPS["cai_consume"] = _cai_consume
 _DLPACK_OPS.update({"cai_offers": _cai_offers, "cai_load": _cai_load,
                     "cai_export": _cai_export, "cai_protocols": _cai_protocols,
+                    "cai_arrow": _cai_arrow,
                     "cai_sync": _cai_sync,
                     "cai_stream_alive": _cai_stream_alive, "cai_accessible": _cai_accessible})
 

@@ -43,6 +43,10 @@ pub struct Described {
     pub read_only: Result<bool, String>,
 }
 
+/// One rule against the descriptions: Ok(None) agrees, Ok(Some((at,
+/// evidence))) differs, Err(why) cannot be compared.
+type Verdict = Result<Option<(String, String)>, String>;
+
 /// The CUDA device types: kDLCUDA / ARROW_DEVICE_CUDA (2),
 /// kDLCUDAHost / ARROW_DEVICE_CUDA_HOST (3, pinned host memory CUDA
 /// addresses) and kDLCUDAManaged / ARROW_DEVICE_CUDA_MANAGED (13).
@@ -130,7 +134,7 @@ pub fn from_dlpack(o: &Observed, device_call: Option<(i32, i32)>) -> Described {
 /// failed keep their CAI side out of it ([`judged_by`]). A rule no
 /// description can judge is not exercised, with every reason.
 pub fn judge(j: &mut Judged, l: &Layout, others: &[Described]) {
-    let mut out: Vec<(&'static str, Result<Option<(String, String)>, String>)> = Vec::new();
+    let mut out: Vec<(&'static str, Verdict)> = Vec::new();
     for rule in AGREE_RULES {
         if let Some(r) = judged_by(rule).iter().find(|r| j.failed(r)) {
             out.push((
@@ -207,9 +211,8 @@ fn typestr_of(e: (char, usize)) -> String {
     format!("{}{}", e.0, e.1)
 }
 
-/// One rule against one description: Ok(None) agrees, Ok(Some((at,
-/// evidence))) differs, Err(why) cannot be compared.
-fn one(rule: &str, l: &Layout, d: &Described) -> Result<Option<(String, String)>, String> {
+/// One rule against one description.
+fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
     let differs = |entry: &str, evidence: String| {
         Ok(Some((
             format!("__cuda_array_interface__[\"{entry}\"]"),

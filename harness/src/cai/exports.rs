@@ -1,8 +1,9 @@
 //! The other protocols a CAI producer's object exports (issue 42 item 4):
 //! which of `__dlpack__`, `__dlpack_device__` and
-//! `__arrow_c_device_array__` it has, and its DLPack tensor, fetched
-//! through the bridge and read by the harness's capsule reader, for
-//! [`super::agree`] to compare with the CAI dict.
+//! `__arrow_c_device_array__` it has; its DLPack tensor, fetched through
+//! the bridge and read by the harness's capsule reader, and its Arrow
+//! device array ([`super::arrow`]), for [`super::agree`] to compare with
+//! the CAI dict.
 
 use super::agree::{self, Described};
 use super::check::Judged;
@@ -130,7 +131,12 @@ pub fn judge(bridge: &Bridge, obj: Handle, j: &mut Judged) {
     }
     let mut others = Vec::new();
     let mut why = Vec::new();
-    for got in [dlpack(bridge, obj, offers)] {
+    let arrow = if offers.arrow_device_array {
+        super::arrow::described(bridge, obj, l.shape.len())
+    } else {
+        Err("the object has no __arrow_c_device_array__".into())
+    };
+    for got in [dlpack(bridge, obj, offers), arrow] {
         match got {
             Ok(d) => others.push(d),
             Err(e) => why.push(e),
