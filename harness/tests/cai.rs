@@ -192,6 +192,91 @@ fn one_protocol_only_leaves_the_agree_rules_not_exercised() {
     }
 }
 
+/// Real DLPack and Arrow producers (NumPy's __dlpack__, pyarrow's
+/// __arrow_c_device_array__, zero-copy) over the memory a dict built from
+/// NumPy's __array_interface__ describes: no false disagreement. Only the
+/// device differs (both say CPU, a CAI array is CUDA's), and says so.
+#[test]
+fn real_dlpack_and_arrow_exports_agree_but_for_their_cpu_device() {
+    let Some(py) = python() else { return };
+    let adapter = workspace_dir().join("harness/tests/fixtures/cai/numpy_as_cai.py");
+    let (code, r, text) = certify(&py, &adapter, false, "", "numpy-as-cai");
+    // A SHOULD rule failed: certified with findings, exit 0.
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        with_verdict(&r, Verdict::Fail),
+        BTreeSet::from(["cai.agree.device".to_string()]),
+        "{text}"
+    );
+    let passed = with_verdict(&r, Verdict::Pass);
+    for rule in arrowcert::cai::agree::AGREE_RULES {
+        assert!(
+            rule == "cai.agree.device" || passed.contains(rule),
+            "{rule}\n{text}"
+        );
+    }
+    for c in &r.cases {
+        let v = c
+            .violations
+            .iter()
+            .find(|v| v.rule == "cai.agree.device")
+            .unwrap_or_else(|| panic!("{}: no device disagreement\n{text}", c.id));
+        assert!(v.evidence.contains("(1, 0)"), "{}: {}", c.id, v.evidence);
+    }
+    // The read-only u1 array: NumPy's versioned tensor sets READ_ONLY, and
+    // that was compared, not skipped.
+    let u1 = r
+        .cases
+        .iter()
+        .find(|c| c.id == "cai/producer/u1-5")
+        .unwrap();
+    assert!(
+        u1.checked.iter().any(|x| x == "cai.agree.readonly"),
+        "{text}"
+    );
+    // pyarrow's export alone (no __dlpack__): compared where the array is
+    // one-dimensional, C-contiguous and not bool; elsewhere not exercised.
+    let report = scratch("cai").join("arrow-only.json");
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args(["certify", "--cai", "--producer"])
+        .arg(format!("py:{}", adapter.display()))
+        .arg("--report")
+        .arg(&report)
+        .env("ARROWCERT_FIXTURE_ARROW_ONLY", "1")
+        .env_remove("ARROWCERT_CAI_MUTANT")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    for c in &r.cases {
+        let arrow = ["cai/producer/u1-5", "cai/producer/f8-8-pending"].contains(&c.id.as_str());
+        let failed: Vec<&str> = c.violations.iter().map(|v| v.rule.as_str()).collect();
+        if arrow {
+            assert_eq!(failed, ["cai.agree.device"], "{}\n{text}", c.id);
+            assert!(c.violations[0].evidence.contains("ArrowDeviceArray"));
+            for rule in [
+                "cai.agree.pointer",
+                "cai.agree.shape",
+                "cai.agree.strides",
+                "cai.agree.dtype",
+            ] {
+                assert!(c.checked.iter().any(|x| x == rule), "{}: {rule}", c.id);
+            }
+        } else {
+            assert!(failed.is_empty(), "{}: {failed:?}\n{text}", c.id);
+            assert!(
+                c.not_exercised
+                    .iter()
+                    .any(|n| n.rule == "cai.agree.pointer" && n.reason.contains("no __dlpack__")),
+                "{}\n{text}",
+                c.id
+            );
+        }
+    }
+}
+
 #[test]
 fn every_cai_rule_has_a_mutant_reported_under_it_alone() {
     let Some(py) = python() else { return };

@@ -193,18 +193,26 @@ pub fn not_exercised(j: &mut Judged, why: &str) {
 }
 
 /// The CAI dict names no device id; two other protocols that name
-/// different ones for the same memory disagree with each other.
+/// different ones for the same memory, on the same CUDA device type,
+/// disagree with each other. (Ids of other types are not compared: Arrow
+/// gives the CPU -1, DLPack 0; and a library may label managed memory
+/// either way.)
 fn device_ids(others: &[Described]) -> Option<(String, String)> {
-    let all: Vec<&(&str, i32, i32)> = others.iter().flat_map(|d| &d.devices).collect();
-    let first = all.first()?;
-    let other = all.iter().find(|d| d.2 != first.2)?;
-    Some((
-        "__cuda_array_interface__".into(),
-        format!(
-            "the {} says device id {}, the {} device id {}: one memory, two devices",
-            first.0, first.2, other.0, other.2
-        ),
-    ))
+    let all: Vec<&(&str, i32, i32)> = others
+        .iter()
+        .flat_map(|d| &d.devices)
+        .filter(|d| CUDA_TYPES.contains(&d.1))
+        .collect();
+    all.iter().find_map(|a| {
+        let b = all.iter().find(|b| b.1 == a.1 && b.2 != a.2)?;
+        Some((
+            "__cuda_array_interface__".into(),
+            format!(
+                "the {} says device ({}, {}), the {} device ({}, {}): one memory, two devices",
+                a.0, a.1, a.2, b.0, b.1, b.2
+            ),
+        ))
+    })
 }
 
 fn typestr_of(e: (char, usize)) -> String {
@@ -436,7 +444,20 @@ mod tests {
         assert_eq!(failed(&layout(), &both), ["cai.agree.device"]);
         let mut j = Judged::default();
         judge(&mut j, &layout(), &both);
-        assert!(j.violations[0].evidence.contains("device id 1"));
+        assert!(j.violations[0].evidence.contains("device (2, 1)"));
+        // Ids of the CPU (Arrow -1, DLPack 0) are not compared: the CPU
+        // type itself is what fails.
+        let mut cpu = tensor();
+        cpu.device = DLDevice {
+            device_type: KDL_CPU,
+            device_id: 0,
+        };
+        let mut arrow = from_dlpack(&cpu, None);
+        arrow.devices = vec![("ArrowDeviceArray", KDL_CPU, -1)];
+        let mut j = Judged::default();
+        judge(&mut j, &layout(), &[from_dlpack(&cpu, None), arrow]);
+        assert_eq!(j.violations.len(), 1);
+        assert!(!j.violations[0].evidence.contains("two devices"));
     }
 
     #[test]

@@ -293,7 +293,7 @@ pub static CAI_RULES: &[Rule] = &[
         spec_file: CAI_SPEC,
         section: "CUDA Array Interface (Version 3)",
         quote: "The CUDA Array Interface (or CAI) is created for interoperability between different implementations of CUDA array-like objects in various projects.",
-        observation: "The DLTensor's device, what __dlpack_device__() returns (when the object has it) and the ArrowDeviceArray's device_type must each be a CUDA device type, which DLPack and Arrow number alike: CUDA (2), CUDA host (3, pinned host memory CUDA can address) or CUDA managed (13). Any other (CPU included) fails. The CAI dict names no device id; the ids the other protocols name must be one (one memory, one device).",
+        observation: "The DLTensor's device, what __dlpack_device__() returns (when the object has it) and the ArrowDeviceArray's device_type must each be a CUDA device type, which DLPack and Arrow number alike: CUDA (2), CUDA host (3, pinned host memory CUDA can address) or CUDA managed (13). Any other (CPU included) fails. The CAI dict names no device id; the ids the other protocols name for the same CUDA device type must be one (one memory, one device); ids of other types are not compared (Arrow gives the CPU -1 where DLPack gives 0).",
         inferred: Some(AGREE_INFERRED),
     },
     Rule {
