@@ -4,7 +4,9 @@
 //! ([`super::check`]) and then, where it can reach the memory, plays a
 //! strict consumer: it synchronizes on the exported stream only, reads the
 //! values, synchronizes the whole device, reads again, drops the dict and
-//! reads a third time.
+//! reads a third time. Last, where the object also exports DLPack or an
+//! Arrow device array, it compares their descriptions with the dict's
+//! ([`super::exports`], the `cai.agree.*` rules).
 //!
 //! Memory is reachable on the software device (adapters/cai/softdevice.py:
 //! host memory, read through process_vm_readv). CUDA memory needs a driver,
