@@ -66,10 +66,11 @@ gpu CASES="20" GPU_PYTHON="python3":
         --library cupy=py:adapters/dlpack/cupy.py --library torch=py:adapters/dlpack/torch_cuda.py \
         --out reports/gpu --expectations expectations
     # The CUDA Array Interface (docs/CAI.md) of CuPy, Numba and PyTorch
-    # from GPU_PYTHON: the dict rules are judged; the memory rules
-    # (cai.values, cai.producer.sync, the lifetimes) are not exercised by
-    # this version (it does not read CUDA memory yet), so these runs are
-    # not certified and may exit non-zero.
+    # from GPU_PYTHON: the dict rules are judged, and the cai.agree.* rules
+    # against each library's own __dlpack__ (CuPy, PyTorch; Numba's arrays
+    # have none); the memory rules (cai.values, cai.producer.sync, the
+    # lifetimes) are not exercised by this version (it does not read CUDA
+    # memory yet), so these runs are not certified and may exit non-zero.
     for lib in cupy numba torch; do \
         target/release/arrowcert --python {{GPU_PYTHON}} certify --cai \
             --producer py:adapters/cai/$lib.py --report reports/gpu/cai-$lib.json || true; \

@@ -1,6 +1,10 @@
 """CuPy's __cuda_array_interface__ (docs/CAI.md). Needs CuPy and a CUDA
 device: without a driver every case is SKIPPED with the reason. The library
-is imported when a case runs, so a machine without it reports that too."""
+is imported when a case runs, so a machine without it reports that too.
+
+cai_object returns CuPy's own ndarray, which also offers its DLPack
+(__dlpack__, __dlpack_device__): the cai.agree.* rules compare that DLTensor
+with the dict (metadata only, no device read)."""
 
 NAME = "CuPy (CUDA Array Interface)"
 CAI_DEVICE = "cuda"

@@ -4,7 +4,12 @@ SKIPPED with the reason. Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) is
 no substitute: its FakeCUDAArray has no __cuda_array_interface__ (Numba
 0.68.1; numba-cuda 0.30.4's simulator needs libcudart to import), so the
 interface cannot be certified on it: adapters/cai/softdevice.py is the
-software device instead."""
+software device instead.
+
+cai_object returns Numba's own device array: where the installed numba.cuda
+gives it a __dlpack__ (or __arrow_c_device_array__), the cai.agree.* rules
+compare it with the dict; where it exports the CUDA Array Interface only,
+they are not exercised, with that reason (never a pass)."""
 
 NAME = "Numba (numba.cuda, CUDA Array Interface)"
 CAI_DEVICE = "cuda"

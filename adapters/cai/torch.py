@@ -1,7 +1,11 @@
 """PyTorch's CUDA tensors through __cuda_array_interface__ (docs/CAI.md).
 Needs PyTorch with CUDA and a device: without a driver every case is SKIPPED
 with the reason. An exception in cai_object (a dtype PyTorch cannot hold)
-is a limitation of that case."""
+is a limitation of that case.
+
+cai_object returns the torch.Tensor itself, which also offers its DLPack
+(__dlpack__, __dlpack_device__): the cai.agree.* rules compare that DLTensor
+with the dict (metadata only, no device read)."""
 
 NAME = "PyTorch (CUDA tensors, CUDA Array Interface)"
 CAI_DEVICE = "cuda"

@@ -6,7 +6,10 @@
 //! table) is reported under exactly the rule it breaks; the table is
 //! written to docs/CAI_MUTANTS.md (`ARROWCERT_BLESS=1` rewrites it); the
 //! bundled GPU adapters skip with the reason where no driver is present;
-//! bad input is one line and exit 2.
+//! bad input is one line and exit 2. The software device also exports
+//! DLPack and an Arrow device array over the same memory, so the
+//! cai.agree.* rules are exercised (and each has dlpack-*/arrow-* mutants);
+//! an object exporting the CAI only leaves them not exercised, with why.
 //!
 //! They need a Python with a shared libpython (target/python-test/venv,
 //! `scripts/python/setup-test-env.sh`); CI sets
@@ -131,6 +134,147 @@ fn the_software_device_passes_every_cai_rule() {
         .map(|c| c.id.as_str())
         .collect();
     assert_eq!(consumer.len(), 2, "{text}");
+}
+
+/// An object that exports the CUDA Array Interface only (the software
+/// device's arrays behind a wrapper without __dlpack__): nothing to compare
+/// the dict with, so every cai.agree rule is not exercised, with why, and
+/// never passes.
+#[test]
+fn one_protocol_only_leaves_the_agree_rules_not_exercised() {
+    let Some(py) = python() else { return };
+    let dir = scratch("cai-only");
+    let adapter = dir.join("cai_only.py");
+    std::fs::write(
+        &adapter,
+        format!(
+            "import importlib.util\n\
+             _s = importlib.util.spec_from_file_location('softdevice', {:?})\n\
+             sd = importlib.util.module_from_spec(_s)\n\
+             _s.loader.exec_module(sd)\n\
+             NAME = 'CAI only'\n\
+             CAI_DEVICE = 'software'\n\
+             class Only:\n    \
+                 def __init__(self, a):\n        self._a = a\n    \
+                 @property\n    \
+                 def __cuda_array_interface__(self):\n        \
+                     return self._a.__cuda_array_interface__\n\
+             def cai_object(spec):\n    return Only(sd.cai_object(spec))\n\
+             cai_synchronize = sd.cai_synchronize\n\
+             cai_stream_alive = sd.cai_stream_alive\n\
+             cai_accessible = sd.cai_accessible\n",
+            softdevice().display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, r, text) = certify(&py, &adapter, false, "", "cai-only");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(with_verdict(&r, Verdict::Fail).is_empty(), "{text}");
+    let skipped = with_verdict(&r, Verdict::Skip);
+    for rule in arrowcert::cai::agree::AGREE_RULES {
+        assert!(skipped.contains(rule), "{rule} is not skipped\n{text}");
+    }
+    assert_eq!(
+        skipped.len(),
+        arrowcert::cai::agree::AGREE_RULES.len(),
+        "{text}"
+    );
+    for c in &r.cases {
+        for rule in arrowcert::cai::agree::AGREE_RULES {
+            assert!(!c.checked.iter().any(|x| x == rule), "{}: {rule}", c.id);
+            let n = c.not_exercised.iter().find(|n| n.rule == rule);
+            assert!(
+                n.is_some_and(|n| n.reason.contains("the CUDA Array Interface only")),
+                "{}: {rule}: {n:?}",
+                c.id
+            );
+        }
+    }
+}
+
+/// Real DLPack and Arrow producers (NumPy's __dlpack__, pyarrow's
+/// __arrow_c_device_array__, zero-copy) over the memory a dict built from
+/// NumPy's __array_interface__ describes: no false disagreement. Only the
+/// device differs (both say CPU, a CAI array is CUDA's), and says so.
+#[test]
+fn real_dlpack_and_arrow_exports_agree_but_for_their_cpu_device() {
+    let Some(py) = python() else { return };
+    let adapter = workspace_dir().join("harness/tests/fixtures/cai/numpy_as_cai.py");
+    let (code, r, text) = certify(&py, &adapter, false, "", "numpy-as-cai");
+    // A SHOULD rule failed: certified with findings, exit 0.
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        with_verdict(&r, Verdict::Fail),
+        BTreeSet::from(["cai.agree.device".to_string()]),
+        "{text}"
+    );
+    let passed = with_verdict(&r, Verdict::Pass);
+    for rule in arrowcert::cai::agree::AGREE_RULES {
+        assert!(
+            rule == "cai.agree.device" || passed.contains(rule),
+            "{rule}\n{text}"
+        );
+    }
+    for c in &r.cases {
+        let v = c
+            .violations
+            .iter()
+            .find(|v| v.rule == "cai.agree.device")
+            .unwrap_or_else(|| panic!("{}: no device disagreement\n{text}", c.id));
+        assert!(v.evidence.contains("(1, 0)"), "{}: {}", c.id, v.evidence);
+    }
+    // The read-only u1 array: NumPy's versioned tensor sets READ_ONLY, and
+    // that was compared, not skipped.
+    let u1 = r
+        .cases
+        .iter()
+        .find(|c| c.id == "cai/producer/u1-5")
+        .unwrap();
+    assert!(
+        u1.checked.iter().any(|x| x == "cai.agree.readonly"),
+        "{text}"
+    );
+    // pyarrow's export alone (no __dlpack__): compared where the array is
+    // one-dimensional, C-contiguous and not bool; elsewhere not exercised.
+    let report = scratch("cai").join("arrow-only.json");
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args(["certify", "--cai", "--producer"])
+        .arg(format!("py:{}", adapter.display()))
+        .arg("--report")
+        .arg(&report)
+        .env("ARROWCERT_FIXTURE_ARROW_ONLY", "1")
+        .env_remove("ARROWCERT_CAI_MUTANT")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    for c in &r.cases {
+        let arrow = ["cai/producer/u1-5", "cai/producer/f8-8-pending"].contains(&c.id.as_str());
+        let failed: Vec<&str> = c.violations.iter().map(|v| v.rule.as_str()).collect();
+        if arrow {
+            assert_eq!(failed, ["cai.agree.device"], "{}\n{text}", c.id);
+            assert!(c.violations[0].evidence.contains("ArrowDeviceArray"));
+            for rule in [
+                "cai.agree.pointer",
+                "cai.agree.shape",
+                "cai.agree.strides",
+                "cai.agree.dtype",
+            ] {
+                assert!(c.checked.iter().any(|x| x == rule), "{}: {rule}", c.id);
+            }
+        } else {
+            assert!(failed.is_empty(), "{}: {failed:?}\n{text}", c.id);
+            assert!(
+                c.not_exercised
+                    .iter()
+                    .any(|n| n.rule == "cai.agree.pointer" && n.reason.contains("no __dlpack__")),
+                "{}\n{text}",
+                c.id
+            );
+        }
+    }
 }
 
 #[test]

@@ -972,6 +972,30 @@ def _cai_accessible(args, text):
     return None, _json.dumps(out)
 
 
+def _cai_protocols(args, text):
+    """Which other protocols the producer's object exports (the
+    cai.agree.* rules compare them with its dict)."""
+    obj = args[0]
+    return None, _json.dumps({"dlpack": hasattr(obj, "__dlpack__"),
+                              "dlpack_device": hasattr(obj, "__dlpack_device__"),
+                              "arrow_device_array": hasattr(obj, "__arrow_c_device_array__")})
+
+
+def _cai_arrow(args, text):
+    """The producer's object (args[0], a handle) exported through
+    __arrow_c_device_array__() and moved to the harness's ArrowSchema
+    (args[1]) and ArrowDeviceArray (args[2]), as a PyCapsule consumer
+    does."""
+    import ctypes
+    obj = ctypes.cast(args[0], ctypes.py_object).value
+    try:
+        s, a = obj.__arrow_c_device_array__()
+        C.capsules_move(s, a, "arrow_device_array", args[1], args[2])
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e)})
+    return None, "{}"
+
+
 class HarnessCAI:
     """The harness's array for a consumer: the device's array (the
     adapter's cai_device_array(spec); the harness has no device of its
@@ -1003,7 +1027,9 @@ def _cai_consume(args, text):
 
 _DLPACK_OPS["cai_consume"] = _cai_consume
 _DLPACK_OPS.update({"cai_offers": _cai_offers, "cai_load": _cai_load,
-                    "cai_export": _cai_export, "cai_sync": _cai_sync,
+                    "cai_export": _cai_export, "cai_protocols": _cai_protocols,
+                    "cai_arrow": _cai_arrow,
+                    "cai_sync": _cai_sync,
                     "cai_stream_alive": _cai_stream_alive, "cai_accessible": _cai_accessible})
 
 
@@ -1015,7 +1041,7 @@ def dlpack_call(op, args, text):
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
     if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive",
-              "writeable", "cai_export"):
+              "writeable", "cai_export", "cai_protocols"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

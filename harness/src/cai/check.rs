@@ -39,6 +39,10 @@ pub struct Layout {
     pub element: Option<(char, usize)>,
     /// The size of one element, when typestr reads.
     pub itemsize: Option<usize>,
+    /// typestr as [`parse_typestr`] reads it: (byte order, kind, size).
+    pub typestr: Option<(char, char, usize)>,
+    /// The read-only flag of data, when it is a bool.
+    pub read_only: Option<bool>,
     pub stream: Stream,
 }
 
@@ -440,12 +444,18 @@ pub fn check(top: &Py) -> Judged {
         (comparable && (order == '<' || order == '|') && cfg!(target_endian = "little"))
             .then_some((kind, size))
     });
+    let read_only = match data.and_then(Py::items).and_then(|t| t.get(1)) {
+        Some(Py::Bool(b)) => Some(*b),
+        _ => None,
+    };
     j.layout = Some(Layout {
         ptr,
         shape: shape_v,
         strides: strides_v,
         element,
         itemsize,
+        typestr: parsed,
+        read_only,
         stream,
     });
     j
@@ -669,6 +679,8 @@ mod tests {
             strides: vec![-8],
             element: Some(('f', 8)),
             itemsize: Some(8),
+            typestr: Some(('<', 'f', 8)),
+            read_only: Some(false),
             stream: Stream::None,
         };
         assert_eq!(l.extent(8), Some((-16, 24)));

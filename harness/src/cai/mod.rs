@@ -3,11 +3,16 @@
 //! [`value`] is the typed description of a dict the Python bridge sends,
 //! [`check`] the pure checker of the dict's rules, [`run`] the cases that
 //! play a strict consumer against it, [`consumer`] the cases that judge a
-//! consumer (docs/CAI.md).
+//! consumer, [`exports`] the object's other protocols (its DLPack and,
+//! through [`arrow`], its Arrow device array) and
+//! [`agree`] whether they say what the dict says (docs/CAI.md).
 
 #![forbid(unsafe_code)]
 
+pub mod agree;
+pub mod arrow;
 pub mod check;
 pub mod consumer;
+pub mod exports;
 pub mod run;
 pub mod value;

@@ -4,7 +4,9 @@
 //! ([`super::check`]) and then, where it can reach the memory, plays a
 //! strict consumer: it synchronizes on the exported stream only, reads the
 //! values, synchronizes the whole device, reads again, drops the dict and
-//! reads a third time.
+//! reads a third time. Last, where the object also exports DLPack or an
+//! Arrow device array, it compares their descriptions with the dict's
+//! ([`super::exports`], the `cai.agree.*` rules).
 //!
 //! Memory is reachable on the software device (adapters/cai/softdevice.py:
 //! host memory, read through process_vm_readv). CUDA memory needs a driver,
@@ -383,6 +385,9 @@ fn judge_object(bridge: &Bridge, obj: Handle, spec: &CaseSpec, reach: &Reach) ->
     if let Some(d) = dict {
         bridge.drop_handle(d);
     }
+    // After the memory steps (which judge the dict against the data), so
+    // that a CAI entry already known wrong is not reported again.
+    super::exports::judge(bridge, obj, &mut s.j);
     s.j
 }
 
@@ -676,6 +681,8 @@ mod tests {
             strides: vec![16, 4],
             element: Some(('i', 4)),
             itemsize: Some(4),
+            typestr: Some(('<', 'i', 4)),
+            read_only: Some(false),
             stream: Stream::None,
         };
         let got = read_elements(&l, 4).unwrap();

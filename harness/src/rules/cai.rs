@@ -13,6 +13,11 @@ pub const CAI_SPEC: &str = "CudaArrayInterface.rst";
 const SPEC_SECTION: &str = "Python Interface Specification";
 const MUST_CONTAIN: &str = "The __cuda_array_interface__ attribute returns a dictionary (dict) that must contain the following entries:";
 
+/// Why the `cai.agree.*` rules are inferred.
+const AGREE_INFERRED: &str = "no text says that two protocols' descriptions of one object agree; each describes the object it is exported from (the CAI dict's entries; DLPack's from_dlpack returns \"an array containing the data in x\"; an Arrow device array describes its data), so two descriptions of one object that differ cannot both be right";
+
+const AGREE_HOW_POINTER: &str = "Where the producer's object also has __dlpack__, the harness calls it (max_version=(1, 0), without it if the object refuses the keyword), reads the capsule's DLTensor and drops the capsule; where it has __arrow_c_device_array__ and the CAI array is one-dimensional, it moves the ArrowSchema and ArrowDeviceArray out of their capsules, reads the format, length, offset, buffer list and device, and releases them. No device memory is read: the comparison is of metadata. The address of element 0 (DLPack: data + byte_offset; Arrow: buffers[1] + offset x the element size) must be the dict's data pointer. An array without elements is not compared (CAI gives 0 for it, DLPack any pointer). Where the object exports the CUDA Array Interface only, every cai.agree rule is not exercised, with the reason; where the case already failed a rule that judges the same CAI entry (cai.data.accessible, cai.data.lifetime for the pointer; cai.strides, cai.values for strides; cai.shape, cai.typestr, cai.typestr.format, cai.data), the agree rule is not exercised, so that one fault is reported once.";
+
 pub static CAI_RULES: &[Rule] = &[
     Rule {
         id: "cai.dict",
@@ -229,6 +234,79 @@ pub static CAI_RULES: &[Rule] = &[
         quote: "Obtaining the value of the __cuda_array_interface__ property of any object has no effect on the lifetime of the object from which it was created.",
         observation: "After reading the values, the harness drops the dict (keeping the object), collects garbage, and reads the same bytes again: a range no longer in a live allocation of the device, or different bytes, fails. Software device only, as cai.values.",
         inferred: Some("the text says the dict has no effect on the object's lifetime and the user keeps the owner alive; that the memory the dict points at lives as long as that object does, not as long as the dict, is implied"),
+    },
+    // ---- across protocols (issue 42 item 4): the same object's DLPack and Arrow device array ----
+    Rule {
+        id: "cai.agree.pointer",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports __dlpack__ or __arrow_c_device_array__, each puts element 0 at the CAI data pointer",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "The first element is the data pointer as a Python int (or long).",
+        observation: AGREE_HOW_POINTER,
+        inferred: Some(AGREE_INFERRED),
+    },
+    Rule {
+        id: "cai.agree.shape",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports __dlpack__ or __arrow_c_device_array__, each gives the CAI shape",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "A tuple of int (or long) representing the size of each dimension.",
+        observation: "The DLTensor's ndim and shape, and the ArrowDeviceArray's length (the one dimension of a one-dimensional CAI array), are compared with the dict's shape: another number of dimensions or another size fails. A shape that cannot be read leaves the rule not exercised with that protocol.",
+        inferred: Some(AGREE_INFERRED),
+    },
+    Rule {
+        id: "cai.agree.strides",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports __dlpack__ or __arrow_c_device_array__, its strides and the CAI strides step over the same bytes",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "If strides is not given, or it is None, the array is in C-contiguous layout.",
+        observation: "All are turned into bytes: CAI's strides as given (C-contiguous when absent or None), DLPack's times its element size (C-contiguous when NULL: \"can be NULL, indicating tensor is compact and row-majored\"), an Arrow primitive array's the element size (its values are contiguous). They are compared along every dimension of more than one element (the stride of a dimension of size 0 or 1 steps over nothing): a difference fails. Not exercised when the shapes differ (cai.agree.shape), when the array has no elements, or when an element size is not a whole number of bytes.",
+        inferred: Some(AGREE_INFERRED),
+    },
+    Rule {
+        id: "cai.agree.dtype",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports __dlpack__ or __arrow_c_device_array__, its element type is the CAI typestr's",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "The type string. This has the same definition as typestr in the numpy array interface.",
+        observation: "A little-endian or byte-order-free typestr of kind i, u, f, c or b is turned into the DLDataType it names (i: kDLInt, u: kDLUInt, f: kDLFloat, c: kDLComplex, b1: kDLBool with 8 bits; bits = 8 x size; lanes 1) and compared with the capsule's dtype; an Arrow primitive format reads as the typestr it matches (c C s S i I l L e f g: i1 u1 i2 u2 i4 u4 i8 u8 f2 f4 f8). Another type fails; an Arrow format of no such type (booleans are bits in Arrow, bytes in CAI) is not compared. Other typestrs (datetimes, strings, records, a byte order other than this machine's) have no DLPack type to compare with: not exercised, with the reason.",
+        inferred: Some(AGREE_INFERRED),
+    },
+    Rule {
+        id: "cai.agree.device",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports __dlpack__ or __arrow_c_device_array__, each places the data on one CUDA device",
+        spec_file: CAI_SPEC,
+        section: "CUDA Array Interface (Version 3)",
+        quote: "The CUDA Array Interface (or CAI) is created for interoperability between different implementations of CUDA array-like objects in various projects.",
+        observation: "The DLTensor's device, what __dlpack_device__() returns (when the object has it) and the ArrowDeviceArray's device_type must each be a CUDA device type, which DLPack and Arrow number alike: CUDA (2), CUDA host (3, pinned host memory CUDA can address) or CUDA managed (13). Any other (CPU included) fails. The CAI dict names no device id; the ids the other protocols name for the same CUDA device type must be one (one memory, one device); ids of other types are not compared (Arrow gives the CPU -1 where DLPack gives 0).",
+        inferred: Some(AGREE_INFERRED),
+    },
+    Rule {
+        id: "cai.agree.readonly",
+        level: Level::Should,
+        side: Side::Producer,
+        area: "cai",
+        summary: "where the object also exports a versioned DLPack tensor, its READ_ONLY flag is the CAI read-only flag",
+        spec_file: CAI_SPEC,
+        section: SPEC_SECTION,
+        quote: "The second element is the read-only flag as a Python bool.",
+        observation: "The harness asks __dlpack__ for a DLManagedTensorVersioned (max_version=(1, 0)) and compares bit DLPACK_FLAG_BITMASK_READ_ONLY of its flags with the second element of the dict's data: set for a writable CAI array, or clear for a read-only one, fails. A legacy DLManagedTensor has no flags, nor has the Arrow C device interface: not exercised, with the reason; so is a data flag that is not a bool (cai.data).",
+        inferred: Some(AGREE_INFERRED),
     },
     // ---- the consumer (the harness exports) ----
     Rule {
