@@ -1308,6 +1308,72 @@ fn after_a_producer_crash_the_consumer_is_loaded_only_when_a_case_calls_it() {
     assert_eq!(pids.len(), 2, "{loads:?}");
 }
 
+/// Damage one case leaves for the next (a library's overflow that does not
+/// crash where it happens) kills the worker in a later case: that case runs
+/// again first thing in a fresh worker, keeps the verdict it gets there,
+/// and says what happened. A crash that happens alone too stays a crash.
+#[test]
+fn a_crash_after_other_cases_is_run_again_alone() {
+    let cases = [
+        "array/primitive/batch:0",
+        "array/primitive/batch:1",
+        "array/primitive/batch:2",
+    ];
+    let run = roundtrip(
+        faulty("producer", "SEGV_AFTER_FIRST_CALL")
+            .to_str()
+            .unwrap(),
+        "reference",
+        &cases,
+        &[],
+    );
+    let r = run.report.expect("a report");
+    for id in cases {
+        let c = case(&r, id);
+        assert_ne!(c.verdict, Verdict::Crash, "{id}: {c:?}");
+    }
+    let noted: Vec<&Case> = cases
+        .iter()
+        .map(|id| case(&r, id))
+        .filter(|c| {
+            c.message
+                .as_deref()
+                .is_some_and(|m| m.contains(arrowcert::run::NOT_REPRODUCED_ALONE))
+        })
+        .collect();
+    // Every case but the first of each worker (two job slots) crashed in a
+    // worker that had run one before it.
+    assert!((1..cases.len()).contains(&noted.len()), "{:?}", r.cases);
+    for c in noted {
+        let m = c.message.as_deref().unwrap();
+        assert!(
+            m.contains("SIGSEGV") && m.contains("after 1 other case"),
+            "{m}"
+        );
+    }
+
+    // A crash on every call: each case crashes first thing in its worker,
+    // so there is nothing to run again; crashes stay crashes.
+    let run = roundtrip(
+        faulty("producer", "SEGV_PRODUCE").to_str().unwrap(),
+        "reference",
+        &cases,
+        &[],
+    );
+    let r = run.report.expect("a report");
+    for id in cases {
+        let c = case(&r, id);
+        assert_eq!(c.verdict, Verdict::Crash, "{id}: {c:?}");
+        assert!(
+            !c.message
+                .as_deref()
+                .unwrap_or("")
+                .contains(arrowcert::run::NOT_REPRODUCED_ALONE),
+            "{c:?}"
+        );
+    }
+}
+
 #[test]
 fn a_stop_signal_to_the_matrix_alone_stops_its_running_unit_and_writes_no_matrix() {
     // As `kill PID` or a CI runner's cancel sends it.

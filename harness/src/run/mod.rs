@@ -285,6 +285,9 @@ struct Worker {
     /// Started with its consumer deferred: not kept for another run (its
     /// identities are the producer's only).
     deferred: bool,
+    /// Cases it answered: a crash after some is confirmed alone
+    /// ([`slot_loop`]).
+    served: usize,
 }
 
 /// `ARROWCERT_PLUGIN_BACKTRACE=1`: workers run with `RUST_BACKTRACE=1`,
@@ -487,6 +490,7 @@ impl Worker {
             cases: 0,
             consumer_facts: None,
             deferred: defer.is_some(),
+            served: 0,
             crumbs,
             crumb_file,
         };
@@ -869,6 +873,34 @@ struct Failed {
     step: Option<String>,
 }
 
+/// A case that crashed its worker after `served` other cases and, run
+/// again first thing in a fresh worker, did not crash: its verdict is the
+/// one it got alone, and its message says what happened before.
+fn not_reproduced_alone(case: &mut Case, crash: &Case, served: usize) {
+    let note = format!(
+        "{NOT_REPRODUCED_ALONE}: it first ended its worker after {served} other case(s) ({}); alone, in a fresh worker, it ended {}: the damage was left by an earlier case of that worker",
+        crash.message.as_deref().unwrap_or("a crash"),
+        case.verdict.as_str(),
+    );
+    case.message = Some(match case.message.take() {
+        Some(m) => format!("{m} ({note})"),
+        None => note,
+    });
+}
+
+/// A crash confirmed alone: the case crashed again first thing in a fresh
+/// worker.
+fn crashed_alone_too(case: &mut Case, served: usize) {
+    if let Some(m) = case.message.as_mut() {
+        m.push_str(&format!(
+            " (it crashed after {served} other case(s) of a worker, and again alone, in a fresh worker)"
+        ));
+    }
+}
+
+/// How the note on a case that crashed only after other cases begins.
+pub const NOT_REPRODUCED_ALONE: &str = "a crash not reproduced alone";
+
 /// The job slot loop: runs jobs from `queue` in a worker of its own until
 /// the queue is empty or the run is interrupted.
 #[allow(clippy::too_many_arguments)]
@@ -885,7 +917,14 @@ fn slot_loop(
     struct InFlight {
         job: Job,
         sent: Instant,
+        /// Set on a crashed case run again alone: its first crash.
+        first_crash: Option<(Box<Case>, usize)>,
     }
+    // A case whose worker died of it after serving other cases runs again
+    // first thing in a fresh worker: heap damage an earlier case left (a
+    // library's overflow that did not crash where it happened) kills the
+    // worker in whatever case comes next, and that case is not to blame.
+    let mut isolate: Option<(Job, Box<Case>, usize)> = None;
     let mut inflight: VecDeque<InFlight> = VecDeque::new();
     // Facts of the consumer for the next worker to start deferred.
     let mut defer_next: Option<protocol::ConsumerFacts> = None;
@@ -904,17 +943,26 @@ fn slot_loop(
         }
         // Fill the pipeline.
         while inflight.len() < PIPELINE_DEPTH {
-            let Some(job) = queue.lock().expect("queue lock").pop_front() else {
-                break;
+            let (job, first_crash) = match isolate.take() {
+                Some((job, crash, served)) => (job, Some((crash, served))),
+                None => {
+                    let Some(job) = queue.lock().expect("queue lock").pop_front() else {
+                        break;
+                    };
+                    (job, None)
+                }
             };
             if let Some(c) = hangs.not_run(&job) {
                 let _ = tx.send((c, false));
                 continue;
             }
             if worker.is_none() {
-                let started = match defer_next.take() {
-                    Some(facts) => pool.start_deferred(cfg, &facts),
-                    None => pool.acquire(cfg, plan_len),
+                let started = match (defer_next.take(), &first_crash) {
+                    (Some(facts), _) => pool.start_deferred(cfg, &facts),
+                    // Alone means a worker that ran nothing yet: not one
+                    // the pool kept from another run.
+                    (None, Some(_)) => Worker::start(cfg, &pool.next_name(), None),
+                    (None, None) => pool.acquire(cfg, plan_len),
                 };
                 match started {
                     Ok((w, ..)) => {
@@ -941,6 +989,7 @@ fn slot_loop(
             inflight.push_back(InFlight {
                 job,
                 sent: Instant::now(),
+                first_crash,
             });
         }
         let Some(head) = inflight.front() else { break };
@@ -954,9 +1003,14 @@ fn slot_loop(
                 retire,
                 amended,
             }) => {
-                inflight.pop_front();
+                let done = inflight.pop_front().expect("the head request");
                 head_started = Instant::now();
                 output_from = output_end;
+                w.served += 1;
+                let mut case = case;
+                if let Some((crash, served)) = done.first_crash {
+                    not_reproduced_alone(&mut case, &crash, served);
+                }
                 hangs.record(path_key(&case), &case);
                 let _ = tx.send((case, false));
                 // Earlier cases a late write was found for: their results
@@ -977,7 +1031,7 @@ fn slot_loop(
                     }
                 }
             }
-            Err(Failed { case, step }) => {
+            Err(Failed { mut case, step }) => {
                 let dead = worker.take().expect("the worker that ran the case");
                 forget(&dead);
                 // The producer crashed (or hung) in its own call: the next
@@ -985,17 +1039,26 @@ fn slot_loop(
                 let in_producer = step.is_some_and(|s| s.starts_with(PRODUCER_STEP));
                 defer_next = dead.consumer_facts.clone().filter(|_| in_producer);
                 let _ = std::fs::remove_file(&dead.capture);
-                inflight.pop_front();
+                let done = inflight.pop_front().expect("the head request");
                 if proc::interrupted().is_some() {
                     // Killed because the run is stopping, not the case's fault.
                     break;
                 }
-                hangs.record(path_key(&case), &case);
-                let _ = tx.send((*case, false));
                 let mut q = queue.lock().expect("queue lock");
                 for f in inflight.drain(..).rev() {
                     q.push_front(f.job);
                 }
+                drop(q);
+                match done.first_crash {
+                    Some((_, served)) => crashed_alone_too(&mut case, served),
+                    None if case.verdict == Verdict::Crash && dead.served > 0 => {
+                        isolate = Some((done.job, case, dead.served));
+                        continue;
+                    }
+                    None => {}
+                }
+                hangs.record(path_key(&case), &case);
+                let _ = tx.send((*case, false));
             }
         }
     }
