@@ -168,7 +168,14 @@ class Source:
         self.rel = rel
         code, literals = strip(text)
         self.code, self.test_mods, spans = without_tests(code)
-        self.literals = [(n, t) for n, t in literals if not any(a <= n <= b for a, b in spans)]
+        raw = text.split("\n")
+        # A literal named through `rule!(...)` is a rule ID the compiler
+        # checked, not a bare string.
+        self.literals = [
+            (n, t)
+            for n, t in literals
+            if not any(a <= n <= b for a, b in spans) and f'rule!("{t}")' not in raw[n - 1]
+        ]
         self.lines = self.code.split("\n")
         self.code_lines = code_lines(self.lines)
 

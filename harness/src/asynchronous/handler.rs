@@ -253,7 +253,7 @@ impl Session {
         if spawned.is_err() {
             self.threads.fetch_sub(1, Ordering::SeqCst);
             self.note(
-                "async.release.last",
+                crate::rule!("async.release.last"),
                 "harness",
                 "the harness could not start a thread for its schedule".into(),
             );
@@ -305,7 +305,7 @@ impl Session {
         let bits = p as usize;
         if p.is_null() || crate::abi::is_poison_ptr(bits) {
             self.note(
-                "async.producer.ready",
+                crate::rule!("async.producer.ready"),
                 "on_schema",
                 format!(
                     "handler->producer is {} when on_schema is called (\"the producer *MUST* populate the ArrowAsyncProducer member before calling this function\")",
@@ -324,7 +324,7 @@ impl Session {
             if f == 0 || crate::abi::is_poison_ptr(f) {
                 ok = false;
                 self.note(
-                    "async.producer.ready",
+                    crate::rule!("async.producer.ready"),
                     "on_schema",
                     format!("ArrowAsyncProducer.{name} is NULL or unset in on_schema"),
                 );
@@ -334,7 +334,7 @@ impl Session {
             // "All ArrowDeviceArray structs that are produced by this
             // producer should have the same device type as is set here."
             self.note(
-                "async.producer.device-type",
+                crate::rule!("async.producer.device-type"),
                 "on_schema",
                 format!(
                     "ArrowAsyncProducer.device_type is {}, asked for {}",
@@ -349,14 +349,14 @@ impl Session {
             let found = unsafe { crate::inspect::validate::metadata_problems(md) };
             if let Some(why) = found.framing {
                 self.note(
-                    "async.metadata.encoding",
+                    crate::rule!("async.metadata.encoding"),
                     "additional_metadata",
                     format!("ArrowAsyncProducer.additional_metadata: {why}"),
                 );
             }
             if let Some(why) = found.not_utf8 {
                 self.note(
-                    "schema.metadata.utf8",
+                    crate::rule!("schema.metadata.utf8"),
                     "additional_metadata",
                     format!("ArrowAsyncProducer.additional_metadata: {why}"),
                 );
@@ -388,7 +388,7 @@ impl Session {
         let p = unsafe { (*handler).producer } as usize;
         if producer != 0 && p != producer {
             self.note(
-                "async.producer.ready",
+                crate::rule!("async.producer.ready"),
                 at,
                 format!("handler->producer changed from {producer:#x} to {p:#x} after on_schema"),
             );
@@ -408,7 +408,7 @@ impl Session {
         let fixed = std::mem::offset_of!(ArrowAsyncProducer, private_data);
         if now[..fixed] != snapshot[..fixed] {
             self.note(
-                "async.producer.ready",
+                crate::rule!("async.producer.ready"),
                 at,
                 "the ArrowAsyncProducer changed after on_schema (device_type, request, cancel or \
                  additional_metadata overwritten: freed or reused before the handler's release)"
@@ -426,13 +426,17 @@ impl Session {
         let found = unsafe { crate::inspect::validate::metadata_problems(md) };
         if let Some(why) = found.framing {
             self.note(
-                "async.metadata.encoding",
+                crate::rule!("async.metadata.encoding"),
                 at,
                 format!("{at} metadata: {why}"),
             );
         }
         if let Some(why) = found.not_utf8 {
-            self.note("schema.metadata.utf8", at, format!("{at} metadata: {why}"));
+            self.note(
+                crate::rule!("schema.metadata.utf8"),
+                at,
+                format!("{at} metadata: {why}"),
+            );
         }
     }
 }
@@ -477,7 +481,7 @@ unsafe extern "C" fn on_schema(handler: *mut Handler, schema: *mut ArrowSchema) 
         // ArrowSchema object".
         let moved = if schema.is_null() {
             s.note(
-                "async.array.valid",
+                crate::rule!("async.array.valid"),
                 "on_schema",
                 "schema.non-null: on_schema was called with a NULL schema".into(),
             );
@@ -528,7 +532,7 @@ fn extract(s: &Session, task: *mut ArrowAsyncTask, index: usize, want: bool) {
     // one); extract_data was checked callable by the caller.
     let Some(f) = crate::abi::ops::callable(unsafe { (*task).extract_data }) else {
         s.note(
-            "async.array.valid",
+            crate::rule!("async.array.valid"),
             &format!("task {index}"),
             "ArrowAsyncTask.extract_data is NULL or unset".into(),
         );

@@ -210,9 +210,9 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
             // callbacks the spec says SHOULD: "All handler functions ...
             // should only be called in a serialized manner".
             let rule = if e.callback == Callback::Task {
-                "async.callbacks.serial"
+                crate::rule!("async.callbacks.serial")
             } else {
-                "async.callbacks.serialized"
+                crate::rule!("async.callbacks.serialized")
             };
             report(
                 rule,
@@ -225,7 +225,7 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
         }
         match (e.inside, e.callback) {
             (Some(Inside::Request), cb) => report(
-                "async.request.reentrant",
+                crate::rule!("async.request.reentrant"),
                 at.clone(),
                 format!(
                     "{} was called synchronously from inside request(), on the consumer's thread",
@@ -233,7 +233,7 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
                 ),
             ),
             (Some(Inside::Cancel), cb) if cb != Callback::Error => report(
-                "async.cancel.reentrant",
+                crate::rule!("async.cancel.reentrant"),
                 at.clone(),
                 format!(
                     "{} was called synchronously from inside cancel(), on the consumer's thread",
@@ -255,7 +255,7 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
         let stalled_on_invalid = c.invalid_request.is_some() && phase == Phase::Open;
         if stalled_on_invalid {
             report(
-                "async.request.invalid",
+                crate::rule!("async.request.invalid"),
                 "end".into(),
                 format!(
                     "after request({}) nothing came within {} ms: no on_error, no release",
@@ -265,7 +265,7 @@ pub fn judge(trace: &[Event], ending: Ending) -> Vec<Finding> {
             );
         } else if phase != Phase::Released {
             report(
-                "async.release.last",
+                crate::rule!("async.release.last"),
                 "end".into(),
                 format!(
                     "the handler's release did not come within {} ms; the stream was stuck {phase} \
@@ -297,7 +297,7 @@ fn step(
         // followed only by the producer calling the on_error callback".
         if cb != Error {
             report(
-                "async.extract.error-follows",
+                crate::rule!("async.extract.error-follows"),
                 at.into(),
                 format!(
                     "{} came after extract_data had failed, instead of on_error",
@@ -317,7 +317,7 @@ fn step(
         (Phase::Released, Release) => {
             c.releases += 1;
             report(
-                "async.release.last",
+                crate::rule!("async.release.last"),
                 at.into(),
                 format!("release was called again (call {})", c.releases),
             );
@@ -325,7 +325,7 @@ fn step(
         }
         (Phase::Released, _) => {
             report(
-                "async.release.last",
+                crate::rule!("async.release.last"),
                 at.into(),
                 format!("{} came after the handler's release", cb.name()),
             );
@@ -335,12 +335,12 @@ fn step(
             c.releases += 1;
             match phase {
                 Phase::Start => report(
-                    "async.schema.first",
+                    crate::rule!("async.schema.first"),
                     at.into(),
                     "release came before on_schema or on_error".into(),
                 ),
                 Phase::Open if c.cancels == 0 && c.invalid_request.is_some() => report(
-                    "async.request.invalid",
+                    crate::rule!("async.request.invalid"),
                     at.into(),
                     format!(
                         "after request({}) the stream was released without on_error",
@@ -348,7 +348,7 @@ fn step(
                     ),
                 ),
                 Phase::Open if c.cancels == 0 => report(
-                    "async.eos.null-task",
+                    crate::rule!("async.eos.null-task"),
                     at.into(),
                     format!(
                         "release came after {} tasks without on_next_task(NULL) or on_error, and the consumer did not cancel",
@@ -369,7 +369,7 @@ fn step(
         (Phase::Start, Error) => Phase::Errored,
         (Phase::Start, Task | EndOfStream) => {
             report(
-                "async.schema.first",
+                crate::rule!("async.schema.first"),
                 at.into(),
                 format!("{} came before on_schema", cb.name()),
             );
@@ -378,7 +378,7 @@ fn step(
         }
         (Phase::Open, Schema) => {
             report(
-                "async.schema.first",
+                crate::rule!("async.schema.first"),
                 at.into(),
                 "on_schema came a second time".into(),
             );
@@ -397,7 +397,7 @@ fn step(
                 .is_some_and(|before| c.delivered > before && c.requested > before);
             if nop_broken {
                 report(
-                    "async.cancel.request-nop",
+                    crate::rule!("async.cancel.request-nop"),
                     at.into(),
                     format!(
                         "task {} came after cancel, but only {} were requested before the cancel (a request after cancel must be a NOP)",
@@ -407,7 +407,7 @@ fn step(
                 );
             } else if c.delivered > c.requested {
                 report(
-                    "async.backpressure",
+                    crate::rule!("async.backpressure"),
                     at.into(),
                     format!(
                         "task {} was delivered while the requests so far added up to {}",
@@ -435,7 +435,7 @@ fn step(
             if c.cancels > 0 && c.invalid_request.is_none() {
                 if reports_the_cancel || !pending {
                     report(
-                        "async.cancel.no-error",
+                        crate::rule!("async.cancel.no-error"),
                         at.into(),
                         format!(
                             "on_error ({}) came after the consumer cancelled{} (\"Successful cancelling MUST NOT result in a producer calling on_error\")",
@@ -447,7 +447,7 @@ fn step(
                     // Accepted, and noted (INFO): a repeated cancel that
                     // brings it on is then told from a single one.
                     report(
-                        "async.cancel.error-after",
+                        crate::rule!("async.cancel.error-after"),
                         at.into(),
                         format!(
                             "on_error ({}) came after the consumer cancelled, with requested tasks pending",
@@ -460,7 +460,7 @@ fn step(
         }
         (Phase::SchemaRefused, _) => {
             report(
-                "async.schema-refused",
+                crate::rule!("async.schema-refused"),
                 at.into(),
                 format!(
                     "{} came after on_schema returned an error; only release may follow",
@@ -471,7 +471,7 @@ fn step(
         }
         (Phase::TaskRefused, _) => {
             report(
-                "async.task-refused",
+                crate::rule!("async.task-refused"),
                 at.into(),
                 format!(
                     "{} came after on_next_task returned an error; the producer should only release",
@@ -482,7 +482,7 @@ fn step(
         }
         (Phase::Ended, _) => {
             report(
-                "async.eos.null-task",
+                crate::rule!("async.eos.null-task"),
                 at.into(),
                 format!(
                     "{} came after on_next_task(NULL); only release may follow",
@@ -493,7 +493,7 @@ fn step(
         }
         (Phase::Errored, _) => {
             report(
-                "async.error.release-next",
+                crate::rule!("async.error.release-next"),
                 at.into(),
                 format!(
                     "{} came after on_error; release should be the next and last call",
@@ -546,7 +546,7 @@ mod tests {
             // The harness refuses a task that comes before the schema.
             (
                 vec![Event::plain(Task, 22), cb(Release)],
-                "async.schema.first",
+                crate::rule!("async.schema.first"),
             ),
             (
                 vec![
@@ -557,15 +557,15 @@ mod tests {
                     cb(EndOfStream),
                     cb(Release),
                 ],
-                "async.backpressure",
+                crate::rule!("async.backpressure"),
             ),
             (
                 vec![cb(Schema), Event::Request(1), cb(Release)],
-                "async.eos.null-task",
+                crate::rule!("async.eos.null-task"),
             ),
             (
                 vec![cb(Schema), cb(EndOfStream), cb(Release), cb(Release)],
-                "async.release.last",
+                crate::rule!("async.release.last"),
             ),
             (
                 vec![
@@ -575,15 +575,15 @@ mod tests {
                     Event::plain(Error, libc::ECANCELED),
                     cb(Release),
                 ],
-                "async.cancel.no-error",
+                crate::rule!("async.cancel.no-error"),
             ),
             (
                 vec![cb(Schema), Event::Request(0), cb(Release)],
-                "async.request.invalid",
+                crate::rule!("async.request.invalid"),
             ),
             (
                 vec![Event::plain(Schema, 22), cb(Task), cb(Release)],
-                "async.schema-refused",
+                crate::rule!("async.schema-refused"),
             ),
             (
                 vec![
@@ -593,7 +593,7 @@ mod tests {
                     cb(Error),
                     cb(Release),
                 ],
-                "async.task-refused",
+                crate::rule!("async.task-refused"),
             ),
             (
                 vec![
@@ -605,7 +605,7 @@ mod tests {
                     cb(Task),
                     cb(Release),
                 ],
-                "async.cancel.request-nop",
+                crate::rule!("async.cancel.request-nop"),
             ),
         ];
         for (trace, rule) in cases {
@@ -634,7 +634,11 @@ mod tests {
             vec![cb(EndOfStream), cb(Release)],
             vec![cb(Release)],
         ] {
-            assert_eq!(with(&tail), ["async.extract.error-follows"], "{tail:?}");
+            assert_eq!(
+                with(&tail),
+                [crate::rule!("async.extract.error-follows")],
+                "{tail:?}"
+            );
         }
         // A failure after the end (a late extraction) changes nothing.
         let t = [
@@ -659,7 +663,7 @@ mod tests {
             },
         );
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].rule, "async.release.last");
+        assert_eq!(f[0].rule, crate::rule!("async.release.last"));
         assert!(f[0].message.contains("streaming"), "{}", f[0].message);
         let t = [cb(Schema), Event::Request(0)];
         let f = judge(
@@ -669,7 +673,7 @@ mod tests {
                 deadline_ms: 50,
             },
         );
-        assert_eq!(f[0].rule, "async.request.invalid");
+        assert_eq!(f[0].rule, crate::rule!("async.request.invalid"));
     }
 
     #[test]
@@ -687,7 +691,10 @@ mod tests {
             cb(EndOfStream),
             cb(Release),
         ];
-        assert_eq!(rules(&t, DONE), vec!["async.request.reentrant"]);
+        assert_eq!(
+            rules(&t, DONE),
+            vec![crate::rule!("async.request.reentrant")]
+        );
         let overlap = Event::Callback(Entered {
             callback: Task,
             overlapped: true,
@@ -702,7 +709,10 @@ mod tests {
             cb(EndOfStream),
             cb(Release),
         ];
-        assert_eq!(rules(&t, DONE), vec!["async.callbacks.serial"]);
+        assert_eq!(
+            rules(&t, DONE),
+            vec![crate::rule!("async.callbacks.serial")]
+        );
         // Another callback overlapping: the spec's SHOULD ("should only
         // be called in a serialized manner").
         let late_error = Event::Callback(Entered {
@@ -718,7 +728,10 @@ mod tests {
             late_error,
             cb(Release),
         ];
-        assert_eq!(rules(&t, DONE), vec!["async.callbacks.serialized"]);
+        assert_eq!(
+            rules(&t, DONE),
+            vec![crate::rule!("async.callbacks.serialized")]
+        );
         // on_error after a cancel with requested tasks still pending is
         // what a consumer "MUST be prepared to receive": no rule; the
         // same with nothing pending, or reporting the cancel itself, is
@@ -739,7 +752,10 @@ mod tests {
             error(libc::EIO),
             cb(Release),
         ];
-        assert_eq!(rules(&pending, DONE), vec!["async.cancel.error-after"]);
+        assert_eq!(
+            rules(&pending, DONE),
+            vec![crate::rule!("async.cancel.error-after")]
+        );
         let cancelled = [
             cb(Schema),
             Event::Request(3),
@@ -748,7 +764,10 @@ mod tests {
             error(libc::ECANCELED),
             cb(Release),
         ];
-        assert_eq!(rules(&cancelled, DONE), vec!["async.cancel.no-error"]);
+        assert_eq!(
+            rules(&cancelled, DONE),
+            vec![crate::rule!("async.cancel.no-error")]
+        );
         let nothing_pending = [
             cb(Schema),
             Event::Request(1),
@@ -757,7 +776,10 @@ mod tests {
             error(libc::EIO),
             cb(Release),
         ];
-        assert_eq!(rules(&nothing_pending, DONE), vec!["async.cancel.no-error"]);
+        assert_eq!(
+            rules(&nothing_pending, DONE),
+            vec![crate::rule!("async.cancel.no-error")]
+        );
         // Tasks past the requests after a cancel with no request after it:
         // back-pressure (SHOULD), not the request-after-cancel NOP rule.
         let over = [
@@ -768,7 +790,7 @@ mod tests {
             cb(Task),
             cb(Release),
         ];
-        assert_eq!(rules(&over, DONE), vec!["async.backpressure"]);
+        assert_eq!(rules(&over, DONE), vec![crate::rule!("async.backpressure")]);
         // on_error from inside cancel is allowed ("other than on_error").
         let err = Event::Callback(Entered {
             callback: Error,
@@ -856,7 +878,7 @@ mod tests {
         ) {
             let mut t = legal(choices, credits, None);
             t.push(cb(Release));
-            prop_assert_eq!(rules(&t, DONE), vec!["async.release.last"]);
+            prop_assert_eq!(rules(&t, DONE), vec![crate::rule!("async.release.last")]);
         }
     }
 }

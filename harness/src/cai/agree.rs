@@ -15,12 +15,12 @@ use crate::dlpack::row_major_strides;
 
 /// The agreement rules, in catalogue order.
 pub const AGREE_RULES: [&str; 6] = [
-    "cai.agree.pointer",
-    "cai.agree.shape",
-    "cai.agree.strides",
-    "cai.agree.dtype",
-    "cai.agree.device",
-    "cai.agree.readonly",
+    crate::rule!("cai.agree.pointer"),
+    crate::rule!("cai.agree.shape"),
+    crate::rule!("cai.agree.strides"),
+    crate::rule!("cai.agree.dtype"),
+    crate::rule!("cai.agree.device"),
+    crate::rule!("cai.agree.readonly"),
 ];
 
 /// What another protocol says of the memory, each field in the CAI dict's
@@ -57,11 +57,19 @@ const CUDA_TYPES: [i32; 3] = [KDL_CUDA, KDL_CUDA_HOST, KDL_CUDA_MANAGED];
 /// disagreement would report the same fault twice.
 fn judged_by(rule: &str) -> &'static [&'static str] {
     match rule {
-        "cai.agree.pointer" => &["cai.data.accessible", "cai.data.lifetime"],
-        "cai.agree.shape" => &["cai.shape"],
-        "cai.agree.strides" => &["cai.strides", "cai.values"],
-        "cai.agree.dtype" => &["cai.typestr", "cai.typestr.format"],
-        "cai.agree.readonly" => &["cai.data"],
+        r if r == crate::rule!("cai.agree.pointer") => &[
+            crate::rule!("cai.data.accessible"),
+            crate::rule!("cai.data.lifetime"),
+        ],
+        r if r == crate::rule!("cai.agree.shape") => &[crate::rule!("cai.shape")],
+        r if r == crate::rule!("cai.agree.strides") => {
+            &[crate::rule!("cai.strides"), crate::rule!("cai.values")]
+        }
+        r if r == crate::rule!("cai.agree.dtype") => &[
+            crate::rule!("cai.typestr"),
+            crate::rule!("cai.typestr.format"),
+        ],
+        r if r == crate::rule!("cai.agree.readonly") => &[crate::rule!("cai.data")],
         _ => &[],
     }
 }
@@ -157,7 +165,7 @@ pub fn judge(j: &mut Judged, l: &Layout, others: &[Described]) {
                 Err(why) => reasons.push(format!("{}: {why}", d.what)),
             }
         }
-        if rule == "cai.agree.device" && !matches!(verdict, Some(Some(_))) {
+        if rule == crate::rule!("cai.agree.device") && !matches!(verdict, Some(Some(_))) {
             if let Some(bad) = device_ids(others) {
                 verdict = Some(Some(bad));
             }
@@ -229,7 +237,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
     };
     let what = d.what;
     match rule {
-        "cai.agree.pointer" => {
+        r if r == crate::rule!("cai.agree.pointer") => {
             if l.elements() == 0 {
                 return Err("the array has no elements: CAI gives pointer 0, the others any".into());
             }
@@ -245,7 +253,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
                 ),
             )
         }
-        "cai.agree.shape" => {
+        r if r == crate::rule!("cai.agree.shape") => {
             let shape = d.shape.clone()?;
             if shape == l.shape {
                 return Ok(None);
@@ -255,7 +263,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
                 format!("{:?}, but the {what}'s shape is {shape:?}", l.shape),
             )
         }
-        "cai.agree.strides" => {
+        r if r == crate::rule!("cai.agree.strides") => {
             let shape = d.shape.clone()?;
             if shape != l.shape {
                 return Err("the shapes differ (cai.agree.shape)".into());
@@ -276,7 +284,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
                 ),
             }
         }
-        "cai.agree.dtype" => {
+        r if r == crate::rule!("cai.agree.dtype") => {
             let (order, kind, size) = l
                 .typestr
                 .ok_or("typestr cannot be read (cai.typestr.format)")?;
@@ -305,7 +313,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
                 ),
             )
         }
-        "cai.agree.device" => match d.devices.iter().find(|x| !CUDA_TYPES.contains(&x.1)) {
+        r if r == crate::rule!("cai.agree.device") => match d.devices.iter().find(|x| !CUDA_TYPES.contains(&x.1)) {
             None if d.devices.is_empty() => Err("it names no device".into()),
             None => Ok(None),
             Some((at, t, id)) => Ok(Some((
@@ -313,7 +321,7 @@ fn one(rule: &str, l: &Layout, d: &Described) -> Verdict {
                 format!("a CUDA array, but the {at}'s device is ({t}, {id}): not CUDA (2), CUDA host (3) or CUDA managed (13)"),
             ))),
         },
-        "cai.agree.readonly" => {
+        r if r == crate::rule!("cai.agree.readonly") => {
             let other = d.read_only.clone()?;
             let ro = l
                 .read_only
@@ -412,26 +420,44 @@ mod tests {
     fn each_field_that_differs_fails_its_rule_alone() {
         let mut o = tensor();
         o.byte_offset = 16;
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.pointer"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.pointer")]
+        );
         let mut o = tensor();
         o.shape = Some(vec![2, 3]);
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.shape"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.shape")]
+        );
         let mut o = tensor();
         o.strides = Some(vec![32, 8]);
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.strides"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.strides")]
+        );
         let mut o = tensor();
         o.dtype.code = KDL_INT;
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.dtype"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.dtype")]
+        );
         let mut o = tensor();
         o.device.device_type = KDL_CPU;
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.device"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.device")]
+        );
         assert_eq!(
             failed(&layout(), &[from_dlpack(&tensor(), Some((KDL_CPU, 0)))]),
-            ["cai.agree.device"]
+            [crate::rule!("cai.agree.device")]
         );
         let mut o = tensor();
         o.flags = FLAG_READ_ONLY;
-        assert_eq!(failed(&layout(), &dl(&o)), ["cai.agree.readonly"]);
+        assert_eq!(
+            failed(&layout(), &dl(&o)),
+            [crate::rule!("cai.agree.readonly")]
+        );
     }
 
     #[test]
@@ -441,7 +467,7 @@ mod tests {
         other.devices = vec![("ArrowDeviceArray", KDL_CUDA, 1)];
         other.read_only = Err("no flag".into());
         let both = [from_dlpack(&tensor(), None), other];
-        assert_eq!(failed(&layout(), &both), ["cai.agree.device"]);
+        assert_eq!(failed(&layout(), &both), [crate::rule!("cai.agree.device")]);
         let mut j = Judged::default();
         judge(&mut j, &layout(), &both);
         assert!(j.violations[0].evidence.contains("device (2, 1)"));
@@ -469,12 +495,18 @@ mod tests {
         l.typestr = Some(('>', 'f', 8));
         judge(&mut j, &l, &dl(&o));
         let skipped: Vec<&str> = j.not_exercised.iter().map(|(r, _)| *r).collect();
-        assert_eq!(skipped, ["cai.agree.dtype", "cai.agree.readonly"]);
+        assert_eq!(
+            skipped,
+            [
+                crate::rule!("cai.agree.dtype"),
+                crate::rule!("cai.agree.readonly")
+            ]
+        );
         assert!(j.not_exercised[1].1.contains("legacy DLManagedTensor"));
         // A CAI entry already failed: the disagreement is not reported again.
         let mut j = Judged::default();
         j.violations.push(Violation {
-            rule: "cai.data.accessible",
+            rule: crate::rule!("cai.data.accessible"),
             at: String::new(),
             evidence: String::new(),
         });
@@ -482,7 +514,9 @@ mod tests {
         o.byte_offset = 0;
         judge(&mut j, &layout(), &dl(&o));
         assert_eq!(j.violations.len(), 1);
-        assert!(j.not_exercised[0].1.contains("cai.data.accessible"));
+        assert!(j.not_exercised[0]
+            .1
+            .contains(crate::rule!("cai.data.accessible")));
         let mut j = Judged::default();
         judge(&mut j, &layout(), &[]);
         assert_eq!(j.not_exercised.len(), AGREE_RULES.len());

@@ -188,7 +188,7 @@ pub fn check(top: &Py) -> Judged {
     // that must contain the following entries:"
     let Py::Dict(_, d) = top else {
         j.check(
-            "cai.dict",
+            crate::rule!("cai.dict"),
             Some((
                 "__cuda_array_interface__".into(),
                 format!("a {} ({}), not a dict", top.type_name(), top.show()),
@@ -199,14 +199,14 @@ pub fn check(top: &Py) -> Judged {
         }
         return j;
     };
-    j.check("cai.dict", None);
+    j.check(crate::rule!("cai.dict"), None);
     let missing = |k: &str| Some((at(k), "missing".to_string()));
 
     // shape: (integer, ...) "A tuple of int (or long) representing the
     // size of each dimension."
     let shape = d.get("shape");
     j.check(
-        "cai.shape",
+        crate::rule!("cai.shape"),
         match shape {
             None => missing("shape"),
             Some(v) if is_int_tuple(v) => None,
@@ -216,7 +216,7 @@ pub fn check(top: &Py) -> Judged {
     // typestr: str
     let typestr = d.get("typestr");
     j.check(
-        "cai.typestr",
+        crate::rule!("cai.typestr"),
         match typestr {
             None => missing("typestr"),
             Some(Py::Str(_)) => None,
@@ -229,7 +229,7 @@ pub fn check(top: &Py) -> Judged {
     // data: (integer, boolean) "The data is a 2-tuple."
     let data = d.get("data");
     j.check(
-        "cai.data",
+        crate::rule!("cai.data"),
         match data {
             None => missing("data"),
             Some(Py::Tuple(t))
@@ -251,7 +251,7 @@ pub fn check(top: &Py) -> Judged {
     // version: integer. "The current version is 3."
     let version = d.get("version");
     j.check(
-        "cai.version",
+        crate::rule!("cai.version"),
         match version {
             None => missing("version"),
             Some(Py::Int(_)) => None,
@@ -262,12 +262,15 @@ pub fn check(top: &Py) -> Judged {
         },
     );
     match version.and_then(Py::int) {
-        Some(3) => j.check("cai.version.current", None),
+        Some(3) => j.check(crate::rule!("cai.version.current"), None),
         Some(v) => j.check(
-            "cai.version.current",
+            crate::rule!("cai.version.current"),
             Some((at("version"), format!("{v}, not 3"))),
         ),
-        None => j.skip("cai.version.current", "version is not an int (cai.version)"),
+        None => j.skip(
+            crate::rule!("cai.version.current"),
+            "version is not an int (cai.version)",
+        ),
     }
     // typestr: "This has the same definition as typestr in the numpy array
     // interface."
@@ -275,7 +278,7 @@ pub fn check(top: &Py) -> Judged {
         Some(Py::Str(s)) => {
             let p = parse_typestr(s);
             j.check(
-                "cai.typestr.format",
+                crate::rule!("cai.typestr.format"),
                 p.is_none().then(|| {
                     (
                         at("typestr"),
@@ -286,22 +289,28 @@ pub fn check(top: &Py) -> Judged {
             p
         }
         _ => {
-            j.skip("cai.typestr.format", "typestr is not a str (cai.typestr)");
+            j.skip(
+                crate::rule!("cai.typestr.format"),
+                "typestr is not a str (cai.typestr)",
+            );
             None
         }
     };
     // descr: "This follows the same specification as in the numpy array
     // interface."
     match d.get("descr") {
-        None => j.check("cai.descr", None),
-        Some(v) => j.check("cai.descr", descr_problem(v, 0).map(|p| (at("descr"), p))),
+        None => j.check(crate::rule!("cai.descr"), None),
+        Some(v) => j.check(
+            crate::rule!("cai.descr"),
+            descr_problem(v, 0).map(|p| (at("descr"), p)),
+        ),
     }
     // strides: "If strides is not given, or it is None, the array is in
     // C-contiguous layout. Otherwise, a tuple of int (or long) ..."
     let ndim = shape.and_then(Py::items).map(<[Py]>::len);
     let strides = d.get("strides");
     j.check(
-        "cai.strides",
+        crate::rule!("cai.strides"),
         match strides {
             None | Some(Py::None) => None,
             Some(v)
@@ -322,7 +331,7 @@ pub fn check(top: &Py) -> Judged {
     );
     // mask: None or object exposing the __cuda_array_interface__
     j.check(
-        "cai.mask",
+        crate::rule!("cai.mask"),
         match d.get("mask") {
             None | Some(Py::None) => None,
             Some(Py::Object { cai: Some(Ok(inner)), .. })
@@ -346,14 +355,14 @@ pub fn check(top: &Py) -> Judged {
     // stream: None or integer; 0 "is disallowed".
     let stream = match d.get("stream") {
         None | Some(Py::None) => {
-            j.check("cai.stream.type", None);
-            j.check("cai.stream.zero", None);
+            j.check(crate::rule!("cai.stream.type"), None);
+            j.check(crate::rule!("cai.stream.zero"), None);
             Stream::None
         }
         Some(Py::Int(0)) => {
-            j.check("cai.stream.type", None);
+            j.check(crate::rule!("cai.stream.type"), None);
             j.check(
-                "cai.stream.zero",
+                crate::rule!("cai.stream.zero"),
                 Some((
                     at("stream"),
                     "0, which the text disallows (None, 1 or 2 instead)".into(),
@@ -362,8 +371,8 @@ pub fn check(top: &Py) -> Judged {
             Stream::Unusable("stream is 0 (cai.stream.zero)".into())
         }
         Some(Py::Int(n)) => {
-            j.check("cai.stream.type", None);
-            j.check("cai.stream.zero", None);
+            j.check(crate::rule!("cai.stream.type"), None);
+            j.check(crate::rule!("cai.stream.zero"), None);
             match u64::try_from(*n) {
                 Ok(1) => Stream::Default(1),
                 Ok(2) => Stream::Default(2),
@@ -373,13 +382,16 @@ pub fn check(top: &Py) -> Judged {
         }
         Some(v) => {
             j.check(
-                "cai.stream.type",
+                crate::rule!("cai.stream.type"),
                 Some((
                     at("stream"),
                     format!("a {} ({}), not None or an int", v.type_name(), v.show()),
                 )),
             );
-            j.skip("cai.stream.zero", "stream is not an int (cai.stream.type)");
+            j.skip(
+                crate::rule!("cai.stream.zero"),
+                "stream is not an int (cai.stream.type)",
+            );
             Stream::Unusable(format!("stream is a {} (cai.stream.type)", v.type_name()))
         }
     };
@@ -392,7 +404,10 @@ pub fn check(top: &Py) -> Judged {
         .and_then(Py::int)
         .and_then(|p| u64::try_from(p).ok());
     let (Some(shape_v), Some(ptr)) = (shape_v, ptr) else {
-        for rule in ["cai.data.zero-size", "cai.data.accessible"] {
+        for rule in [
+            crate::rule!("cai.data.zero-size"),
+            crate::rule!("cai.data.accessible"),
+        ] {
             j.skip(rule, "the shape or the data pointer cannot be read");
         }
         return j;
@@ -402,7 +417,7 @@ pub fn check(top: &Py) -> Judged {
     // "For zero-size arrays, use 0 here."
     if empty {
         j.check(
-            "cai.data.zero-size",
+            crate::rule!("cai.data.zero-size"),
             (ptr != 0).then(|| {
                 (
                     at("data"),
@@ -411,15 +426,15 @@ pub fn check(top: &Py) -> Judged {
             }),
         );
         j.skip(
-            "cai.data.accessible",
+            crate::rule!("cai.data.accessible"),
             "a zero-size array has no data to access",
         );
     } else {
-        j.skip("cai.data.zero-size", "the array has elements");
+        j.skip(crate::rule!("cai.data.zero-size"), "the array has elements");
         if ptr == 0 {
             // "The data must be device-accessible."
             j.check(
-                "cai.data.accessible",
+                crate::rule!("cai.data.accessible"),
                 Some((at("data"), format!("pointer 0 for shape {shape_v:?}"))),
             );
         }
@@ -463,19 +478,19 @@ pub fn check(top: &Py) -> Judged {
 
 /// The rules [`check`] judges (each skipped when the attribute is no dict).
 const RULE_ENTRIES: [&str; 13] = [
-    "cai.shape",
-    "cai.typestr",
-    "cai.data",
-    "cai.version",
-    "cai.version.current",
-    "cai.typestr.format",
-    "cai.descr",
-    "cai.data.zero-size",
-    "cai.data.accessible",
-    "cai.strides",
-    "cai.mask",
-    "cai.stream.type",
-    "cai.stream.zero",
+    crate::rule!("cai.shape"),
+    crate::rule!("cai.typestr"),
+    crate::rule!("cai.data"),
+    crate::rule!("cai.version"),
+    crate::rule!("cai.version.current"),
+    crate::rule!("cai.typestr.format"),
+    crate::rule!("cai.descr"),
+    crate::rule!("cai.data.zero-size"),
+    crate::rule!("cai.data.accessible"),
+    crate::rule!("cai.strides"),
+    crate::rule!("cai.mask"),
+    crate::rule!("cai.stream.type"),
+    crate::rule!("cai.stream.zero"),
 ];
 
 /// C-contiguous strides in bytes.
@@ -534,85 +549,85 @@ mod tests {
     fn each_broken_entry_is_reported_under_its_own_rule_alone() {
         let cases: Vec<(&str, Edit)> = vec![
             (
-                "cai.shape",
+                crate::rule!("cai.shape"),
                 Box::new(|d| {
                     d.insert("shape".into(), Py::List(vec![int(4), int(3)]));
                 }),
             ),
             (
-                "cai.shape",
+                crate::rule!("cai.shape"),
                 Box::new(|d| {
                     d.remove("shape");
                 }),
             ),
             (
-                "cai.typestr",
+                crate::rule!("cai.typestr"),
                 Box::new(|d| {
                     d.insert("typestr".into(), Py::Bytes("b'<f8'".into()));
                 }),
             ),
             (
-                "cai.data",
+                crate::rule!("cai.data"),
                 Box::new(|d| {
                     d.insert("data".into(), Py::Tuple(vec![int(0x1000), int(0)]));
                 }),
             ),
             (
-                "cai.version",
+                crate::rule!("cai.version"),
                 Box::new(|d| {
                     d.insert("version".into(), Py::Str("3".into()));
                 }),
             ),
             (
-                "cai.version.current",
+                crate::rule!("cai.version.current"),
                 Box::new(|d| {
                     d.insert("version".into(), int(2));
                 }),
             ),
             (
-                "cai.typestr.format",
+                crate::rule!("cai.typestr.format"),
                 Box::new(|d| {
                     d.insert("typestr".into(), Py::Str("float64".into()));
                 }),
             ),
             (
-                "cai.descr",
+                crate::rule!("cai.descr"),
                 Box::new(|d| {
                     d.insert("descr".into(), Py::Str("<f8".into()));
                 }),
             ),
             (
-                "cai.strides",
+                crate::rule!("cai.strides"),
                 Box::new(|d| {
                     d.insert("strides".into(), Py::Tuple(vec![int(8)]));
                 }),
             ),
             (
-                "cai.mask",
+                crate::rule!("cai.mask"),
                 Box::new(|d| {
                     d.insert("mask".into(), int(0));
                 }),
             ),
             (
-                "cai.stream.type",
+                crate::rule!("cai.stream.type"),
                 Box::new(|d| {
                     d.insert("stream".into(), Py::Bool(true));
                 }),
             ),
             (
-                "cai.stream.zero",
+                crate::rule!("cai.stream.zero"),
                 Box::new(|d| {
                     d.insert("stream".into(), int(0));
                 }),
             ),
             (
-                "cai.data.accessible",
+                crate::rule!("cai.data.accessible"),
                 Box::new(|d| {
                     d.insert("data".into(), Py::Tuple(vec![int(0), Py::Bool(true)]));
                 }),
             ),
             (
-                "cai.data.zero-size",
+                crate::rule!("cai.data.zero-size"),
                 Box::new(|d| {
                     d.insert("shape".into(), Py::Tuple(vec![int(0), int(3)]));
                 }),
@@ -623,7 +638,7 @@ mod tests {
             assert_eq!(failed(&j), vec![rule], "{:?}", j.violations);
         }
         let j = check(&Py::List(vec![]));
-        assert_eq!(failed(&j), vec!["cai.dict"]);
+        assert_eq!(failed(&j), vec![crate::rule!("cai.dict")]);
         assert!(j.not_exercised.len() >= 10);
     }
 
@@ -655,7 +670,7 @@ mod tests {
         let j = judged(|d| {
             d.insert("data".into(), Py::List(vec![int(0x2000), Py::Bool(false)]));
         });
-        assert_eq!(failed(&j), vec!["cai.data"]);
+        assert_eq!(failed(&j), vec![crate::rule!("cai.data")]);
         assert_eq!(j.layout.unwrap().ptr, 0x2000);
     }
 

@@ -23,7 +23,7 @@ pub fn run_consumer_case(
     let start = Instant::now();
     let mut j = Judged::default();
     let id = consumer_id(spec);
-    let rule = "cai.consumer.sync";
+    let rule = crate::rule!("cai.consumer.sync");
     let done = |j: Judged, verdict: Verdict, message: Option<String>| {
         let mut c = finished(spec, start, replay, verdict, message, j);
         c.replay = c.replay.replace(&spec.id(), &id);

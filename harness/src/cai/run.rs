@@ -240,10 +240,10 @@ impl Reach {
 
 /// The rules only memory access judges.
 const MEMORY_RULES: [&str; 4] = [
-    "cai.values",
-    "cai.producer.sync",
-    "cai.stream.lifetime",
-    "cai.data.lifetime",
+    crate::rule!("cai.values"),
+    crate::rule!("cai.producer.sync"),
+    crate::rule!("cai.stream.lifetime"),
+    crate::rule!("cai.data.lifetime"),
 ];
 
 struct Steps<'a> {
@@ -370,9 +370,9 @@ fn judge_object(bridge: &Bridge, obj: Handle, spec: &CaseSpec, reach: &Reach) ->
             Ok(top) => check::check(top),
             Err(e) => {
                 let mut j = Judged::default();
-                j.checked.push("cai.dict");
+                j.checked.push(crate::rule!("cai.dict"));
                 j.violations.push(Violation {
-                    rule: "cai.dict",
+                    rule: crate::rule!("cai.dict"),
                     at: "__cuda_array_interface__".into(),
                     evidence: e.clone(),
                 });
@@ -414,7 +414,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     };
     if let Reach::Unreachable(why) = reach {
         if l.elements() > 0 && l.ptr != 0 {
-            s.skip("cai.data.accessible", why.clone());
+            s.skip(crate::rule!("cai.data.accessible"), why.clone());
         }
         for r in MEMORY_RULES {
             s.skip(r, why.clone());
@@ -429,14 +429,14 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     let check_stream = |s: &mut Steps, when: &str| {
         let Some(h) = handle else { return };
         match s.stream_alive(h) {
-            Ok(true) => s.j.checked.push("cai.stream.lifetime"),
+            Ok(true) => s.j.checked.push(crate::rule!("cai.stream.lifetime")),
             Ok(false) => s.fail(
-                "cai.stream.lifetime",
+                crate::rule!("cai.stream.lifetime"),
                 "__cuda_array_interface__[\"stream\"]",
                 format!("stream {h:#x} does not exist {when}, while the object is alive"),
             ),
             Err(e) => s.skip(
-                "cai.stream.lifetime",
+                crate::rule!("cai.stream.lifetime"),
                 format!("the device cannot say whether a stream exists: {e}"),
             ),
         }
@@ -444,54 +444,77 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     match &l.stream {
         Stream::Handle(_) => check_stream(s, "when the dict is read"),
         Stream::None => s.skip(
-            "cai.stream.lifetime",
+            crate::rule!("cai.stream.lifetime"),
             "stream is None or absent: no stream was exported",
         ),
         Stream::Default(n) => s.skip(
-            "cai.stream.lifetime",
+            crate::rule!("cai.stream.lifetime"),
             format!("stream {n} is a default stream, which always exists"),
         ),
-        Stream::Unusable(why) => s.skip("cai.stream.lifetime", why.clone()),
+        Stream::Unusable(why) => s.skip(crate::rule!("cai.stream.lifetime"), why.clone()),
     }
     let Some(size) = l.itemsize else {
-        for r in ["cai.values", "cai.producer.sync", "cai.data.lifetime"] {
+        for r in [
+            crate::rule!("cai.values"),
+            crate::rule!("cai.producer.sync"),
+            crate::rule!("cai.data.lifetime"),
+        ] {
             s.skip(r, "typestr cannot be read");
         }
         return;
     };
     let Some((lo, nbytes)) = l.extent(size) else {
-        for r in ["cai.values", "cai.producer.sync", "cai.data.lifetime"] {
+        for r in [
+            crate::rule!("cai.values"),
+            crate::rule!("cai.producer.sync"),
+            crate::rule!("cai.data.lifetime"),
+        ] {
             s.skip(r, "the array has no elements");
         }
         return;
     };
     let at_data = "__cuda_array_interface__[\"data\"]";
     if l.ptr == 0 {
-        for r in ["cai.values", "cai.producer.sync", "cai.data.lifetime"] {
+        for r in [
+            crate::rule!("cai.values"),
+            crate::rule!("cai.producer.sync"),
+            crate::rule!("cai.data.lifetime"),
+        ] {
             s.skip(r, "the data pointer is 0 (cai.data.accessible)");
         }
         return;
     }
     let start = (l.ptr as i64).wrapping_add(lo);
     match s.accessible(start, nbytes) {
-        Ok(true) => s.j.checked.push("cai.data.accessible"),
+        Ok(true) => s.j.checked.push(crate::rule!("cai.data.accessible")),
         Ok(false) => {
             s.fail(
-                "cai.data.accessible",
+                crate::rule!("cai.data.accessible"),
                 at_data,
                 format!("[{start:#x}, +{nbytes}) (what shape, strides and typestr reach from pointer {:#x}) is not in a live allocation of the device", l.ptr),
             );
-            for r in ["cai.values", "cai.producer.sync", "cai.data.lifetime"] {
+            for r in [
+                crate::rule!("cai.values"),
+                crate::rule!("cai.producer.sync"),
+                crate::rule!("cai.data.lifetime"),
+            ] {
                 s.skip(r, "the data is not device-accessible (cai.data.accessible)");
             }
             return;
         }
         Err(e) => {
-            s.skip("cai.data.accessible", format!("the device cannot say: {e}"));
+            s.skip(
+                crate::rule!("cai.data.accessible"),
+                format!("the device cannot say: {e}"),
+            );
         }
     }
     let Some((kind, size)) = l.element else {
-        for r in ["cai.values", "cai.producer.sync", "cai.data.lifetime"] {
+        for r in [
+            crate::rule!("cai.values"),
+            crate::rule!("cai.producer.sync"),
+            crate::rule!("cai.data.lifetime"),
+        ] {
             s.skip(r, "the harness compares b1, i/u 1-8, f4 and f8 in little-endian or byte-order-free typestrs only");
         }
         return;
@@ -510,13 +533,13 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     let settled = read_elements(&l, size);
     match &settled {
         Err(e) => s.fail(
-            "cai.values",
+            crate::rule!("cai.values"),
             at_data,
             format!("the data cannot be read: {e}"),
         ),
         Ok(got) => match difference(got, &want) {
-            Some(d) => s.fail("cai.values", at_data, d),
-            None => s.j.checked.push("cai.values"),
+            Some(d) => s.fail(crate::rule!("cai.values"), at_data, d),
+            None => s.j.checked.push(crate::rule!("cai.values")),
         },
     }
     let settled_ok = settled
@@ -525,15 +548,15 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     if spec.pending {
         match (&synced, settled_ok, &first) {
             (Err(why), _, _) => s.skip(
-                "cai.producer.sync",
+                crate::rule!("cai.producer.sync"),
                 format!("the harness could not synchronize on the exported stream: {why}"),
             ),
             (_, false, _) => s.skip(
-                "cai.producer.sync",
+                crate::rule!("cai.producer.sync"),
                 "the values are wrong even with no work pending (cai.values)",
             ),
             (Ok(()), true, Ok(got)) => match difference(got, &want) {
-                None => s.j.checked.push("cai.producer.sync"),
+                None => s.j.checked.push(crate::rule!("cai.producer.sync")),
                 Some(d) => {
                     let how = match &l.stream {
                         Stream::None => {
@@ -548,7 +571,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
                         Stream::Unusable(w) => format!("({w})"),
                     };
                     s.fail(
-                        "cai.producer.sync",
+                        crate::rule!("cai.producer.sync"),
                         at_data,
                         format!(
                             "{how} {d}; after synchronizing the whole device the values are right"
@@ -557,7 +580,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
                 }
             },
             (Ok(()), true, Err(e)) => s.fail(
-                "cai.producer.sync",
+                crate::rule!("cai.producer.sync"),
                 at_data,
                 format!("before synchronizing the whole device the data could not be read: {e}"),
             ),
@@ -566,7 +589,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     // cai.data.lifetime: drop the dict, collect, read again.
     if !settled_ok {
         s.skip(
-            "cai.data.lifetime",
+            crate::rule!("cai.data.lifetime"),
             "the values were wrong before the dict was dropped (cai.values)",
         );
         return;
@@ -580,14 +603,14 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     let again = read_elements(&l, size);
     match (live, again) {
         (Ok(false), _) => s.fail(
-            "cai.data.lifetime",
+            crate::rule!("cai.data.lifetime"),
             at_data,
             format!("[{start:#x}, +{nbytes}) is no longer in a live allocation once the dict is dropped, while the object is alive"),
         ),
-        (_, Err(e)) => s.fail("cai.data.lifetime", at_data, format!("once the dict is dropped: {e}")),
+        (_, Err(e)) => s.fail(crate::rule!("cai.data.lifetime"), at_data, format!("once the dict is dropped: {e}")),
         (_, Ok(got)) => match difference(&got, &want) {
-            Some(d) => s.fail("cai.data.lifetime", at_data, format!("once the dict is dropped, while the object is alive: {d}")),
-            None => s.j.checked.push("cai.data.lifetime"),
+            Some(d) => s.fail(crate::rule!("cai.data.lifetime"), at_data, format!("once the dict is dropped, while the object is alive: {d}")),
+            None => s.j.checked.push(crate::rule!("cai.data.lifetime")),
         },
     }
 }

@@ -172,46 +172,46 @@ pub fn spec_from_id(scenarios: &[Scenario], id: &str) -> Option<CaseSpec> {
 /// fail are all of these; the ones it cannot reach are not counted).
 fn exercised(s: &Schedule) -> Vec<&'static str> {
     let mut r = vec![
-        "async.schema.first",
-        "async.producer.ready",
-        "async.producer.device-type",
-        "async.callbacks.serial",
-        "async.callbacks.serialized",
-        "async.release.last",
-        "async.metadata.encoding",
+        crate::rule!("async.schema.first"),
+        crate::rule!("async.producer.ready"),
+        crate::rule!("async.producer.device-type"),
+        crate::rule!("async.callbacks.serial"),
+        crate::rule!("async.callbacks.serialized"),
+        crate::rule!("async.release.last"),
+        crate::rule!("async.metadata.encoding"),
     ];
     match s.first {
-        First::Refuse => r.push("async.schema-refused"),
+        First::Refuse => r.push(crate::rule!("async.schema-refused")),
         // An invalid request is answered with on_error (async.request.invalid),
         // after which only release should come.
         First::Invalid(_) => r.extend([
-            "async.request.invalid",
-            "async.request.reentrant",
-            "async.error.release-next",
+            crate::rule!("async.request.invalid"),
+            crate::rule!("async.request.reentrant"),
+            crate::rule!("async.error.release-next"),
         ]),
         First::Request(_) => {
             r.extend([
-                "async.request.reentrant",
-                "async.backpressure",
-                "async.array.valid",
+                crate::rule!("async.request.reentrant"),
+                crate::rule!("async.backpressure"),
+                crate::rule!("async.array.valid"),
             ]);
             if s.cancel.is_none() && s.refuse_task.is_none() {
-                r.push("async.eos.null-task");
+                r.push(crate::rule!("async.eos.null-task"));
             }
             if s.refuse_task.is_some() {
-                r.push("async.task-refused");
+                r.push(crate::rule!("async.task-refused"));
             }
             if let Some(c) = s.cancel {
                 r.extend([
-                    "async.cancel.no-error",
-                    "async.cancel.error-after",
-                    "async.cancel.reentrant",
+                    crate::rule!("async.cancel.no-error"),
+                    crate::rule!("async.cancel.error-after"),
+                    crate::rule!("async.cancel.reentrant"),
                 ]);
                 if matches!(c.how, CancelHow::Twice | CancelHow::Race) {
-                    r.push("async.cancel.idempotent");
+                    r.push(crate::rule!("async.cancel.idempotent"));
                 }
                 if s.request_after_cancel.is_some() {
-                    r.push("async.cancel.request-nop");
+                    r.push(crate::rule!("async.cancel.request-nop"));
                 }
             }
         }
@@ -278,7 +278,7 @@ pub fn run_producer(
                         .collect::<Vec<_>>()
                         .join("; ");
                     found = vec![(
-                        "async.cancel.idempotent",
+                        crate::rule!("async.cancel.idempotent"),
                         "cancel".to_string(),
                         format!(
                             "with cancel called more than once ({}) the stream broke: {what}; with one cancel (`{single}`) it did not",
@@ -294,7 +294,12 @@ pub fn run_producer(
     }
     // Judged only where an extraction failed.
     if extract_failed {
-        obs.check("async.extract.error-follows", true, "", String::new);
+        obs.check(
+            crate::rule!("async.extract.error-follows"),
+            true,
+            "",
+            String::new,
+        );
     }
     for (rule, at, message) in found {
         obs.check(rule, false, &at, || message);
@@ -341,9 +346,9 @@ fn judge_run(
             deadline_ms: DEADLINE.as_millis() as u64,
         },
     ) {
-        if f.rule == "async.cancel.error-after" && says_cancelled {
+        if f.rule == crate::rule!("async.cancel.error-after") && says_cancelled {
             found.push((
-                "async.cancel.no-error",
+                crate::rule!("async.cancel.no-error"),
                 f.at,
                 format!(
                     "{}, and its message reports the cancel itself: {error_text:?}",
@@ -433,9 +438,9 @@ fn check_arrays(
                 }
                 Err(e) => {
                     found.push((
-                        "async.array.valid",
+                        crate::rule!("async.array.valid"),
                         at,
-                        format!("{}: {e}", "array.values.roundtrip"),
+                        format!("{}: {e}", crate::rule!("array.values.roundtrip")),
                     ));
                     contiguous = false;
                 }
@@ -460,11 +465,11 @@ fn check_arrays(
         Some(e) => e,
         None => {
             found.push((
-                "async.array.valid",
+                crate::rule!("async.array.valid"),
                 "values".into(),
                 format!(
                     "{}: the tasks delivered {rows} rows, the data has {total}",
-                    "array.values.roundtrip"
+                    crate::rule!("array.values.roundtrip")
                 ),
             ));
             return;
@@ -475,11 +480,11 @@ fn check_arrays(
     // type flavours changed is array.values.types, INFO.
     match super::checks::value_tiers(scenario, &expect, &read) {
         None => {}
-        Some(("array.values.types", shown)) => {
-            found.push(("array.values.types", "values".into(), shown));
+        Some((r, shown)) if r == crate::rule!("array.values.types") => {
+            found.push((crate::rule!("array.values.types"), "values".into(), shown));
         }
         Some((rule, shown)) => found.push((
-            "async.array.valid",
+            crate::rule!("async.array.valid"),
             "values".into(),
             format!("{rule}: {shown}"),
         )),
@@ -494,7 +499,11 @@ fn check_arrays(
 /// path never judges more strictly than the array path does.
 fn carried(rule: &'static str, at: String, message: String) -> (&'static str, String, String) {
     if crate::rules::is_must(rule) {
-        ("async.array.valid", at, format!("{rule}: {message}"))
+        (
+            crate::rule!("async.array.valid"),
+            at,
+            format!("{rule}: {message}"),
+        )
     } else {
         (rule, at, message)
     }
@@ -526,14 +535,17 @@ fn extract_null_leaks(
     run_opts: handler::Options,
     obs: &mut Observations,
 ) {
-    let rule = "async.task.extract-null";
+    let rule = crate::rule!("async.task.extract-null");
     if scenario.batches.is_empty() {
         return;
     }
     let counters = super::leaks::counters(producer);
     if counters.is_empty() {
         obs.not_exercised(rule, super::leaks::NO_COUNTER);
-        obs.not_exercised("array.release.cache", super::leaks::NO_COUNTER);
+        obs.not_exercised(
+            crate::rule!("array.release.cache"),
+            super::leaks::NO_COUNTER,
+        );
         return;
     }
     let body = || -> Result<(), String> {
@@ -567,7 +579,7 @@ fn extract_null_leaks(
             });
             super::checks::cache_info(
                 &m,
-                "array.release.cache",
+                crate::rule!("array.release.cache"),
                 "extract_data(task, NULL)",
                 sequence,
                 obs,
@@ -605,11 +617,11 @@ fn handler_frees(
     obs: &mut Observations,
 ) {
     use crate::export::{asynchronous as producer, Ledger};
-    let rule = "consumer.async.release-frees";
+    let rule = crate::rule!("consumer.async.release-frees");
     if !crate::plugin::tracker::present() {
         let why = "nothing counts the bytes this process holds: the allocation tracker is not loaded (worker processes preload it unless ARROWCERT_TRACKER=off; --in-process runs have none)";
         obs.not_exercised(rule, why);
-        obs.not_exercised("consumer.async.release-cache", why);
+        obs.not_exercised(crate::rule!("consumer.async.release-cache"), why);
         return;
     }
     let counters = vec![super::leaks::Counter::new(
@@ -640,7 +652,13 @@ fn handler_frees(
         Ok(m) => {
             let sequence = "a whole async stream into the consumer (its handler started, fed, released, finished)";
             obs.check(rule, !m.leaks(), "handler", || m.evidence(sequence));
-            super::checks::cache_info(&m, "consumer.async.release-cache", "handler", sequence, obs);
+            super::checks::cache_info(
+                &m,
+                crate::rule!("consumer.async.release-cache"),
+                "handler",
+                sequence,
+                obs,
+            );
         }
         Err(why) => obs.not_exercised(rule, format!("the repeated stream did not complete: {why}")),
     }
@@ -655,17 +673,17 @@ pub const FINISH_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// The rules every consumer-side async case exercises.
 const CONSUMER_RULES: &[&str] = &[
-    "consumer.async.request",
-    "consumer.async.request-positive",
-    "consumer.async.extract-once",
-    "consumer.async.task-scope",
-    "consumer.async.schema-moved",
-    "consumer.async.release-no-producer",
-    "consumer.async.producer-lifetime",
-    "consumer.async.release",
-    "consumer.release.not-released",
-    "consumer.release.no-children",
-    "consumer.data.immutable",
+    crate::rule!("consumer.async.request"),
+    crate::rule!("consumer.async.request-positive"),
+    crate::rule!("consumer.async.extract-once"),
+    crate::rule!("consumer.async.task-scope"),
+    crate::rule!("consumer.async.schema-moved"),
+    crate::rule!("consumer.async.release-no-producer"),
+    crate::rule!("consumer.async.producer-lifetime"),
+    crate::rule!("consumer.async.release"),
+    crate::rule!("consumer.release.not-released"),
+    crate::rule!("consumer.release.no-children"),
+    crate::rule!("consumer.data.immutable"),
 ];
 
 /// Runs a consumer-side async case.
@@ -723,11 +741,21 @@ pub fn run_consumer(
     }
     let erroring = matches!(d.end, End::Error(_));
     if erroring {
-        obs.check("consumer.async.on-error", true, "", String::new);
-        obs.check("consumer.async.copies", true, "", String::new);
+        obs.check(
+            crate::rule!("consumer.async.on-error"),
+            true,
+            "",
+            String::new,
+        );
+        obs.check(crate::rule!("consumer.async.copies"), true, "", String::new);
     }
     if matches!(d.end, End::Cancel(_, Late::Error)) {
-        obs.check("consumer.async.on-error", true, "", String::new);
+        obs.check(
+            crate::rule!("consumer.async.on-error"),
+            true,
+            "",
+            String::new,
+        );
     }
     for v in &findings.violations {
         obs.check(v.rule, false, &v.at, || v.message.clone());
@@ -736,28 +764,37 @@ pub fn run_consumer(
     // kept the harness's structure stops asking for more: that stall
     // follows from the finding already made.
     let kept_structure = findings.violations.iter().any(|v| {
-        matches!(
-            v.rule,
-            "consumer.async.task-scope" | "consumer.async.schema-moved"
-        )
+        [
+            crate::rule!("consumer.async.task-scope"),
+            crate::rule!("consumer.async.schema-moved"),
+        ]
+        .contains(&v.rule)
     });
     // "If successful, the function should return 0, otherwise it should
     // return an errno-compatible error code": a refusal's code is a
     // positive errno value.
     if let (Some(code), Some(what)) = (report.refused_code, &report.refused) {
-        obs.check("consumer.async.errno", code > 0, "handler", || {
-            format!("{what}: a refusal should be an errno-compatible code (positive)")
-        });
+        obs.check(
+            crate::rule!("consumer.async.errno"),
+            code > 0,
+            "handler",
+            || format!("{what}: a refusal should be an errno-compatible code (positive)"),
+        );
     }
     if let (Some(why), false) = (&report.stalled, kept_structure) {
-        obs.check("consumer.async.request", false, "stream", || why.clone());
+        obs.check(
+            crate::rule!("consumer.async.request"),
+            false,
+            "stream",
+            || why.clone(),
+        );
     }
     // Tasks delivered after the consumer's cancel are judged below, under
     // consumer.async.after-cancel.
     let late = report.late();
     for (i, &n) in report.extracts.iter().enumerate() {
         if n == 0 && !report.out_of_scope.contains(&i) && !late.contains(&i) {
-            obs.check("consumer.async.extract-once", false, &format!("task {i}"), || {
+            obs.check(crate::rule!("consumer.async.extract-once"), false, &format!("task {i}"), || {
                 format!("task {i} was never extracted by the time the stream ended (\"it must still call extract_data so that the producer can perform any required cleanup\")")
             });
         }
@@ -805,24 +842,34 @@ pub fn run_consumer(
                 if text.contains(producer::MESSAGE_OVERWRITTEN.trim_end())
                     || text.contains("overwritten")
                 {
-                    obs.check("consumer.async.copies", false, "on_error", || {
+                    obs.check(crate::rule!("consumer.async.copies"), false, "on_error", || {
                         format!("the consumer's error reads `{text}`: it kept on_error's message pointer and read it after on_error returned (the harness overwrote the message then)")
                     });
                 } else {
                     obs.check(
-                        "consumer.stream.error",
+                        crate::rule!("consumer.stream.error"),
                         got == code && text.contains(message.as_str()),
                         "finish",
                         || format!("the producer failed with {code} `{message}`; finish returned {got} with last error `{text}`"),
                     );
                 }
             }
-            Err(e) => obs.check("consumer.stream.error", false, "finish", || {
-                format!("the producer failed with {code} `{message}`; finish said: {e}")
-            }),
-            Ok(_) => obs.check("consumer.stream.error", false, "finish", || {
-                format!("the producer failed with {code} `{message}`, but finish returned success")
-            }),
+            Err(e) => obs.check(
+                crate::rule!("consumer.stream.error"),
+                false,
+                "finish",
+                || format!("the producer failed with {code} `{message}`; finish said: {e}"),
+            ),
+            Ok(_) => obs.check(
+                crate::rule!("consumer.stream.error"),
+                false,
+                "finish",
+                || {
+                    format!(
+                        "the producer failed with {code} `{message}`, but finish returned success"
+                    )
+                },
+            ),
         }
         return Ended::Ran;
     }
@@ -833,7 +880,10 @@ pub fn run_consumer(
     match result {
         Ok(bytes) => {
             if let Err(e) = crate::sdk::ipc::decode(&bytes) {
-                obs.not_exercised("consumer.read.values", crate::roundtrip::UNDECODABLE);
+                obs.not_exercised(
+                    crate::rule!("consumer.read.values"),
+                    crate::roundtrip::UNDECODABLE,
+                );
                 return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
             }
             super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
@@ -846,7 +896,7 @@ pub fn run_consumer(
         // The same permission as on every other path: a clean refusal is
         // a limitation, never consumer.read.values.
         Err(e) => {
-            obs.not_exercised("consumer.read.values", e.to_string());
+            obs.not_exercised(crate::rule!("consumer.read.values"), e.to_string());
             super::consumer::refusal(&e)
         }
     }
@@ -867,12 +917,12 @@ fn judge_after_cancel(
     protocol_broken: bool,
     obs: &mut Observations,
 ) -> Ended {
-    const RULE: &str = "consumer.async.after-cancel";
+    const RULE: &str = crate::rule!("consumer.async.after-cancel");
     let returned = run.result.is_some();
     let clean = findings.violations.is_empty() && report.released && report.finished;
     run.end(clean && returned && !protocol_broken);
     obs.not_exercised(
-        "consumer.read.values",
+        crate::rule!("consumer.read.values"),
         "the consumer cancelled the stream, as asked: what it keeps of a cancelled stream is its own choice",
     );
     if let Some(why) = &report.cancel_problem {

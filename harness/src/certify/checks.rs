@@ -130,13 +130,13 @@ fn frees(
     let counters = leaks::counters_on(producer, device);
     if counters.is_empty() {
         obs.not_exercised(rule, leaks::NO_COUNTER);
-        obs.not_exercised("array.release.cache", leaks::NO_COUNTER);
+        obs.not_exercised(crate::rule!("array.release.cache"), leaks::NO_COUNTER);
         return;
     }
     match leaks::measure(&counters, body) {
         Ok(m) => {
             obs.check(rule, !m.leaks(), at, || m.evidence(sequence));
-            cache_info(&m, "array.release.cache", at, sequence, obs);
+            cache_info(&m, crate::rule!("array.release.cache"), at, sequence, obs);
         }
         Err(why) => obs.not_exercised(
             rule,
@@ -211,11 +211,11 @@ fn buffer_bytes(batch: &RecordBatch) -> Vec<Vec<u8>> {
 fn unreadable(at: &str, why: &str, obs: &mut Observations) {
     if not_utf8(obs) {
         obs.not_exercised(
-            "array.values.roundtrip",
+            crate::rule!("array.values.roundtrip"),
             format!("arrow-rs, which reads the values, cannot import names, metadata or utf8 values that are not UTF-8 ({why})"),
         );
     } else {
-        obs.check("array.values.roundtrip", false, at, || {
+        obs.check(crate::rule!("array.values.roundtrip"), false, at, || {
             format!("arrow-rs cannot import the validated export: {why}")
         });
     }
@@ -251,9 +251,9 @@ pub(crate) fn value_tiers(
     }
     let logical = compare::logical::streams(&scenario.schema, expect, &schema, read);
     let rule = if logical.is_empty() {
-        "array.values.types"
+        crate::rule!("array.values.types")
     } else {
-        "array.values.roundtrip"
+        crate::rule!("array.values.roundtrip")
     };
     let shown = logical
         .iter()
@@ -275,12 +275,22 @@ pub(crate) fn values(
 ) {
     match value_tiers(scenario, expect, read) {
         None => {
-            obs.check("array.values.types", true, at, String::new);
-            obs.check("array.values.roundtrip", true, at, String::new);
+            obs.check(crate::rule!("array.values.types"), true, at, String::new);
+            obs.check(
+                crate::rule!("array.values.roundtrip"),
+                true,
+                at,
+                String::new,
+            );
         }
-        Some(("array.values.types", shown)) => {
-            obs.check("array.values.types", false, at, || shown);
-            obs.check("array.values.roundtrip", true, at, String::new);
+        Some((r, shown)) if r == crate::rule!("array.values.types") => {
+            obs.check(crate::rule!("array.values.types"), false, at, || shown);
+            obs.check(
+                crate::rule!("array.values.roundtrip"),
+                true,
+                at,
+                String::new,
+            );
         }
         Some((rule, shown)) => obs.check(rule, false, at, || shown),
     }
@@ -342,31 +352,36 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     release_walked(
         &mut schema,
         |s| walk::watch_schema(s, "schema"),
-        "schema.release.marks-released",
-        "schema.release.walks-children",
+        crate::rule!("schema.release.marks-released"),
+        crate::rule!("schema.release.walks-children"),
         "schema",
         obs,
     );
     if let Some(mut child) = child {
         let found = probe::check_schema(&child);
         let intact = !crate::inspect::any_must(&found);
-        obs.check("schema.move.child", intact, "schema.children[0]", || {
-            format!(
-                "after the parent's release the moved child no longer validates: {}",
-                found
-                    .iter()
-                    .map(|v| v.to_string())
-                    .take(3)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        });
+        obs.check(
+            crate::rule!("schema.move.child"),
+            intact,
+            "schema.children[0]",
+            || {
+                format!(
+                    "after the parent's release the moved child no longer validates: {}",
+                    found
+                        .iter()
+                        .map(|v| v.to_string())
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            },
+        );
         if intact {
             release_walked(
                 &mut child,
                 |s| walk::watch_schema(s, "schema.children[0]"),
-                "schema.release.marks-released",
-                "schema.release.walks-children",
+                crate::rule!("schema.release.marks-released"),
+                crate::rule!("schema.release.walks-children"),
                 "schema.children[0]",
                 obs,
             );
@@ -379,7 +394,7 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     frees(
         producer,
         DeviceKind::Cpu,
-        "schema.release.frees",
+        crate::rule!("schema.release.frees"),
         "schema",
         "export and release of the schema",
         obs,
@@ -432,17 +447,20 @@ pub(crate) fn device_members(
     obs: &mut Observations,
 ) {
     let (dt, id, sync, reserved) = probe::device_fields(a);
-    obs.check("device.reserved.zero", reserved == [0; 3], at, || {
-        format!("reserved is {reserved:#x?}; it must be zeroed")
-    });
+    obs.check(
+        crate::rule!("device.reserved.zero"),
+        reserved == [0; 3],
+        at,
+        || format!("reserved is {reserved:#x?}; it must be zeroed"),
+    );
     // INFO: "Backwards-compatible changes are allowed, for example new
     // macro values for ArrowDeviceType": a value the harness does not list
     // may be one added after its list.
-    obs.check("device.type.known", device::name(dt).is_some(), at, || {
+    obs.check(crate::rule!("device.type.known"), device::name(dt).is_some(), at, || {
         format!("device_type {dt} is not one of the ArrowDeviceType values this harness knows (the spec allows new ones)")
     });
     obs.check(
-        "device.type.requested",
+        crate::rule!("device.type.requested"),
         dt == opts.device_type
             && (opts.device_type == device::CPU
                 || id_rule == DeviceId::Any
@@ -456,12 +474,12 @@ pub(crate) fn device_members(
         },
     );
     if dt == device::CPU {
-        obs.check("device.cpu.id", id == -1, at, || {
+        obs.check(crate::rule!("device.cpu.id"), id == -1, at, || {
             format!("a CPU array has device_id {id}; it should be -1")
         });
     }
     if matches!(dt, 1 | 9 | 15 | 16) {
-        obs.check("device.event.none", sync == 0, at, || {
+        obs.check(crate::rule!("device.event.none"), sync == 0, at, || {
             format!(
                 "sync_event is {sync:#x} on a device type with no event type; it should be NULL"
             )
@@ -495,8 +513,8 @@ fn on_device(
         release_walked(
             moved,
             |a| walk::watch_array(&mut a.array, at),
-            "array.release.marks-released",
-            "array.release.walks-children",
+            crate::rule!("array.release.marks-released"),
+            crate::rule!("array.release.walks-children"),
             at,
             obs,
         );
@@ -531,7 +549,7 @@ fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &m
     if let Err(e) = producer.produce_array_schema(&scenario.ipc, batch, offset, length, &mut schema)
     {
         obs.not_exercised(
-            "array.values.types",
+            crate::rule!("array.values.types"),
             format!("the schema exported with the array could not be had: {e}"),
         );
         return;
@@ -548,7 +566,7 @@ fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &m
     match probe::read_schema(&schema) {
         Ok(read) => {
             let diffs = compare::schemas(&scenario.schema, &read);
-            obs.check("array.values.types", diffs.is_empty(), AT, || {
+            obs.check(crate::rule!("array.values.types"), diffs.is_empty(), AT, || {
                 format!(
                     "the schema exported with the array differs from the one asked for: {}",
                     diffs.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
@@ -556,11 +574,16 @@ fn array_schema(producer: &Plugin, scenario: &Scenario, spec: &CaseSpec, obs: &m
             });
         }
         Err(why) => obs.not_exercised(
-            "array.values.types",
+            crate::rule!("array.values.types"),
             format!("arrow-rs cannot read the schema exported with the array, so it is not compared ({why})"),
         ),
     }
-    release_checked(&mut schema, "schema.release.marks-released", AT, obs);
+    release_checked(
+        &mut schema,
+        crate::rule!("schema.release.marks-released"),
+        AT,
+        obs,
+    );
 }
 
 /// How many exports of one object are made before one is taken apart.
@@ -579,7 +602,7 @@ fn repeated_exports(
     schema: &ArrowSchema,
     obs: &mut Observations,
 ) {
-    const RULE: &str = "array.exports.independent";
+    const RULE: &str = crate::rule!("array.exports.independent");
     let (batch, offset, length) = call_range(spec.batch, spec.slice);
     let object = match producer.produce_object(&scenario.ipc, batch, offset, length) {
         Ok(o) => o,
@@ -665,7 +688,7 @@ fn repeated_exports(
         match probe::import_batch(schema, &mut a) {
             Ok(read) => {
                 let wrong = value_tiers(scenario, &expect, std::slice::from_ref(&read))
-                    .filter(|(rule, _)| *rule == "array.values.roundtrip");
+                    .filter(|(rule, _)| *rule == crate::rule!("array.values.roundtrip"));
                 obs.check(RULE, wrong.is_none(), what, || {
                     format!(
                         "after another export of the same object was taken apart and released, this one reads other values: {}",
@@ -736,7 +759,12 @@ fn array_case(
             }
             let refs = probe::array_self_refs(&schema, &out.array);
             let still = match obs.as_deref_mut() {
-                Some(obs) => not_self_referencing(refs, "array.release.relocatable", "array", obs),
+                Some(obs) => not_self_referencing(
+                    refs,
+                    crate::rule!("array.release.relocatable"),
+                    "array",
+                    obs,
+                ),
                 None => refs.is_empty(),
             };
             if opts.kind != DeviceKind::Cpu && still {
@@ -755,7 +783,12 @@ fn array_case(
                 .map_err(call_ended)?;
             let refs = probe::array_self_refs(&schema, &out);
             let still = match obs.as_deref_mut() {
-                Some(obs) => not_self_referencing(refs, "array.release.relocatable", "array", obs),
+                Some(obs) => not_self_referencing(
+                    refs,
+                    crate::rule!("array.release.relocatable"),
+                    "array",
+                    obs,
+                ),
                 None => refs.is_empty(),
             };
             Ok((out, still))
@@ -826,7 +859,7 @@ fn array_case(
             frees(
                 producer,
                 opts.kind,
-                "array.release.frees",
+                crate::rule!("array.release.frees"),
                 "device array",
                 "export and release of the batch on the device",
                 obs,
@@ -837,7 +870,12 @@ fn array_case(
                 },
             );
         }
-        release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+        release_checked(
+            &mut schema,
+            crate::rule!("schema.release.marks-released"),
+            "schema",
+            obs,
+        );
         return Ended::Ran;
     }
 
@@ -873,8 +911,8 @@ fn array_case(
     release_walked(
         &mut second,
         |a| walk::watch_array(a, "array"),
-        "array.release.marks-released",
-        "array.release.walks-children",
+        crate::rule!("array.release.marks-released"),
+        crate::rule!("array.release.walks-children"),
         "array",
         obs,
     );
@@ -900,7 +938,7 @@ fn array_case(
                 }
             }
             intact = problems.is_empty();
-            obs.check("array.move.child", intact, "array.children[0]", || {
+            obs.check(crate::rule!("array.move.child"), intact, "array.children[0]", || {
                 format!(
                     "after the parent's release the moved child no longer holds what it held before: {}",
                     problems.join("; ")
@@ -911,8 +949,8 @@ fn array_case(
             release_walked(
                 &mut child,
                 |a| walk::watch_array(a, "array.children[0]"),
-                "array.release.marks-released",
-                "array.release.walks-children",
+                crate::rule!("array.release.marks-released"),
+                crate::rule!("array.release.walks-children"),
                 "array.children[0]",
                 obs,
             );
@@ -938,7 +976,7 @@ fn array_case(
                 ))
             });
         obs.check(
-            "array.buffers.immutable",
+            crate::rule!("array.buffers.immutable"),
             changed.is_none(),
             "array",
             || {
@@ -958,7 +996,7 @@ fn array_case(
         frees(
             producer,
             opts.kind,
-            "array.release.frees",
+            crate::rule!("array.release.frees"),
             "array",
             "export and release of the batch",
             obs,
@@ -978,7 +1016,12 @@ fn array_case(
             },
         );
     }
-    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    release_checked(
+        &mut schema,
+        crate::rule!("schema.release.marks-released"),
+        "schema",
+        obs,
+    );
     Ended::Ran
 }
 
@@ -1014,7 +1057,7 @@ mod tests {
         let s = bools();
         let read = bool8(vec![Some(1), None, Some(0)]);
         let (rule, shown) = value_tiers(&s, &s.batches, &[read]).expect("types differ");
-        assert_eq!(rule, "array.values.types", "{shown}");
+        assert_eq!(rule, crate::rule!("array.values.types"), "{shown}");
         assert!(
             shown.contains("arrow.bool8") || shown.contains("Int8"),
             "{shown}"
@@ -1022,6 +1065,6 @@ mod tests {
         // Wrong values under the same type still fail the MUST.
         let wrong = bool8(vec![Some(0), None, Some(0)]);
         let (rule, shown) = value_tiers(&s, &s.batches, &[wrong]).expect("values differ");
-        assert_eq!(rule, "array.values.roundtrip", "{shown}");
+        assert_eq!(rule, crate::rule!("array.values.roundtrip"), "{shown}");
     }
 }

@@ -444,18 +444,18 @@ struct Attempt {
 
 /// The rules every consumer case with data exercises.
 const HANDOVER_RULES: &[&str] = &[
-    "consumer.release.once",
-    "consumer.release.not-released",
-    "consumer.release.no-children",
-    "consumer.move.marks-source",
-    "consumer.data.immutable",
+    crate::rule!("consumer.release.once"),
+    crate::rule!("consumer.release.not-released"),
+    crate::rule!("consumer.release.no-children"),
+    crate::rule!("consumer.move.marks-source"),
+    crate::rule!("consumer.data.immutable"),
 ];
 
 const STREAM_RULES: &[&str] = &[
-    "consumer.stream.release",
-    "consumer.stream.serial",
-    "consumer.stream.last-error",
-    "consumer.stream.last-error-copy",
+    crate::rule!("consumer.stream.release"),
+    crate::rule!("consumer.stream.serial"),
+    crate::rule!("consumer.stream.last-error"),
+    crate::rule!("consumer.stream.last-error-copy"),
 ];
 
 /// Runs one consumer case.
@@ -597,7 +597,7 @@ fn judge_handover(a: &Attempt, stream: bool, obs: &mut Observations) {
         let r = &a.findings.roots[*root];
         // Unreleased and unmoved is a leak, which the ledger reports.
         if let Some((addr, _)) = r.releases.first() {
-            obs.check("consumer.move.marks-source", false, what, || {
+            obs.check(crate::rule!("consumer.move.marks-source"), false, what, || {
                 format!(
                     "the {what} was moved (its release ran on a copy at {addr:#x}) but the source the harness handed over at {:#x} still has a non-NULL release: \"it MUST mark the source structure released\"",
                     r.addr
@@ -627,9 +627,12 @@ fn judge_device_move(a: &Attempt, obs: &mut Observations) {
             })
         })
         .collect();
-    obs.check("device.move", unmarked.is_empty(), "device array", || {
-        unmarked.join("; ")
-    });
+    obs.check(
+        crate::rule!("device.move"),
+        unmarked.is_empty(),
+        "device array",
+        || unmarked.join("; "),
+    );
 }
 
 /// consumer.sync.waits: a consumer that says it read a device array must
@@ -641,7 +644,7 @@ fn judge_device_move(a: &Attempt, obs: &mut Observations) {
 fn judge_sync(a: &Attempt, obs: &mut Observations) {
     for r in &a.findings.roots {
         if let Some(done) = r.synced {
-            obs.check("consumer.sync.waits", done, &r.what, || {
+            obs.check(crate::rule!("consumer.sync.waits"), done, &r.what, || {
                 format!(
                     "the consumer returned what it read, but when it released the {} its sync_event had not completed: it read the buffers without waiting on the event (\"it MUST be used to call the appropriate sync method for the device ... before attempting to access the memory in the buffers\")",
                     r.what
@@ -663,7 +666,7 @@ impl ReadDifferences {
     /// again with release poisoning off).
     pub(super) fn judge_all_but_values(&self, obs: &mut Observations) -> Option<String> {
         obs.check(
-            "consumer.read.metadata",
+            crate::rule!("consumer.read.metadata"),
             self.optional.is_empty(),
             "output",
             || self.optional.join("; "),
@@ -671,13 +674,13 @@ impl ReadDifferences {
         // Where the values differ, whether the types also do is not judged.
         if self.values.is_empty() {
             obs.check(
-                "consumer.read.types",
+                crate::rule!("consumer.read.types"),
                 self.types.is_empty(),
                 "output",
                 || self.types.join("; "),
             );
             obs.check(
-                "consumer.read.precision",
+                crate::rule!("consumer.read.precision"),
                 self.precision.is_empty(),
                 "output",
                 || self.precision.join("; "),
@@ -690,9 +693,12 @@ impl ReadDifferences {
     /// Records the three rules' verdicts.
     pub(super) fn judge(&self, obs: &mut Observations) {
         let wrong = self.judge_all_but_values(obs);
-        obs.check("consumer.read.values", wrong.is_none(), "output", || {
-            wrong.clone().unwrap_or_default()
-        });
+        obs.check(
+            crate::rule!("consumer.read.values"),
+            wrong.is_none(),
+            "output",
+            || wrong.clone().unwrap_or_default(),
+        );
     }
 }
 
@@ -756,7 +762,7 @@ fn data_case(
     if spec.device == crate::device::Kind::Cpu {
         if matches!(kind, Kind::DeviceArray(_) | Kind::DeviceStream(_)) {
             obs.not_exercised(
-                "consumer.sync.waits",
+                crate::rule!("consumer.sync.waits"),
                 "CPU device arrays carry no sync event; the cases on a device with its own memory (the emulated device or CUDA) exercise this rule",
             );
         }
@@ -772,7 +778,10 @@ fn data_case(
     // "values differ".
     if let Ok(bytes) = &first.result {
         if let Err(e) = ipc::decode(bytes) {
-            obs.not_exercised("consumer.read.values", crate::roundtrip::UNDECODABLE);
+            obs.not_exercised(
+                crate::rule!("consumer.read.values"),
+                crate::roundtrip::UNDECODABLE,
+            );
             return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
         }
     }
@@ -780,7 +789,7 @@ fn data_case(
         Ok(bytes) => {
             if matches!(enc, Encoding::Varied(_) | Encoding::Only(..)) {
                 // It took the encoding variations: the rule held.
-                obs.check("consumer.read.accepts", true, "", String::new);
+                obs.check(crate::rule!("consumer.read.accepts"), true, "", String::new);
             }
             differences(expected, bytes).judge_all_but_values(obs)
         }
@@ -790,8 +799,8 @@ fn data_case(
             // by releasing first (an importer that validates what it reads
             // refuses poisoned offsets instead of reading them wrong).
             if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
-                obs.check("consumer.read.values", true, "", String::new);
-                obs.check("consumer.read.after-release", false, "output", || {
+                obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
+                obs.check(crate::rule!("consumer.read.after-release"), false, "output", || {
                     format!(
                         "with released buffers overwritten ({:#04x}) the consumer refused the input ({e}); with them left as they were it read right: it read after calling release",
                         export::RELEASED_BYTE
@@ -799,28 +808,38 @@ fn data_case(
                 });
                 return Ended::Ran;
             }
-            obs.not_exercised("consumer.read.values", e.to_string());
+            obs.not_exercised(crate::rule!("consumer.read.values"), e.to_string());
             return refused(consumer, scenario, spec, kind, enc, e, obs);
         }
     };
     let Some(evidence) = wrong else {
-        obs.check("consumer.read.values", true, "", String::new);
-        obs.check("consumer.read.after-release", true, "", String::new);
+        obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
+        obs.check(
+            crate::rule!("consumer.read.after-release"),
+            true,
+            "",
+            String::new,
+        );
         judge_view(first.values.as_deref(), expected, obs);
         return Ended::Ran;
     };
     // Read wrong: again without poisoning released memory. Right then means
     // the first run read memory after releasing it.
     if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
-        obs.check("consumer.read.values", true, "", String::new);
-        obs.check("consumer.read.after-release", false, "output", || {
+        obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
+        obs.check(crate::rule!("consumer.read.after-release"), false, "output", || {
             format!(
                 "with released buffers overwritten ({:#04x}) the consumer read wrong ({evidence}); with them left as they were it read right: it read after calling release",
                 export::RELEASED_BYTE
             )
         });
     } else {
-        obs.check("consumer.read.values", false, "output", || evidence);
+        obs.check(
+            crate::rule!("consumer.read.values"),
+            false,
+            "output",
+            || evidence,
+        );
     }
     Ended::Ran
 }
@@ -840,7 +859,7 @@ fn judge_view(view: Option<&str>, expected: (&Schema, &[RecordBatch]), obs: &mut
     let c = crate::compare::pyvalues::compare(expected.0, expected.1, json);
     obs.view = Some(c.summary());
     obs.check(
-        "consumer.read.values-view",
+        crate::rule!("consumer.read.values-view"),
         c.disagreements.is_empty(),
         "the consumer's own values view",
         || {
@@ -941,7 +960,7 @@ fn refused(
         if panicked {
             return limitation;
         }
-        obs.check("consumer.read.accepts", false, "input", || {
+        obs.check(crate::rule!("consumer.read.accepts"), false, "input", || {
             format!(
                 "the consumer reads this data encoded plainly but refused it with one variation the spec lets producers use and no permission covers (refused: {}): {e}",
                 v.name()
@@ -975,7 +994,7 @@ fn refused(
         return limitation;
     }
     let again = at_zero.err().unwrap_or_default();
-    obs.check("consumer.read.accepts", false, "input", || {
+    obs.check(crate::rule!("consumer.read.accepts"), false, "input", || {
         let which = if other.is_empty() {
             format!(
                 "refused alone: {}; each variation no permission covers was read alone, only their combination was refused",
@@ -1090,15 +1109,20 @@ fn stream_error(
                 super::CONSUMER_DECLINED,
                 message.clone().unwrap_or_default()
             );
-            obs.not_exercised("consumer.stream.error", why.clone());
+            obs.not_exercised(crate::rule!("consumer.stream.error"), why.clone());
             return Ended::Skip(why);
         }
-        Ok(_) => obs.check("consumer.stream.error", false, "result", || {
-            format!(
+        Ok(_) => obs.check(
+            crate::rule!("consumer.stream.error"),
+            false,
+            "result",
+            || {
+                format!(
                 "the stream failed with {} ({code}) \"{message}\", but the consume call succeeded",
                 errno_name(code)
             )
-        }),
+            },
+        ),
         Err(CallError::Missing(_)) => unreachable!("a missing entry point returned above"),
         Err(CallError::Failed {
             code: got,
@@ -1107,8 +1131,8 @@ fn stream_error(
         }) => {
             let m = m.clone().unwrap_or_default();
             if m.contains(export::OVERWRITTEN) {
-                obs.check("consumer.stream.error", true, "", String::new);
-                obs.check("consumer.stream.last-error-copy", false, "last error", || {
+                obs.check(crate::rule!("consumer.stream.error"), true, "", String::new);
+                obs.check(crate::rule!("consumer.stream.last-error-copy"), false, "last error", || {
                     format!("the consumer's last error is the harness's overwritten message buffer ({m:?}): it kept get_last_error's pointer past the next stream call instead of copying the string")
                 });
             } else if !(*got == code && m.contains(&message))
@@ -1123,7 +1147,7 @@ fn stream_error(
                 // (A get_schema failure comes before any data: no excuse.)
                 let e = a.result.as_ref().unwrap_err();
                 obs.not_exercised(
-                    "consumer.stream.error",
+                    crate::rule!("consumer.stream.error"),
                     format!("the consumer declines this stream before the injected failure, with no failure injected too: {e}"),
                 );
                 return match refusal(e) {
@@ -1133,7 +1157,7 @@ fn stream_error(
                     other => other,
                 };
             } else {
-                obs.check("consumer.stream.error", *got == code && m.contains(&message), "last error", || {
+                obs.check(crate::rule!("consumer.stream.error"), *got == code && m.contains(&message), "last error", || {
                     format!(
                         "the stream failed with {} ({code}) \"{message}\"; the consumer returned {} ({got}) with last error {m:?} (the plugin contract asks for the same code, and the message)",
                         errno_name(code),
@@ -1210,14 +1234,19 @@ fn released(
     }
     match result {
         Ok(_) => {
-            obs.check("consumer.release.checks-released", false, what, || {
+            obs.check(crate::rule!("consumer.release.checks-released"), false, what, || {
                 format!("given an ArrowArray{} whose release is NULL (released) and whose other members are poison, the consume call succeeded: \"consumers SHOULD check for a NULL release callback and treat it accordingly (probably by erroring out)\"",
                 if schema_released { "Schema" } else { "" })
             });
             Ended::Ran
         }
         Err(_) => {
-            obs.check("consumer.release.checks-released", true, "", String::new);
+            obs.check(
+                crate::rule!("consumer.release.checks-released"),
+                true,
+                "",
+                String::new,
+            );
             Ended::Ran
         }
     }

@@ -28,11 +28,13 @@ use crate::rules;
 /// The rule a crash or hang in this case breaks, if the case has one.
 pub fn charged_rule(spec: &CaseSpec) -> Option<&'static str> {
     match spec.path {
-        Path::Consumer(Kind::Released { .. }) => Some("consumer.release.checks-released"),
-        Path::Consumer(Kind::StreamError { .. }) => Some("consumer.stream.error"),
+        Path::Consumer(Kind::Released { .. }) => {
+            Some(crate::rule!("consumer.release.checks-released"))
+        }
+        Path::Consumer(Kind::StreamError { .. }) => Some(crate::rule!("consumer.stream.error")),
         Path::Consumer(
             Kind::Array(_) | Kind::DeviceArray(_) | Kind::Stream(_) | Kind::DeviceStream(_),
-        ) => Some("consumer.read.values"),
+        ) => Some(crate::rule!("consumer.read.values")),
         _ => None,
     }
 }
@@ -87,9 +89,14 @@ fn died_in_sync_event_wait(case: &Case) -> bool {
 /// to, handed to the driver, killed the process, so it was not "a pointer
 /// to a CUevent" (`device.event.type`).
 fn charge_sync_event(case: &mut Case) {
-    add(case, "device.event.type", "sync_event", |how| {
-        format!("the process died when the device's driver was handed the event sync_event points to: it does not point to a live event ({how})")
-    });
+    add(
+        case,
+        crate::rule!("device.event.type"),
+        "sync_event",
+        |how| {
+            format!("the process died when the device's driver was handed the event sync_event points to: it does not point to a live event ({how})")
+        },
+    );
 }
 
 #[cfg(test)]
@@ -136,7 +143,10 @@ mod tests {
         let s = spec(Path::Consumer(Kind::Released { schema: true }));
         let mut c = ended(Verdict::Crash);
         charge(&s, &mut c);
-        assert_eq!(c.checked, ["consumer.release.checks-released"]);
+        assert_eq!(
+            c.checked,
+            [crate::rule!("consumer.release.checks-released")]
+        );
         assert_eq!(c.violations.len(), 1);
         assert_eq!(c.violations[0].level, "SHOULD");
         assert!(c.violations[0].evidence.contains("SIGSEGV"));
@@ -150,7 +160,10 @@ mod tests {
         let s = spec(Path::Consumer(Kind::Array(Enc::Plain)));
         let mut hung = ended(Verdict::Timeout);
         charge(&s, &mut hung);
-        assert_eq!(hung.violations[0].rule, "consumer.read.values");
+        assert_eq!(
+            hung.violations[0].rule,
+            crate::rule!("consumer.read.values")
+        );
         for v in [Verdict::Pass, Verdict::Fail, Verdict::Error, Verdict::Skip] {
             let mut c = ended(v);
             charge(&s, &mut c);
@@ -168,9 +181,9 @@ mod tests {
             ));
             charge(&spec(p), &mut c);
             assert_eq!(c.violations.len(), 1, "{p:?}");
-            assert_eq!(c.violations[0].rule, "device.event.type");
+            assert_eq!(c.violations[0].rule, crate::rule!("device.event.type"));
             assert_eq!(c.violations[0].level, "MUST");
-            assert_eq!(c.checked, ["device.event.type"]);
+            assert_eq!(c.checked, [crate::rule!("device.event.type")]);
             let mut later = ended(Verdict::Crash);
             later.message = Some(format!(
                 "the worker killed by SIGSEGV (11), during `{}`",
@@ -181,7 +194,7 @@ mod tests {
                 later
                     .violations
                     .iter()
-                    .all(|v| v.rule != "device.event.type"),
+                    .all(|v| v.rule != crate::rule!("device.event.type")),
                 "{p:?}"
             );
         }

@@ -65,11 +65,11 @@ pub fn examine(
     } else {
         match dev.event_behind(sync) {
             Ok(e) => {
-                obs.check("device.event.type", true, at, String::new);
+                obs.check(crate::rule!("device.event.type"), true, at, String::new);
                 Some(e)
             }
             Err(why) => {
-                obs.check("device.event.type", false, at, || why.clone());
+                obs.check(crate::rule!("device.event.type"), false, at, || why.clone());
                 None
             }
         }
@@ -128,7 +128,7 @@ pub fn examine(
             } else {
                 "with an unusable sync_event"
             };
-            obs.check("device.event.covers-data", difference.is_none(), at, || {
+            obs.check(crate::rule!("device.event.covers-data"), difference.is_none(), at, || {
                 format!(
                     "{waited}, {}: the data was still being written by device work the event does not cover",
                     difference.unwrap_or_default()
@@ -162,14 +162,19 @@ fn checked_read(
     };
     // MUST: memory the declared device can access at all.
     let accessible = matches!(&memory, Ok(m) if m.accessible(kind, device_id));
-    obs.check("device.buffers.accessible", accessible, &b.at, || {
-        format!(
-            "the buffer at {:#x} is {}, which a {} device cannot access",
-            b.addr,
-            shown(),
-            kind
-        )
-    });
+    obs.check(
+        crate::rule!("device.buffers.accessible"),
+        accessible,
+        &b.at,
+        || {
+            format!(
+                "the buffer at {:#x} is {}, which a {} device cannot access",
+                b.addr,
+                shown(),
+                kind
+            )
+        },
+    );
     if !accessible {
         return Err("not memory the declared device can access".into());
     }
@@ -177,15 +182,20 @@ fn checked_read(
     // declared kind (managed or pinned memory in a CUDA array is
     // accessible, not a failure of the MUST above).
     let fits = matches!(&memory, Ok(m) if m.fits(kind, device_id));
-    obs.check("device.buffers.memory-kind", fits, &b.at, || {
-        format!(
-            "the buffer at {:#x} is {}; an array on {} should hold {}",
-            b.addr,
-            shown(),
-            kind,
-            MemoryKind::wanted(kind, device_id)
-        )
-    });
+    obs.check(
+        crate::rule!("device.buffers.memory-kind"),
+        fits,
+        &b.at,
+        || {
+            format!(
+                "the buffer at {:#x} is {}; an array on {} should hold {}",
+                b.addr,
+                shown(),
+                kind,
+                MemoryKind::wanted(kind, device_id)
+            )
+        },
+    );
     // The host has no allocation table (and CPU buffers never get here);
     // the device's table knows only its own kind of allocation.
     if kind != Kind::Cpu && fits {
@@ -193,7 +203,7 @@ fn checked_read(
             Some((base, len)) => b.addr.checked_add(b.len).is_some_and(|e| e <= base + len),
             None => false,
         };
-        obs.check("device.buffers.in-allocation", inside, &b.at, || {
+        obs.check(crate::rule!("device.buffers.in-allocation"), inside, &b.at, || {
             match dev.allocation_of(b.addr) {
                 Some((base, len)) => format!(
                     "the array implies {} bytes at {:#x}, but the allocation holding it ({base:#x}, {len} bytes) ends {} bytes earlier",
@@ -222,12 +232,17 @@ fn structures_on_host(dev: &dyn Device, r: &Rebuilt, at: &str, obs: &mut Observa
             Err(why) => Some(format!("{}: {why}", s.at)),
         })
         .collect();
-    obs.check("device.struct.host", wrong.is_empty(), at, || {
-        format!(
-            "only the data buffers may be device memory; {}",
-            wrong.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
-        )
-    });
+    obs.check(
+        crate::rule!("device.struct.host"),
+        wrong.is_empty(),
+        at,
+        || {
+            format!(
+                "only the data buffers may be device memory; {}",
+                wrong.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+            )
+        },
+    );
 }
 
 /// The first buffer whose bytes differ between two copies, described.

@@ -139,7 +139,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     r.cases = cases;
     crate::engine::judge(
         &mut r,
-        &["cai.values"],
+        &[crate::rule!("cai.values")],
         args.expectations.as_ref(),
         args.filter.narrows(),
     );

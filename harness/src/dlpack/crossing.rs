@@ -192,7 +192,7 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
             Ended::Limitation(format!("dlpack_to_arrow declined: {e}"))
         } else if asked {
             obs.skip(
-                "dlpack.consumer.read-only",
+                crate::rule!("dlpack.consumer.read-only"),
                 "the consumer did not ask for a versioned capsule (max_version)",
             );
             Ended::Limitation(format!(
@@ -208,7 +208,7 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
         // A write into a READ_ONLY tensor's pages crashes the case (charged
         // to the rule by the runner); one that returned did not write.
         if tensor.spec.read_only {
-            obs.check("dlpack.consumer.read-only");
+            obs.check(crate::rule!("dlpack.consumer.read-only"));
         }
         // The library's Python objects are gone (the step dropped them):
         // what the Arrow structures still point at, they must hold.
@@ -222,13 +222,13 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
         if ok {
             release_checked(
                 &mut dev,
-                "array.release.marks-released",
+                crate::rule!("array.release.marks-released"),
                 "device_array",
                 &mut arrow,
             );
             release_checked(
                 &mut schema,
-                "schema.release.marks-released",
+                crate::rule!("schema.release.marks-released"),
                 "schema",
                 &mut arrow,
             );
@@ -245,18 +245,18 @@ fn to_arrow_steps(bridge: &Bridge, tensor: &HarnessTensor, obs: &mut Obs) -> Res
     if handed {
         let (v1, l1) = tensor.deleted();
         match v1 + l1 {
-            1 => obs.check("dlpack.consumer.deleter-once"),
+            1 => obs.check(crate::rule!("dlpack.consumer.deleter-once")),
             0 if !released => obs.skip(
-                "dlpack.consumer.deleter-once",
+                crate::rule!("dlpack.consumer.deleter-once"),
                 "the Arrow export did not validate, so the harness never released it",
             ),
             0 => obs.fail(
-                "dlpack.consumer.deleter-once",
+                crate::rule!("dlpack.consumer.deleter-once"),
                 at,
                 "the tensor's deleter was never called (the Arrow export released, the library's objects dropped, garbage collected)",
             ),
             n => obs.fail(
-                "dlpack.consumer.deleter-once",
+                crate::rule!("dlpack.consumer.deleter-once"),
                 at,
                 format!("the tensor's deleter was called {n} times"),
             ),
@@ -291,7 +291,7 @@ fn judge_export(
         );
     } else {
         arrow.not_exercised(
-            "device.reserved.zero",
+            crate::rule!("device.reserved.zero"),
             "dlpack_to_arrow's object has __arrow_c_array__ only (no device members)",
         );
     }
@@ -310,12 +310,12 @@ fn judge_export(
     let inside = points_into(&dev.array, tensor.data_range());
     if inside && tensor.deleted() != (0, 0) {
         obs.fail(
-            "dlpack.consumer.deleter-once",
+            crate::rule!("dlpack.consumer.deleter-once"),
             "dlpack_to_arrow",
             "the tensor's deleter ran while the ArrowDeviceArray the library exported still points into the tensor's data (its Python objects dropped, the array not yet released)",
         );
         obs.skip(
-            "dlpack.consumer.values",
+            crate::rule!("dlpack.consumer.values"),
             "the tensor under the array was deleted (its data poisoned)",
         );
         return (None, true);
@@ -343,10 +343,10 @@ fn values(
     // (the Arrow rules judge the structures): the rule of the layout, as
     // for a consumer case.
     let rule = match tensor.spec.layout {
-        Layout::ByteOffset => "dlpack.consumer.byte-offset",
-        Layout::Contiguous => "dlpack.consumer.values",
-        _ if tensor.spec.shape.is_empty() => "dlpack.consumer.values",
-        _ => "dlpack.consumer.strides",
+        Layout::ByteOffset => crate::rule!("dlpack.consumer.byte-offset"),
+        Layout::Contiguous => crate::rule!("dlpack.consumer.values"),
+        _ if tensor.spec.shape.is_empty() => crate::rule!("dlpack.consumer.values"),
+        _ => crate::rule!("dlpack.consumer.strides"),
     };
     let at = "device_array.array";
     let array = match probe::read_array(schema, &dev.array) {
@@ -505,7 +505,10 @@ pub(super) fn from_arrow_steps(
     let found = ledger.finish();
     let mut arrow = Observations::default();
     if !taken {
-        for rule in ["consumer.release.once", "consumer.data.immutable"] {
+        for rule in [
+            crate::rule!("consumer.release.once"),
+            crate::rule!("consumer.data.immutable"),
+        ] {
             arrow.not_exercised(
                 rule,
                 "arrow_to_dlpack never asked for the harness's Arrow array (__arrow_c_array__)",
@@ -515,17 +518,22 @@ pub(super) fn from_arrow_steps(
         merged(obs, arrow);
         return Ok(ended);
     }
-    arrow.check("consumer.data.immutable", true, "array", String::new);
+    arrow.check(
+        crate::rule!("consumer.data.immutable"),
+        true,
+        "array",
+        String::new,
+    );
     // A tensor its producer never deleted (dlpack.capsule.destructor, judged
     // above) still holds the Arrow array it exports: that leak is the one
     // rule's, not a second finding.
     let tensor_leaked = obs
         .violations
         .iter()
-        .any(|v| v.0 == "dlpack.capsule.destructor");
+        .any(|v| v.0 == crate::rule!("dlpack.capsule.destructor"));
     for v in found.violations {
         if tensor_leaked
-            && v.rule == "consumer.release.once"
+            && v.rule == crate::rule!("consumer.release.once")
             && v.message.contains("never released")
         {
             continue;
@@ -534,11 +542,16 @@ pub(super) fn from_arrow_steps(
     }
     if tensor_leaked {
         arrow.not_exercised(
-            "consumer.release.once",
+            crate::rule!("consumer.release.once"),
             "the tensor over the array was never deleted (dlpack.capsule.destructor), so the array could not be released",
         );
     } else {
-        arrow.check("consumer.release.once", true, "array", String::new);
+        arrow.check(
+            crate::rule!("consumer.release.once"),
+            true,
+            "array",
+            String::new,
+        );
     }
     merged(obs, arrow);
     Ok(ended)

@@ -745,7 +745,7 @@ fn export<'a>(
         Some("dltensor_versioned") if is_capsule => true,
         _ => {
             obs.fail(
-                "dlpack.capsule.name",
+                crate::rule!("dlpack.capsule.name"),
                 &at,
                 if is_capsule {
                     format!(
@@ -761,22 +761,22 @@ fn export<'a>(
             return Err("__dlpack__ did not return a DLPack capsule".into());
         }
     };
-    obs.check("dlpack.capsule.name");
+    obs.check(crate::rule!("dlpack.capsule.name"));
     let (o, findings) = reader::read(ptr, versioned);
     obs.findings(&at, findings);
     let Some(o) = o else {
         return Err("the capsule's tensor could not be read".into());
     };
     if o.version.is_none_or(|v| v.major == 1) {
-        obs.check("dlpack.dtype.code");
+        obs.check(crate::rule!("dlpack.dtype.code"));
         if versioned {
-            obs.check("dlpack.flags.known");
+            obs.check(crate::rule!("dlpack.flags.known"));
         }
         if o.ndim > 0 && o.version.is_some_and(|v| v.minor >= 2) {
-            obs.check("dlpack.strides.not-null");
+            obs.check(crate::rule!("dlpack.strides.not-null"));
         } else {
             obs.skip(
-                "dlpack.strides.not-null",
+                crate::rule!("dlpack.strides.not-null"),
                 "no tensor of DLPack 1.2 or later with ndim > 0 (older versions may have NULL strides)",
             );
         }
@@ -824,7 +824,7 @@ pub(super) fn exported_steps(
     });
     if device.is_none() {
         obs.skip(
-            "dlpack.device.agrees",
+            crate::rule!("dlpack.device.agrees"),
             "__dlpack_device__ failed or is missing",
         );
     }
@@ -838,14 +838,14 @@ pub(super) fn exported_steps(
         match export(bridge, obj, Request::NoCopy, obs)? {
             Ok(f) => first = Some(f),
             Err(e) if e.is_buffer_error() => {
-                obs.check("dlpack.copy.false-no-copy");
+                obs.check(crate::rule!("dlpack.copy.false-no-copy"));
                 return Ok(Ended::Limitation(format!(
                     "__dlpack__(copy=False) declined: {e}"
                 )));
             }
             Err(e) if e.is_type_error() => {
                 obs.skip(
-                    "dlpack.copy.false-no-copy",
+                    crate::rule!("dlpack.copy.false-no-copy"),
                     format!("__dlpack__ does not take copy ({e})"),
                 );
                 return Ok(Ended::Limitation(format!(
@@ -854,7 +854,7 @@ pub(super) fn exported_steps(
             }
             Err(e) => {
                 obs.fail(
-                    "dlpack.copy.false-no-copy",
+                    crate::rule!("dlpack.copy.false-no-copy"),
                     "__dlpack__(no-copy)",
                     format!("copy=False raised {e}, not BufferError"),
                 );
@@ -883,18 +883,18 @@ pub(super) fn exported_steps(
         Err(e) => {
             return Ok(match request {
                 Request::Cuda | Request::CudaNoCopy if e.is_buffer_error() => {
-                    obs.check("dlpack.device.unsupported-raises");
+                    obs.check(crate::rule!("dlpack.device.unsupported-raises"));
                     if request == Request::CudaNoCopy {
                         // Right under both rules: whether it refused the
                         // device or the copy, BufferError is the answer.
-                        obs.check("dlpack.copy.false-no-copy");
+                        obs.check(crate::rule!("dlpack.copy.false-no-copy"));
                     }
                     Ended::Ran
                 }
                 // A producer from before the 2023.12 keywords.
                 Request::Cuda | Request::CudaNoCopy if e.is_type_error() => {
                     obs.skip(
-                        "dlpack.device.unsupported-raises",
+                        crate::rule!("dlpack.device.unsupported-raises"),
                         format!("__dlpack__ does not take dl_device ({e})"),
                     );
                     Ended::Limitation(format!("__dlpack__ does not take dl_device ({e})"))
@@ -903,7 +903,7 @@ pub(super) fn exported_steps(
                 // handle CUDA at all never got as far as the copy.
                 Request::Cuda | Request::CudaNoCopy => {
                     obs.fail(
-                        "dlpack.device.unsupported-raises",
+                        crate::rule!("dlpack.device.unsupported-raises"),
                         &at,
                         format!(
                             "dl_device=(kDLCUDA, 0) of a CPU array raised {e}, not BufferError"
@@ -912,11 +912,14 @@ pub(super) fn exported_steps(
                     Ended::Ran
                 }
                 Request::Copy => {
-                    obs.skip("dlpack.copy.flag", format!("copy=True raised {e}"));
+                    obs.skip(
+                        crate::rule!("dlpack.copy.flag"),
+                        format!("copy=True raised {e}"),
+                    );
                     Ended::Limitation(format!("__dlpack__(copy=True) raised {e}"))
                 }
                 _ if e.is_buffer_error() => {
-                    obs.check("dlpack.errors.buffer-error");
+                    obs.check(crate::rule!("dlpack.errors.buffer-error"));
                     Ended::Limitation(format!("__dlpack__ declined: {e}"))
                 }
                 _ => {
@@ -932,12 +935,12 @@ pub(super) fn exported_steps(
                             Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
                         }
                         Some(Err(e2)) if e2.is_buffer_error() => {
-                            obs.check("dlpack.errors.buffer-error");
+                            obs.check(crate::rule!("dlpack.errors.buffer-error"));
                             Ended::Limitation(format!("__dlpack__ declined: {e2}"))
                         }
                         _ => {
                             obs.fail(
-                                "dlpack.errors.buffer-error",
+                                crate::rule!("dlpack.errors.buffer-error"),
                                 &at,
                                 format!("__dlpack__ refused the array with {e}, not BufferError"),
                             );
@@ -963,16 +966,16 @@ pub(super) fn exported_steps(
     match request {
         Request::Cuda | Request::CudaNoCopy => {
             if o.device.device_type == KDL_CUDA {
-                obs.check("dlpack.device.unsupported-raises");
+                obs.check(crate::rule!("dlpack.device.unsupported-raises"));
                 // copy=False: a CUDA tensor of a CPU array is a copy unless
                 // it is the array's own memory (a device that addresses
                 // host memory).
                 if let (Request::CudaNoCopy, Some(host)) = (request, reference) {
                     if o.first_byte() == host && o.flags & FLAG_IS_COPIED == 0 {
-                        obs.check("dlpack.copy.false-no-copy");
+                        obs.check(crate::rule!("dlpack.copy.false-no-copy"));
                     } else {
                         obs.fail(
-                            "dlpack.copy.false-no-copy",
+                            crate::rule!("dlpack.copy.false-no-copy"),
                             &at,
                             format!(
                                 "copy=False with dl_device=(kDLCUDA, 0) returned a CUDA tensor at {:#x} (flags {:#x}); the CPU array's data is at {host:#x}: a copy",
@@ -984,7 +987,7 @@ pub(super) fn exported_steps(
                 }
             } else {
                 obs.fail(
-                    "dlpack.device.unsupported-raises",
+                    crate::rule!("dlpack.device.unsupported-raises"),
                     &at,
                     format!(
                         "dl_device=(kDLCUDA, 0) returned a tensor on device ({}, {}) instead of raising BufferError",
@@ -995,10 +998,10 @@ pub(super) fn exported_steps(
         }
         Request::Copy if versioned => {
             if o.flags & FLAG_IS_COPIED != 0 {
-                obs.check("dlpack.copy.flag");
+                obs.check(crate::rule!("dlpack.copy.flag"));
             } else {
                 obs.fail(
-                    "dlpack.copy.flag",
+                    crate::rule!("dlpack.copy.flag"),
                     &at,
                     format!("flags {:#x}: IS_COPIED not set", o.flags),
                 );
@@ -1006,7 +1009,7 @@ pub(super) fn exported_steps(
             if !expected.is_empty() && reference.is_some() {
                 if Some(o.first_byte()) == reference {
                     obs.fail(
-                        "dlpack.copy.true-copies",
+                        crate::rule!("dlpack.copy.true-copies"),
                         &at,
                         format!(
                             "the data at {:#x} is the copy=None export's",
@@ -1014,15 +1017,18 @@ pub(super) fn exported_steps(
                         ),
                     );
                 } else {
-                    obs.check("dlpack.copy.true-copies");
+                    obs.check(crate::rule!("dlpack.copy.true-copies"));
                 }
             }
         }
-        Request::Copy => obs.skip("dlpack.copy.flag", "copy=True returned a legacy capsule"),
+        Request::Copy => obs.skip(
+            crate::rule!("dlpack.copy.flag"),
+            "copy=True returned a legacy capsule",
+        ),
         Request::NoCopy => {
             if versioned && o.flags & FLAG_IS_COPIED != 0 {
                 obs.fail(
-                    "dlpack.copy.false-no-copy",
+                    crate::rule!("dlpack.copy.false-no-copy"),
                     &at,
                     format!(
                         "flags {:#x}: copy=False exported a tensor flagged IS_COPIED",
@@ -1032,7 +1038,7 @@ pub(super) fn exported_steps(
             } else if let (Some(first), false) = (reference, expected.is_empty()) {
                 if first != o.first_byte() {
                     obs.fail(
-                        "dlpack.copy.false-no-copy",
+                        crate::rule!("dlpack.copy.false-no-copy"),
                         &at,
                         format!(
                             "two copy=False exports of the array point at different data ({first:#x}, then {:#x}, the first still held): at least one is a copy",
@@ -1040,11 +1046,11 @@ pub(super) fn exported_steps(
                         ),
                     );
                 } else {
-                    obs.check("dlpack.copy.false-no-copy");
+                    obs.check(crate::rule!("dlpack.copy.false-no-copy"));
                 }
             } else {
                 obs.skip(
-                    "dlpack.copy.false-no-copy",
+                    crate::rule!("dlpack.copy.false-no-copy"),
                     "the array has no elements (no data to compare)",
                 );
             }
@@ -1054,10 +1060,10 @@ pub(super) fn exported_steps(
     if !matches!(request, Request::Cuda | Request::CudaNoCopy) {
         if let Some((t, i)) = device {
             if (o.device.device_type as i64, o.device.device_id as i64) == (t, i) {
-                obs.check("dlpack.device.agrees");
+                obs.check(crate::rule!("dlpack.device.agrees"));
             } else {
                 obs.fail(
-                    "dlpack.device.agrees",
+                    crate::rule!("dlpack.device.agrees"),
                     &at,
                     format!(
                         "__dlpack_device__() is ({t}, {i}) but the tensor is on ({}, {})",
@@ -1069,15 +1075,21 @@ pub(super) fn exported_steps(
     }
     // The values.
     if expected.is_empty() {
-        obs.check("dlpack.data.zero-size-null");
+        obs.check(crate::rule!("dlpack.data.zero-size-null"));
     }
     let on_device = device_backend(&o);
     let values = values_of(&o, on_device.as_deref());
     match &values {
-        Some(got) => compare(obs, "dlpack.tensor.describes", &at, &expected, got),
+        Some(got) => compare(
+            obs,
+            crate::rule!("dlpack.tensor.describes"),
+            &at,
+            &expected,
+            got,
+        ),
         None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
             obs.fail(
-                "dlpack.tensor.describes",
+                crate::rule!("dlpack.tensor.describes"),
                 &at,
                 format!("dtype {:?} is not {}", o.dtype, dtype.name()),
             );
@@ -1088,7 +1100,10 @@ pub(super) fn exported_steps(
     // (its destructor deletes it).
     let ptr = capsule_pointer(bridge, cap.id())?;
     let Some(watch) = trampoline::watch(ptr, versioned) else {
-        obs.skip("dlpack.capsule.destructor", "the tensor's deleter is NULL");
+        obs.skip(
+            crate::rule!("dlpack.capsule.destructor"),
+            "the tensor's deleter is NULL",
+        );
         return Ok(Ended::Ran);
     };
     if consume {
@@ -1101,10 +1116,10 @@ pub(super) fn exported_steps(
         l.loaded.release();
         bridge.call("gc", &[], "")?;
         if watch.calls() == 0 {
-            obs.check("dlpack.capsule.used-untouched");
+            obs.check(crate::rule!("dlpack.capsule.used-untouched"));
         } else {
             obs.fail(
-                "dlpack.capsule.used-untouched",
+                crate::rule!("dlpack.capsule.used-untouched"),
                 &at,
                 format!("the deleter ran {} time(s) when the renamed capsule and the array were dropped", watch.calls()),
             );
@@ -1115,10 +1130,10 @@ pub(super) fn exported_steps(
         let described = !obs
             .violations
             .iter()
-            .any(|v| v.0 == "dlpack.tensor.describes");
+            .any(|v| v.0 == crate::rule!("dlpack.tensor.describes"));
         if !described {
             obs.skip(
-                "dlpack.lifetime.until-deleter",
+                crate::rule!("dlpack.lifetime.until-deleter"),
                 "the tensor did not describe the array",
             );
         }
@@ -1134,14 +1149,14 @@ pub(super) fn exported_steps(
                 None => reader::gather(o.first_byte(), before.dtype, shape, &strides),
             };
             match after {
-                Ok(v) if v == before.values => obs.check("dlpack.lifetime.until-deleter"),
+                Ok(v) if v == before.values => obs.check(crate::rule!("dlpack.lifetime.until-deleter")),
                 Ok(_) => obs.fail(
-                    "dlpack.lifetime.until-deleter",
+                    crate::rule!("dlpack.lifetime.until-deleter"),
                     &at,
                     "the tensor's data changed once the library's array and the capsule were dropped, before the deleter ran",
                 ),
                 Err(e) => obs.fail(
-                    "dlpack.lifetime.until-deleter",
+                    crate::rule!("dlpack.lifetime.until-deleter"),
                     &at,
                     format!("once the library's array and the capsule were dropped, before the deleter ran: {e}"),
                 ),
@@ -1168,7 +1183,7 @@ pub(super) fn exported_steps(
             Ok(v["alive"].as_bool())
         };
         match calls {
-            1 => obs.check("dlpack.capsule.destructor"),
+            1 => obs.check(crate::rule!("dlpack.capsule.destructor")),
             0 => {
                 // Drop the library's own references too: if the array then
                 // lives on, only the undeleted tensor can hold it.
@@ -1177,19 +1192,19 @@ pub(super) fn exported_steps(
                 bridge.call("gc", &[], "")?;
                 match array_alive(bridge)? {
                     Some(true) => obs.fail(
-                        "dlpack.capsule.destructor",
+                        crate::rule!("dlpack.capsule.destructor"),
                         &at,
                         "dropping the untaken capsule did not delete the tensor: its deleter was not called through the member, and the array it holds is still alive once every other reference is gone",
                     ),
-                    Some(false) => obs.check("dlpack.capsule.destructor"),
+                    Some(false) => obs.check(crate::rule!("dlpack.capsule.destructor")),
                     None => obs.skip(
-                        "dlpack.capsule.destructor",
+                        crate::rule!("dlpack.capsule.destructor"),
                         "the destructor did not call the deleter member, and the array takes no weak reference to see whether the tensor was deleted otherwise",
                     ),
                 }
             }
             n => obs.fail(
-                "dlpack.capsule.destructor",
+                crate::rule!("dlpack.capsule.destructor"),
                 &at,
                 format!(
                     "dropping the untaken capsule called the tensor's deleter {n} times, not once"
@@ -1221,7 +1236,7 @@ fn deleter_thread_steps(
     request: Request,
     obs: &mut Obs,
 ) -> Result<Ended, String> {
-    let rule = "dlpack.deleter.without-gil";
+    let rule = crate::rule!("dlpack.deleter.without-gil");
     let mut l = match load_view(bridge, dtype, shape, View::Whole, "the library")? {
         Ok(l) => l,
         Err(ended) => return Ok(ended),
@@ -1297,7 +1312,7 @@ fn deleter_thread_steps(
     bridge.call("gc", &[], "")?;
     if weak.handle.is_none() {
         obs.skip(
-            "dlpack.deleter.frees",
+            crate::rule!("dlpack.deleter.frees"),
             "the library's array takes no weak reference",
         );
         return Ok(Ended::Ran);
@@ -1305,12 +1320,12 @@ fn deleter_thread_steps(
     let (_, v) = bridge.call("alive", &[weak.id()], "")?;
     if v["alive"].as_bool() == Some(true) {
         obs.fail(
-            "dlpack.deleter.frees",
+            crate::rule!("dlpack.deleter.frees"),
             &at,
             "the library's array is still alive after its tensor's deleter returned, every other reference dropped and garbage collected",
         );
     } else {
-        obs.check("dlpack.deleter.frees");
+        obs.check(crate::rule!("dlpack.deleter.frees"));
     }
     Ok(Ended::Ran)
 }
@@ -1333,7 +1348,7 @@ fn frees_steps(
     obs: &mut Obs,
 ) -> Result<Ended, String> {
     use crate::certify::leaks;
-    let rule = "dlpack.deleter.frees";
+    let rule = crate::rule!("dlpack.deleter.frees");
     if !crate::plugin::tracker::present() {
         obs.skip(rule, leaks::NO_COUNTER);
         return Ok(Ended::Skipped(leaks::NO_COUNTER.into()));
@@ -1500,16 +1515,16 @@ pub(super) fn harness_side(
         .unwrap_or_default();
     if device_type != KDL_CPU && !calls.is_empty() {
         obs.skip(
-            "dlpack.consumer.stream-none",
+            crate::rule!("dlpack.consumer.stream-none"),
             format!("the tensor is on device type {device_type}: the rule is the CPU's (a device's streams are its own)"),
         );
     }
     for c in calls.iter().filter(|_| device_type == KDL_CPU) {
         if c["stream"].is_null() {
-            obs.check("dlpack.consumer.stream-none");
+            obs.check(crate::rule!("dlpack.consumer.stream-none"));
         } else {
             obs.fail(
-                "dlpack.consumer.stream-none",
+                crate::rule!("dlpack.consumer.stream-none"),
                 at,
                 format!(
                     "__dlpack__ of a CPU tensor called with stream={}",
@@ -1541,14 +1556,14 @@ fn as_read(expected: &Logical, got: &Logical) -> Logical {
 /// A consumer that returned took the tensor: the capsule must be renamed.
 pub(super) fn renamed(names: &[Option<String>], at: &str, obs: &mut Obs) {
     match names.first().cloned().flatten() {
-        Some(n) if n.starts_with("used_") => obs.check("dlpack.consumer.rename"),
+        Some(n) if n.starts_with("used_") => obs.check(crate::rule!("dlpack.consumer.rename")),
         Some(n) => obs.fail(
-            "dlpack.consumer.rename",
+            crate::rule!("dlpack.consumer.rename"),
             at,
             format!("after {at} returned, the capsule is still named {n:?}"),
         ),
         None if !names.is_empty() => obs.fail(
-            "dlpack.consumer.rename",
+            crate::rule!("dlpack.consumer.rename"),
             at,
             format!("after {at} returned, the capsule has no name"),
         ),
@@ -1662,9 +1677,9 @@ fn consumer_steps(
     if major2 {
         if handed {
             match &error {
-                Some(_) => obs.check("dlpack.consumer.major-version"),
+                Some(_) => obs.check(crate::rule!("dlpack.consumer.major-version")),
                 None => obs.fail(
-                    "dlpack.consumer.major-version",
+                    crate::rule!("dlpack.consumer.major-version"),
                     at,
                     format!(
                         "from_dlpack accepted a version {}.{} tensor",
@@ -1674,7 +1689,7 @@ fn consumer_steps(
             }
         } else {
             obs.skip(
-                "dlpack.consumer.major-version",
+                crate::rule!("dlpack.consumer.major-version"),
                 "the consumer did not ask for a versioned capsule",
             );
         }
@@ -1682,9 +1697,9 @@ fn consumer_steps(
     let outcome = if let Some(e) = &error {
         if !handed && mode != "negotiate" && asked_capsule(&v) {
             for rule in [
-                "dlpack.consumer.read-only",
-                "dlpack.consumer.read-only-array",
-                "dlpack.consumer.major-version",
+                crate::rule!("dlpack.consumer.read-only"),
+                crate::rule!("dlpack.consumer.read-only-array"),
+                crate::rule!("dlpack.consumer.major-version"),
             ] {
                 obs.skip(
                     rule,
@@ -1722,10 +1737,10 @@ fn consumer_steps(
         renamed(&names, at, obs);
         // Read the library's array back through its own __dlpack__.
         let rule = match spec.layout {
-            Layout::ByteOffset => "dlpack.consumer.byte-offset",
-            Layout::Contiguous => "dlpack.consumer.values",
-            _ if spec.shape.is_empty() => "dlpack.consumer.values",
-            _ => "dlpack.consumer.strides",
+            Layout::ByteOffset => crate::rule!("dlpack.consumer.byte-offset"),
+            Layout::Contiguous => crate::rule!("dlpack.consumer.values"),
+            _ if spec.shape.is_empty() => crate::rule!("dlpack.consumer.values"),
+            _ => crate::rule!("dlpack.consumer.strides"),
         };
         let mut back = export(bridge, result.id(), Request::V1, &mut Obs::default())?;
         if matches!(&back, Err(e) if e.is_type_error()) {
@@ -1760,13 +1775,13 @@ fn consumer_steps(
             Err(e) => {
                 let why = format!("the library's array could not be read back: {e}");
                 if spec.read_only {
-                    obs.skip("dlpack.consumer.read-only-array", why.clone());
+                    obs.skip(crate::rule!("dlpack.consumer.read-only-array"), why.clone());
                 }
                 obs.skip(rule, why)
             }
         }
         if spec.read_only {
-            obs.check("dlpack.consumer.read-only");
+            obs.check(crate::rule!("dlpack.consumer.read-only"));
         }
         Ended::Ran
     };
@@ -1775,9 +1790,9 @@ fn consumer_steps(
     let (v1, l1) = tensor.deleted();
     if handed {
         match v1 + l1 {
-            1 => obs.check("dlpack.consumer.deleter-once"),
-            0 => obs.fail("dlpack.consumer.deleter-once", at, "the tensor's deleter was never called (the library's array dropped, garbage collected)"),
-            n => obs.fail("dlpack.consumer.deleter-once", at, format!("the tensor's deleter was called {n} times")),
+            1 => obs.check(crate::rule!("dlpack.consumer.deleter-once")),
+            0 => obs.fail(crate::rule!("dlpack.consumer.deleter-once"), at, "the tensor's deleter was never called (the library's array dropped, garbage collected)"),
+            n => obs.fail(crate::rule!("dlpack.consumer.deleter-once"), at, format!("the tensor's deleter was called {n} times")),
         }
     }
     Ok(outcome)
@@ -1797,7 +1812,7 @@ fn read_only_array(
     names: &[Option<String>],
     obs: &mut Obs,
 ) -> Result<(), String> {
-    let rule = "dlpack.consumer.read-only-array";
+    let rule = crate::rule!("dlpack.consumer.read-only-array");
     let versioned = names
         .first()
         .cloned()
@@ -1923,7 +1938,7 @@ fn pair_steps(
     let mut cmp = Obs::default();
     compare(
         &mut cmp,
-        "dlpack.consumer.values",
+        crate::rule!("dlpack.consumer.values"),
         "the consumer's array",
         &want,
         &got,

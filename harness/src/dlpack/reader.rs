@@ -70,7 +70,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
         let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensorVersioned>())
         else {
             findings.push(finding(
-                "dlpack.capsule.name",
+                crate::rule!("dlpack.capsule.name"),
                 format!("the dltensor_versioned capsule's pointer {ptr:#x} is not readable memory"),
             ));
             return (None, findings);
@@ -86,7 +86,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     } else {
         let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensor>()) else {
             findings.push(finding(
-                "dlpack.capsule.name",
+                crate::rule!("dlpack.capsule.name"),
                 format!("the dltensor capsule's pointer {ptr:#x} is not readable memory"),
             ));
             return (None, findings);
@@ -132,7 +132,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
         }
         if flags & !KNOWN_FLAGS != 0 {
             findings.push(finding(
-                "dlpack.flags.known",
+                crate::rule!("dlpack.flags.known"),
                 format!(
                     "flags {flags:#x} set bits the header does not define ({:#x})",
                     flags & !KNOWN_FLAGS
@@ -160,7 +160,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     };
     if t.dtype.code > KDL_LAST_CODE {
         findings.push(finding(
-            "dlpack.dtype.code",
+            crate::rule!("dlpack.dtype.code"),
             format!(
                 "dtype.code {} is not a DLDataTypeCode value (0..=17)",
                 t.dtype.code
@@ -169,7 +169,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     }
     if !(0..=MAX_NDIM).contains(&t.ndim) {
         findings.push(finding(
-            "dlpack.tensor.describes",
+            crate::rule!("dlpack.tensor.describes"),
             format!("ndim {} (the reader follows 0..={MAX_NDIM})", t.ndim),
         ));
         return (Some(obs), findings);
@@ -182,7 +182,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
             Some(s) => s,
             None => {
                 findings.push(finding(
-                    "dlpack.tensor.describes",
+                    crate::rule!("dlpack.tensor.describes"),
                     format!("shape {:#x}: {ndim} int64 not readable", t.shape as usize),
                 ));
                 return (Some(obs), findings);
@@ -191,7 +191,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     };
     if let Some(d) = shape.iter().find(|&&d| d < 0) {
         findings.push(finding(
-            "dlpack.tensor.describes",
+            crate::rule!("dlpack.tensor.describes"),
             format!("shape {shape:?} has a negative dimension {d}"),
         ));
         obs.shape = Some(shape);
@@ -201,7 +201,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     let strides = if t.strides.is_null() {
         if ndim > 0 && version.is_some_and(|v| v.major == 1 && v.minor >= 2) {
             findings.push(finding(
-                "dlpack.strides.not-null",
+                crate::rule!("dlpack.strides.not-null"),
                 format!(
                     "strides NULL with ndim {ndim} in a version {}.{} tensor",
                     version.map_or(0, |v| v.major),
@@ -217,7 +217,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
             Some(s) => Some(s),
             None => {
                 findings.push(finding(
-                    "dlpack.tensor.describes",
+                    crate::rule!("dlpack.tensor.describes"),
                     format!(
                         "strides {:#x}: {ndim} int64 not readable",
                         t.strides as usize
@@ -231,7 +231,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     let n = elements(&shape);
     if n == 0 && !t.data.is_null() {
         findings.push(finding(
-            "dlpack.data.zero-size-null",
+            crate::rule!("dlpack.data.zero-size-null"),
             format!(
                 "shape {shape:?} has no elements but data is {:#x}",
                 t.data as usize
@@ -253,7 +253,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
                 values,
             })
         }
-        Err(e) => findings.push(finding("dlpack.tensor.describes", e)),
+        Err(e) => findings.push(finding(crate::rule!("dlpack.tensor.describes"), e)),
     }
     (Some(obs), findings)
 }

@@ -622,7 +622,7 @@ mod tests {
         let t = HarnessTensor::new(s).unwrap();
         let (_, findings) = reader::read(t.versioned_ptr(), true);
         assert_eq!(findings.len(), 1, "{findings:?}");
-        assert_eq!(findings[0].rule, "dlpack.tensor.describes");
+        assert_eq!(findings[0].rule, crate::rule!("dlpack.tensor.describes"));
     }
 
     #[test]
@@ -633,7 +633,7 @@ mod tests {
         let (_, findings) = reader::read(t.versioned_ptr(), true);
         assert_eq!(
             findings.iter().map(|f| f.rule).collect::<Vec<_>>(),
-            vec!["dlpack.strides.not-null"]
+            vec![crate::rule!("dlpack.strides.not-null")]
         );
         let t = HarnessTensor::new(spec(DType::I64, &[3], Layout::Contiguous)).unwrap();
         let m = t.versioned_ptr() as *mut DLManagedTensorVersioned;
@@ -644,7 +644,13 @@ mod tests {
         }
         let (_, findings) = reader::read(t.versioned_ptr(), true);
         let rules: Vec<_> = findings.iter().map(|f| f.rule).collect();
-        assert_eq!(rules, vec!["dlpack.flags.known", "dlpack.dtype.code"]);
+        assert_eq!(
+            rules,
+            vec![
+                crate::rule!("dlpack.flags.known"),
+                crate::rule!("dlpack.dtype.code")
+            ]
+        );
         let mut s = spec(DType::I8, &[2], Layout::Contiguous);
         s.version = DLPackVersion { major: 2, minor: 0 };
         let t = HarnessTensor::new(s).unwrap();

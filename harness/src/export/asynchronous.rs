@@ -267,14 +267,14 @@ impl Session {
         };
         if running(&self.in_on_error) {
             self.ledger.event_here(
-                "consumer.async.on-error",
+                crate::rule!("consumer.async.on-error"),
                 "on_error",
                 format!("the consumer called ArrowAsyncProducer.{what} while on_error was running (\"This callback *MUST NOT* call any methods of an ArrowAsyncProducer object\")"),
             );
         }
         if running(&self.in_release) {
             self.ledger.event_here(
-                "consumer.async.release-no-producer",
+                crate::rule!("consumer.async.release-no-producer"),
                 "release",
                 format!("the consumer called ArrowAsyncProducer.{what} while the handler's release was running (\"This must not call any methods of an ArrowAsyncProducer object\")"),
             );
@@ -285,7 +285,7 @@ impl Session {
                 "from another thread while the handler's release was running"
             };
             self.ledger.event_here(
-                "consumer.async.producer-lifetime",
+                crate::rule!("consumer.async.producer-lifetime"),
                 what,
                 format!("the consumer called ArrowAsyncProducer.{what} {when}: the producer \"*MUST* remain valid at least until just before calling ``release`` on the stream handler object\" and is cleaned up \"*after* calling the release callback\", so from then on the call can reach freed memory (the harness keeps its producer alive to see the call)"),
             );
@@ -394,7 +394,7 @@ unsafe extern "C" fn producer_request(p: *mut ArrowAsyncProducer, n: i64) {
     if n <= 0 {
         drop(st);
         s.ledger.event_here(
-            "consumer.async.request-positive",
+            crate::rule!("consumer.async.request-positive"),
             "request",
             format!("the consumer called request({n}): \"It is invalid to call this function with a value of n that is <= 0\""),
         );
@@ -436,7 +436,7 @@ unsafe extern "C" fn extract(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArr
     if rec.tombstone {
         s.lock().report.out_of_scope.push(rec.index);
         s.ledger.event_here(
-            "consumer.async.task-scope",
+            crate::rule!("consumer.async.task-scope"),
             &format!("task {}", rec.index),
             format!("extract_data was called through the ArrowAsyncTask the harness passed to on_next_task, after that call returned (\"If the consumer wants to use the task beyond the scope of this method, it must copy or move its contents to a new ArrowAsyncTask object\"); task {} was not extracted", rec.index),
         );
@@ -450,7 +450,7 @@ unsafe extern "C" fn extract(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArr
     };
     if count > 1 {
         s.ledger.event_here(
-            "consumer.async.extract-once",
+            crate::rule!("consumer.async.extract-once"),
             &format!("task {}", rec.index),
             format!("extract_data was called {count} times for task {} (\"It is only valid to call this method exactly once\")", rec.index),
         );
@@ -465,7 +465,8 @@ unsafe extern "C" fn extract(task: *mut ArrowAsyncTask, out: *mut ArrowDeviceArr
         s.ledger
             .device_array_into(out, &s.plan.chunks[rec.index], &what)
     };
-    s.ledger.set_unreleased_rule(root, "consumer.async.release");
+    s.ledger
+        .set_unreleased_rule(root, crate::rule!("consumer.async.release"));
     0
 }
 
@@ -522,7 +523,7 @@ fn drive(s: &Arc<Session>) {
 
     let mut schema = s.ledger.schema(&s.plan.schema, "on_schema schema");
     s.ledger
-        .set_unreleased_rule(schema.root, "consumer.async.release");
+        .set_unreleased_rule(schema.root, crate::rule!("consumer.async.release"));
     let schema_ptr = SchemaPtr(schema.get());
     let rc = s.call(move |h| {
         let schema_ptr = schema_ptr;
@@ -539,7 +540,7 @@ fn drive(s: &Arc<Session>) {
         let sch = schema.get();
         if !crate::abi::ops::Owned::is_released(&*sch) {
             s.ledger.event_here(
-                "consumer.async.schema-moved",
+                crate::rule!("consumer.async.schema-moved"),
                 "on_schema",
                 "on_schema returned without moving (or releasing) the ArrowSchema it was passed (\"the object itself needing to be moved to a consumer owned ArrowSchema object\"); the harness released it".into(),
             );

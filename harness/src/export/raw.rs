@@ -33,7 +33,7 @@ use crate::inspect::Violation;
 pub const LATE_RELEASE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The rule an unreleased array or schema breaks.
-const ONCE: Option<&str> = Some("consumer.release.once");
+const ONCE: Option<&str> = Some(crate::rule!("consumer.release.once"));
 
 /// What released buffers and strings are overwritten with.
 pub const RELEASED_BYTE: u8 = 0xDB;
@@ -819,7 +819,7 @@ fn written(rec: &NodeRec) -> Option<Violation> {
         };
         if let Some(at) = now.iter().zip(copy).position(|(a, b)| a != b) {
             return Some(Violation {
-                rule: "consumer.data.immutable",
+                rule: crate::rule!("consumer.data.immutable"),
                 at: rec.path.clone(),
                 message: format!(
                     "byte {at} of buffer {i} changed from {:#04x} to {:#04x} while the consumer held it",
@@ -866,7 +866,7 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
     if count > 1 {
         Ledger::event(
             &rec.book,
-            "consumer.release.not-released",
+            crate::rule!("consumer.release.not-released"),
             &rec.path,
             format!("the {what} release callback was called again (call {count}) on a structure already released"),
         );
@@ -875,7 +875,7 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
     if !rec.is_root && !by_parent && addr == rec.slot {
         Ledger::event(
             &rec.book,
-            "consumer.release.no-children",
+            crate::rule!("consumer.release.no-children"),
             &rec.path,
             format!(
                 "the consumer called this {what}'s release itself, in place inside its parent (a child must be moved out before it is released on its own)"

@@ -86,7 +86,7 @@ impl StreamRec {
         let before = self.in_flight.fetch_add(1, Ordering::SeqCst);
         if before > 0 {
             self.event(
-                "consumer.stream.serial",
+                crate::rule!("consumer.stream.serial"),
                 format!("{name} was called while another stream callback was running"),
             );
         }
@@ -101,7 +101,7 @@ impl StreamRec {
     fn released(&self, name: &str) -> bool {
         if self.state().releases > 0 {
             self.event(
-                "consumer.stream.release",
+                crate::rule!("consumer.stream.release"),
                 format!("{name} was called on a released stream (\"This callback must NOT be called on a released ArrowArrayStream\")"),
             );
             return true;
@@ -282,7 +282,7 @@ unsafe extern "C" fn get_last_error<S: Stream>(s: *mut S) -> *const c_char {
     }
     if !rec.state().failed_last {
         rec.event(
-            "consumer.stream.last-error",
+            crate::rule!("consumer.stream.last-error"),
             "get_last_error was called although the last stream call succeeded (\"This callback must ONLY be called if the last operation on the ArrowArrayStream returned an error\")".into(),
         );
         return std::ptr::null();
@@ -307,7 +307,7 @@ unsafe extern "C" fn release<S: Stream>(s: *mut S) {
     rec.ledger.released_root(rec.root, s as usize);
     if count > 1 {
         rec.event(
-            "consumer.stream.release",
+            crate::rule!("consumer.stream.release"),
             format!("the stream's release was called again (call {count})"),
         );
     }
@@ -331,7 +331,11 @@ impl Ledger {
     /// Exports a C stream.
     pub fn stream(&self, plan: StreamPlan) -> Handed<ArrowArrayStream> {
         let ptr = self.keep_box(ArrowArrayStream::poisoned());
-        let root = self.add_root("stream", ptr as usize, Some("consumer.stream.release"));
+        let root = self.add_root(
+            "stream",
+            ptr as usize,
+            Some(crate::rule!("consumer.stream.release")),
+        );
         let rec = self.stream_rec(plan, root);
         let s = ArrowArrayStream {
             get_schema: Some(get_schema::<ArrowArrayStream>),
@@ -351,7 +355,7 @@ impl Ledger {
         let root = self.add_root(
             "device stream",
             ptr as usize,
-            Some("consumer.stream.release"),
+            Some(crate::rule!("consumer.stream.release")),
         );
         let rec = self.stream_rec(plan, root);
         let s = ArrowDeviceArrayStream {

@@ -221,7 +221,7 @@ pub fn schedule(
             Step::Next | Step::NextElsewhere if stream_live => {
                 let mut out = Guard::<ArrowArray>::poisoned();
                 let r = if *step == Step::NextElsewhere {
-                    obs.checked.insert("stream.threads.serial");
+                    obs.checked.insert(crate::rule!("stream.threads.serial"));
                     probe::get_next_on_thread(&mut *stream, &mut out)
                 } else {
                     stream.get_next(&mut out)
@@ -229,10 +229,10 @@ pub fn schedule(
                 match r {
                     Call::Returned(0) if out.is_released() => {
                         if ended_stream {
-                            obs.check("stream.eos.repeat", true, &at, String::new);
+                            obs.check(crate::rule!("stream.eos.repeat"), true, &at, String::new);
                         } else {
                             obs.check(
-                                "array.values.roundtrip",
+                                crate::rule!("array.values.roundtrip"),
                                 arrived == expect.len(),
                                 &at,
                                 || {
@@ -242,7 +242,7 @@ pub fn schedule(
                                     )
                                 },
                             );
-                            obs.check("stream.eos.released", true, &at, String::new);
+                            obs.check(crate::rule!("stream.eos.released"), true, &at, String::new);
                         }
                         ended_stream = true;
                     }
@@ -253,11 +253,11 @@ pub fn schedule(
                         // it); before it, a batch more than the data has is
                         // an end of stream that never came.
                         if ended_stream {
-                            obs.check("stream.eos.repeat", false, &at, || {
+                            obs.check(crate::rule!("stream.eos.repeat"), false, &at, || {
                                 "get_next returned a live array after signalling the end of the stream".into()
                             });
                         } else {
-                            obs.check("stream.eos.released", arrived < expect.len(), &at, || {
+                            obs.check(crate::rule!("stream.eos.released"), arrived < expect.len(), &at, || {
                                 format!(
                                     "get_next returned a live array after the last of {} batches; the end of the stream is a released array",
                                     expect.len()
@@ -276,7 +276,7 @@ pub fn schedule(
                         out.mark_released();
                         let why = stream_failure(&mut *stream, code, "get_next", obs);
                         if ended_stream {
-                            obs.check("stream.eos.repeat", false, &at, || {
+                            obs.check(crate::rule!("stream.eos.repeat"), false, &at, || {
                                 format!("get_next after the end of the stream failed: {why}")
                             });
                         } else {
@@ -297,19 +297,29 @@ pub fn schedule(
             Step::Schema if stream_live => {
                 let mut again = Guard::<ArrowSchema>::poisoned();
                 let r = stream.get_schema(&mut again);
-                obs.check("stream.schema.repeat", r == Call::Returned(0), &at, || {
+                obs.check(crate::rule!("stream.schema.repeat"), r == Call::Returned(0), &at, || {
                     format!("get_schema again gave {r:?}; the schema should be queryable more than once")
                 });
                 if r == Call::Returned(0) {
                     let found = probe::check_schema(&again);
                     obs.validated(&schema_rules(), found, &at);
-                    release_checked(&mut again, "schema.release.marks-released", &at, obs);
+                    release_checked(
+                        &mut again,
+                        crate::rule!("schema.release.marks-released"),
+                        &at,
+                        obs,
+                    );
                 } else {
                     again.mark_released();
                 }
             }
             Step::ReleaseStream if stream_live => {
-                release_checked(&mut stream, "stream.release.marks-released", &at, obs);
+                release_checked(
+                    &mut stream,
+                    crate::rule!("stream.release.marks-released"),
+                    &at,
+                    obs,
+                );
                 stream_live = false;
             }
             Step::MoveChunk(k) if !held.is_empty() => {
@@ -319,7 +329,12 @@ pub fn schedule(
             }
             Step::ReleaseChunk(k) if !held.is_empty() => {
                 let mut h = held.remove(k as usize % held.len());
-                release_checked(&mut h.chunk, "array.release.marks-released", &at, obs);
+                release_checked(
+                    &mut h.chunk,
+                    crate::rule!("array.release.marks-released"),
+                    &at,
+                    obs,
+                );
             }
             Step::Reread(k) if !held.is_empty() => {
                 let h = &held[k as usize % held.len()];
@@ -327,7 +342,7 @@ pub fn schedule(
                     let rule = if stream_live {
                         None
                     } else {
-                        Some("stream.results.outlive")
+                        Some(crate::rule!("stream.results.outlive"))
                     };
                     reread(&schema, h, scenario, rule, &at, obs);
                 }
@@ -338,10 +353,20 @@ pub fn schedule(
     // What is left goes in reverse order: chunks first when the stream is
     // still live, so chunks outliving the stream were covered by the steps.
     while let Some(mut h) = held.pop() {
-        release_checked(&mut h.chunk, "array.release.marks-released", "end", obs);
+        release_checked(
+            &mut h.chunk,
+            crate::rule!("array.release.marks-released"),
+            "end",
+            obs,
+        );
     }
     if stream_live {
-        release_checked(&mut stream, "stream.release.marks-released", "end", obs);
+        release_checked(
+            &mut stream,
+            crate::rule!("stream.release.marks-released"),
+            "end",
+            obs,
+        );
     }
     ended
 }
@@ -356,9 +381,12 @@ fn chunk_ok(
     obs: &mut Observations,
 ) -> bool {
     let (columns, fields) = (chunk.n_children, schema.n_children);
-    obs.check("stream.chunk.schema", columns == fields, at, || {
-        format!("the chunk has {columns} column(s), the schema {fields} field(s)")
-    });
+    obs.check(
+        crate::rule!("stream.chunk.schema"),
+        columns == fields,
+        at,
+        || format!("the chunk has {columns} column(s), the schema {fields} field(s)"),
+    );
     if columns != fields {
         return false;
     }
@@ -381,7 +409,7 @@ fn chunk_ok(
                     .violations
                     .iter()
                     .any(|v| crate::inspect::UNREADABLE_BY_ARROW_RS.contains(&v.rule)) => {}
-            Err(why) => obs.check("array.values.roundtrip", false, at, || why),
+            Err(why) => obs.check(crate::rule!("array.values.roundtrip"), false, at, || why),
         }
     }
     ok
@@ -414,12 +442,12 @@ fn reread(
         ),
         Err(why) => vec![why.clone()],
     };
-    let rule = rule.unwrap_or("array.values.roundtrip");
+    let rule = rule.unwrap_or(crate::rule!("array.values.roundtrip"));
     obs.check(rule, diffs.is_empty(), at, || {
         format!(
             "chunk {} read again{}: {}",
             h.batch,
-            if rule == "stream.results.outlive" {
+            if rule == crate::rule!("stream.results.outlive") {
                 " after the stream's release"
             } else {
                 ""

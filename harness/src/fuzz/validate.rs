@@ -54,28 +54,28 @@ pub const MAX_MUTATIONS: usize = 8;
 /// metadata encoding, null counts, NULL names) is one arrow-rs does not
 /// check, so its acceptance there is no disagreement.
 pub const ENFORCED_BY_ARROW_RS: &[&str] = &[
-    "schema.format.non-null",
-    "schema.format.valid",
-    "schema.children.count",
-    "array.layout.n-buffers",
-    "array.layout.n-children",
-    "array.layout.lengths",
-    "array.offsets.valid",
-    "array.union.type-ids",
-    "array.ree.run-ends",
-    "array.view.sizes",
-    "array.view.prefix",
-    "array.view.inline-padding",
-    "array.dictionary.present",
-    "array.dictionary.indices",
-    "array.utf8.valid",
+    crate::rule!("schema.format.non-null"),
+    crate::rule!("schema.format.valid"),
+    crate::rule!("schema.children.count"),
+    crate::rule!("array.layout.n-buffers"),
+    crate::rule!("array.layout.n-children"),
+    crate::rule!("array.layout.lengths"),
+    crate::rule!("array.offsets.valid"),
+    crate::rule!("array.union.type-ids"),
+    crate::rule!("array.ree.run-ends"),
+    crate::rule!("array.view.sizes"),
+    crate::rule!("array.view.prefix"),
+    crate::rule!("array.view.inline-padding"),
+    crate::rule!("array.dictionary.present"),
+    crate::rule!("array.dictionary.indices"),
+    crate::rule!("array.utf8.valid"),
 ];
 
 /// Rules of [`ENFORCED_BY_ARROW_RS`] below MUST whose findings arrow-rs's
 /// acceptance still contradicts: arrow-rs's validate_full checks every
 /// utf8 value, so a non-null value the harness finds not UTF-8 must make
 /// it reject.
-pub const ENFORCED_AT_EVERY_LEVEL: &[&str] = &["array.utf8.valid"];
+pub const ENFORCED_AT_EVERY_LEVEL: &[&str] = &[crate::rule!("array.utf8.valid")];
 
 /// arrow-rs's reasons for rejecting what the C data interface allows (a
 /// substring of its error), each with why it is not a disagreement: checks
@@ -141,7 +141,7 @@ pub const ARROW_RS_STRICTER: &[(&str, &str)] = &[
 /// is no disagreement.
 pub const ARROW_RS_LENIENT: &[(&str, &str, &str)] = &[
     (
-        "array.layout.n-buffers",
+        crate::rule!("array.layout.n-buffers"),
         "has 1 buffer(s) but n_buffers is 0",
         "arrow-rs reads n_buffers 0 as \"no validity bitmap\" for types whose only buffer is \
      the bitmap (struct, fixed-size list); CDataInterface.rst says n_buffers is a function \
@@ -149,14 +149,14 @@ pub const ARROW_RS_LENIENT: &[(&str, &str, &str)] = &[
      lenient there by design",
     ),
     (
-        "schema.format.valid",
+        crate::rule!("schema.format.valid"),
         "is outside 1..=",
         "arrow-rs takes a decimal's precision as the format gives it (its Decimal types hold \
          any u8 precision, and validate_full does not check values against it); Schema.fbs \
          bounds the precision by the bit width, which the harness checks",
     ),
     (
-        "array.ree.run-ends",
+        crate::rule!("array.ree.run-ends"),
         "run ends have null_count",
         "the harness judges the exported null_count member, which arrow-rs's import ignores \
          (it counts the validity bitmap instead): a wrong null_count is not something arrow-rs \
@@ -169,7 +169,12 @@ pub const ARROW_RS_LENIENT: &[(&str, &str, &str)] = &[
 /// at the rest (its struct and union imports do compare the counts), so
 /// surplus children there are a harness verdict arrow-rs cannot share.
 fn surplus_children(v: &Violation) -> bool {
-    if !matches!(v.rule, "schema.children.count" | "array.layout.n-children") {
+    if ![
+        crate::rule!("schema.children.count"),
+        crate::rule!("array.layout.n-children"),
+    ]
+    .contains(&v.rule)
+    {
         return false;
     }
     let numbers: Vec<i64> = v
@@ -187,7 +192,7 @@ fn surplus_children(v: &Violation) -> bool {
 /// so the harness reports it (schema.format.valid) as a string other
 /// consumers refuse, and arrow-rs's acceptance is no disagreement.
 fn plus_signed_number(v: &Violation) -> bool {
-    v.rule == "schema.format.valid"
+    v.rule == crate::rule!("schema.format.valid")
         && v.message
             .match_indices("\"+")
             .any(|(i, m)| v.message[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
@@ -583,7 +588,7 @@ pub fn disagreements(harness: &[Violation], arrow_rs: &Result<(), String>) -> Ve
     let mut out = Vec::new();
     match arrow_rs {
         Err(e) if e == NEGATIVE && !harness.iter().any(is_must) => out.push(RuleViolation {
-            rule: "array.layout.lengths".into(),
+            rule: crate::rule!("array.layout.lengths").into(),
             level: "MUST".into(),
             at: "root".into(),
             evidence: "a length or offset in the tree is negative, or a view array has fewer than 3 buffers, a NULL sizes buffer or a negative size, and the harness's validator finds nothing wrong".into(),
@@ -1083,7 +1088,7 @@ mod tests {
     fn format_violation(format: &str) -> Violation {
         let message = format::parse(format).unwrap_err();
         Violation {
-            rule: "schema.format.valid",
+            rule: crate::rule!("schema.format.valid"),
             at: "root".into(),
             message,
         }

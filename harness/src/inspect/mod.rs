@@ -31,7 +31,7 @@ pub fn any_must(found: &[Violation]) -> bool {
 /// string is undefined behaviour). An export with one of these is not
 /// read, its values not judged (the finding stands at its own level).
 pub const UNREADABLE_BY_ARROW_RS: &[&str] = &[
-    "schema.name.utf8",
-    "schema.metadata.utf8",
-    "array.utf8.valid",
+    crate::rule!("schema.name.utf8"),
+    crate::rule!("schema.metadata.utf8"),
+    crate::rule!("array.utf8.valid"),
 ];

@@ -399,17 +399,21 @@ mod tests {
         let exp = Expectations {
             library: "lib".into(),
             expectations: vec![
-                x("array.null-count", "fail"),
+                x(crate::rule!("array.null-count"), "fail"),
                 x("producer/array/p/*", "crash"),
             ],
         };
         let r = report(
-            vec![rule("array.null-count", "MUST", Verdict::Fail)],
+            vec![rule(
+                crate::rule!("array.null-count"),
+                "MUST",
+                Verdict::Fail,
+            )],
             vec![
                 case(
                     "producer/array/q/batch:0",
                     Verdict::Fail,
-                    &["array.null-count"],
+                    &[crate::rule!("array.null-count")],
                 ),
                 case("producer/array/p/batch:0", Verdict::Crash, &[]),
             ],
@@ -423,18 +427,25 @@ mod tests {
     fn an_unexpected_failure_and_an_unexpected_pass_are_both_reported() {
         let exp = Expectations {
             library: "lib".into(),
-            expectations: vec![x("array.null-count", "fail"), x("stream.*", "fail")],
+            expectations: vec![
+                x(crate::rule!("array.null-count"), "fail"),
+                x("stream.*", "fail"),
+            ],
         };
         let r = report(
             vec![
-                rule("array.null-count", "MUST", Verdict::Pass),
-                rule("array.offsets.valid", "MUST", Verdict::Fail),
-                rule("array.buffers.aligned", "SHOULD", Verdict::Fail),
+                rule(crate::rule!("array.null-count"), "MUST", Verdict::Pass),
+                rule(crate::rule!("array.offsets.valid"), "MUST", Verdict::Fail),
+                rule(
+                    crate::rule!("array.buffers.aligned"),
+                    "SHOULD",
+                    Verdict::Fail,
+                ),
             ],
             vec![case(
                 "producer/array/q/batch:0",
                 Verdict::Fail,
-                &["array.offsets.valid"],
+                &[crate::rule!("array.offsets.valid")],
             )],
         );
         let c = check(&r, &exp, "f", false);
@@ -444,11 +455,11 @@ mod tests {
             .map(|m| (m.id.as_str(), m.kind.as_str()))
             .collect();
         assert!(
-            kinds.contains(&("array.null-count", "unexpected pass")),
+            kinds.contains(&(crate::rule!("array.null-count"), "unexpected pass")),
             "{kinds:?}"
         );
         assert!(
-            kinds.contains(&("array.offsets.valid", "unexpected failure")),
+            kinds.contains(&(crate::rule!("array.offsets.valid"), "unexpected failure")),
             "{kinds:?}"
         );
         assert!(
@@ -456,7 +467,9 @@ mod tests {
             "{kinds:?}"
         );
         assert!(
-            !kinds.iter().any(|(id, _)| *id == "array.buffers.aligned"),
+            !kinds
+                .iter()
+                .any(|(id, _)| *id == crate::rule!("array.buffers.aligned")),
             "SHOULD fails no run"
         );
         assert_eq!(c.unused, vec!["stream.*".to_string()]);
@@ -469,7 +482,9 @@ mod tests {
             .map(|m| (m.id.as_str(), m.kind.as_str()))
             .collect();
         assert!(
-            !kinds.iter().any(|(id, _)| *id == "array.null-count"),
+            !kinds
+                .iter()
+                .any(|(id, _)| *id == crate::rule!("array.null-count")),
             "{kinds:?}"
         );
         assert!(

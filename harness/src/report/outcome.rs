@@ -83,10 +83,10 @@ impl Judgement {
 /// The rules whose check means the case compared data: a case that
 /// checked one of these (or failed) ran to a verdict on data.
 pub const DATA_RULES: &[&str] = &[
-    "array.values.roundtrip",
-    "consumer.read.values",
-    "async.array.valid",
-    "schema.format.valid",
+    crate::rule!("array.values.roundtrip"),
+    crate::rule!("consumer.read.values"),
+    crate::rule!("async.array.valid"),
+    crate::rule!("schema.format.valid"),
 ];
 
 /// The words a skip for a missing entry point carries
@@ -360,7 +360,7 @@ mod tests {
         }
     }
 
-    const VALUES: &[&str] = &["array.values.roundtrip"];
+    const VALUES: &[&str] = &[crate::rule!("array.values.roundtrip")];
 
     #[test]
     fn a_run_whose_every_call_errors_is_not_certified() {
@@ -401,7 +401,7 @@ mod tests {
         // The wording certify::asynchronous uses for a consumer that lacks
         // both async entry points.
         let cases = [
-            case("a", "consume_array", Verdict::Pass, &["consumer.read.values"], ""),
+            case("a", "consume_array", Verdict::Pass, &[crate::rule!("consumer.read.values")], ""),
             case(
                 "b",
                 "consume_async",
@@ -420,7 +420,7 @@ mod tests {
                 "a",
                 "consume_array",
                 Verdict::Pass,
-                &["consumer.read.values"],
+                &[crate::rule!("consumer.read.values")],
                 "",
             ),
             case("b", "consume_stream", Verdict::Limitation, &[], "no int128"),
@@ -437,7 +437,7 @@ mod tests {
             "a",
             "consume_array",
             Verdict::Pass,
-            &["consumer.release.checks-released"],
+            &[crate::rule!("consumer.release.checks-released")],
             "",
         )];
         assert_eq!(judge(&run(&cases, &[])).outcome, Outcome::NotCertified);
@@ -461,7 +461,7 @@ mod tests {
                 "a",
                 "consume_array",
                 Verdict::Pass,
-                &["consumer.read.values"],
+                &[crate::rule!("consumer.read.values")],
                 "",
             ),
             case(

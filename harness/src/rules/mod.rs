@@ -334,6 +334,52 @@ pub fn timing_dependent(id: &str) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
+/// A rule ID the compiler checked: `crate::rule!("array.release.frees")`
+/// is that string, and does not compile when no rule of the catalogue
+/// ([`all`]: the Arrow, DLPack and CAI rules) has the ID. Every check site
+/// names its rule this way (`tests/rule_ids.rs` fails on a bare rule-ID
+/// literal outside `rules/`), so an unknown rule cannot be recorded.
+#[macro_export]
+macro_rules! rule {
+    ($id:literal) => {{
+        const _: () = assert!(
+            $crate::rules::known($id),
+            concat!("no rule `", $id, "` in the catalogue")
+        );
+        $id
+    }};
+}
+
+/// Whether some rule of the catalogue has the ID `id` (at compile time:
+/// [`rule!`](crate::rule)).
+pub const fn known(id: &str) -> bool {
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    const fn any(rules: &[Rule], id: &str) -> bool {
+        let mut i = 0;
+        while i < rules.len() {
+            if same(rules[i].id, id) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+    any(RULES, id) || any(dlpack::DLPACK_RULES, id) || any(cai::CAI_RULES, id)
+}
+
 pub fn find(id: &str) -> Option<&'static Rule> {
     all().find(|r| r.id == id)
 }

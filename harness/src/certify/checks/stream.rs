@@ -152,7 +152,7 @@ pub(crate) fn stream_failure<S: StreamCalls>(
     // success, a non-zero error code otherwise"); that the code be an
     // errno value is SHOULD: "Such error codes should be interpreted like
     // errno numbers".
-    obs.check("stream.error.errno", code > 0, what, || {
+    obs.check(crate::rule!("stream.error.errno"), code > 0, what, || {
         format!("{what} failed with {code}; error codes should be errno values (positive)")
     });
     let message = match stream.get_last_error_at() {
@@ -167,7 +167,7 @@ pub(crate) fn stream_failure<S: StreamCalls>(
 /// does, what it holds (stream.error.message). Returns it, lossily decoded.
 fn last_error(at: usize, what: &str, obs: &mut Observations) -> String {
     let Some(first) = probe::c_string_at(at, probe::LAST_ERROR_MAX) else {
-        obs.check("stream.error.message", false, what, || {
+        obs.check(crate::rule!("stream.error.message"), false, what, || {
             format!("get_last_error returned {at:#x}, which is not readable memory")
         });
         return String::new();
@@ -180,7 +180,7 @@ fn last_error(at: usize, what: &str, obs: &mut Observations) -> String {
     let again = probe::c_string_at(at, probe::LAST_ERROR_MAX);
     drop(held);
     let kept = again.as_ref() == Some(&first);
-    obs.check("stream.error.lifetime", kept, what, || {
+    obs.check(crate::rule!("stream.error.lifetime"), kept, what, || {
         let now = match &again {
             Some(b) => format!("{:?}", String::from_utf8_lossy(&b[..b.len().min(40)])),
             None => "unreadable memory".into(),
@@ -194,12 +194,17 @@ fn last_error(at: usize, what: &str, obs: &mut Observations) -> String {
         return "(a string already freed)".into();
     }
     let text = String::from_utf8(first.clone());
-    obs.check("stream.error.message", text.is_ok(), what, || {
-        format!(
-            "get_last_error returned {} bytes that are not UTF-8",
-            first.len()
-        )
-    });
+    obs.check(
+        crate::rule!("stream.error.message"),
+        text.is_ok(),
+        what,
+        || {
+            format!(
+                "get_last_error returned {} bytes that are not UTF-8",
+                first.len()
+            )
+        },
+    );
     String::from_utf8_lossy(&first).into_owned()
 }
 
@@ -283,7 +288,12 @@ where
         judge_values,
         obs,
     );
-    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    release_checked(
+        &mut schema,
+        crate::rule!("schema.release.marks-released"),
+        "schema",
+        obs,
+    );
     if read.chunks_ok && matches!(read.ended, Ended::Ran) {
         stream_frees::<S>(producer, scenario, opts, obs);
     }
@@ -305,13 +315,18 @@ where
     let mut stream = Guard::<S>::poisoned();
     S::produce(producer, scenario, opts, &mut stream)?;
     let unset = stream.unset_callbacks();
-    obs.check("stream.release.set", unset.is_empty(), "stream", || {
-        format!(
-            "the produced stream's {} {} NULL or never written (all four are mandatory)",
-            unset.join(", "),
-            if unset.len() == 1 { "is" } else { "are" }
-        )
-    });
+    obs.check(
+        crate::rule!("stream.release.set"),
+        unset.is_empty(),
+        "stream",
+        || {
+            format!(
+                "the produced stream's {} {} NULL or never written (all four are mandatory)",
+                unset.join(", "),
+                if unset.len() == 1 { "is" } else { "are" }
+            )
+        },
+    );
     if stream.is_released() {
         return Err(Ended::Ran);
     }
@@ -325,7 +340,7 @@ where
             .map(|d| format!("private_data points {d} bytes into the stream structure itself, which may be moved"))
             .into_iter()
             .collect(),
-        "stream.release.relocatable",
+        crate::rule!("stream.release.relocatable"),
         "stream",
         obs,
     ) {
@@ -337,7 +352,7 @@ where
     let stream = relocate_poisoning(&mut stream);
     if let Some(dt) = stream.device_type() {
         obs.check(
-            "device.stream.type",
+            crate::rule!("device.stream.type"),
             dt == opts.device_type,
             "stream",
             || {
@@ -372,7 +387,7 @@ where
             return Err(Ended::Error(why));
         }
         Call::NotSet => {
-            obs.check("stream.schema.get", false, "stream", || {
+            obs.check(crate::rule!("stream.schema.get"), false, "stream", || {
                 "get_schema is NULL".into()
             });
             schema.mark_released();
@@ -380,14 +395,19 @@ where
             return Err(Ended::Ran);
         }
     }
-    obs.check("stream.schema.get", true, "get_schema", String::new);
+    obs.check(
+        crate::rule!("stream.schema.get"),
+        true,
+        "get_schema",
+        String::new,
+    );
     let found = probe::check_schema(&schema);
     let schema_ok = !crate::inspect::any_must(&found);
     obs.validated(&schema_rules(), found, "schema");
     let mut again = Guard::<ArrowSchema>::poisoned();
     let second = stream.get_schema(&mut again);
     obs.check(
-        "stream.schema.repeat",
+        crate::rule!("stream.schema.repeat"),
         second == Call::Returned(0),
         "get_schema",
         || {
@@ -402,7 +422,12 @@ where
         again.mark_released();
         if !schema_ok {
             schema.mark_released();
-            release_checked(stream, "stream.release.marks-released", "stream", obs);
+            release_checked(
+                stream,
+                crate::rule!("stream.release.marks-released"),
+                "stream",
+                obs,
+            );
             return Err(Ended::Ran);
         }
         return Ok(schema);
@@ -414,11 +439,21 @@ where
         // Not safe to follow: leave both (a leak beats a crash).
         schema.mark_released();
         if again_ok {
-            release_checked(&mut again, "schema.release.marks-released", "schema", obs);
+            release_checked(
+                &mut again,
+                crate::rule!("schema.release.marks-released"),
+                "schema",
+                obs,
+            );
         } else {
             again.mark_released();
         }
-        release_checked(stream, "stream.release.marks-released", "stream", obs);
+        release_checked(
+            stream,
+            crate::rule!("stream.release.marks-released"),
+            "stream",
+            obs,
+        );
         return Err(Ended::Ran);
     }
     if !again_ok {
@@ -431,7 +466,12 @@ where
     // second, which must hold what it held before (the stream goes on with
     // it).
     let before = probe::read_schema(&again);
-    release_checked(&mut schema, "schema.release.marks-released", "schema", obs);
+    release_checked(
+        &mut schema,
+        crate::rule!("schema.release.marks-released"),
+        "schema",
+        obs,
+    );
     let found = probe::check_schema(&again);
     let mut problems: Vec<String> = found
         .iter()
@@ -444,7 +484,7 @@ where
             problems.extend(compare::schemas(before, &after).into_iter().take(3));
         }
     }
-    obs.check("stream.schema.independent", problems.is_empty(), "second schema", || {
+    obs.check(crate::rule!("stream.schema.independent"), problems.is_empty(), "second schema", || {
         format!(
             "after the first get_schema result was released, the second no longer holds what it did: {}",
             problems.join("; ")
@@ -453,7 +493,12 @@ where
     if !problems.is_empty() {
         // What the first copy's release left behind may be freed memory.
         again.mark_released();
-        release_checked(stream, "stream.release.marks-released", "stream", obs);
+        release_checked(
+            stream,
+            crate::rule!("stream.release.marks-released"),
+            "stream",
+            obs,
+        );
         return Err(Ended::Ran);
     }
     Ok(again)
@@ -505,14 +550,19 @@ where
     for call in 0..expect + 8 {
         let mut out = Guard::<S::Chunk>::poisoned();
         let r = if call % 2 == 1 {
-            obs.checked.insert("stream.threads.serial");
+            obs.checked.insert(crate::rule!("stream.threads.serial"));
             probe::get_next_on_thread(&mut **stream, &mut out)
         } else {
             stream.get_next(&mut out)
         };
         match r {
             Call::Returned(0) if out.is_released() => {
-                obs.check("stream.eos.released", true, "get_next", String::new);
+                obs.check(
+                    crate::rule!("stream.eos.released"),
+                    true,
+                    "get_next",
+                    String::new,
+                );
                 read.eos = true;
                 break;
             }
@@ -532,7 +582,7 @@ where
                 let why = stream_failure(&mut **stream, code, "get_next", obs);
                 if call % 2 == 1 && replay_on_one_thread::<S>(producer, scenario, opts, call) {
                     obs.check(
-                        "stream.threads.serial",
+                        crate::rule!("stream.threads.serial"),
                         false,
                         &format!("chunk {call}"),
                         || {
@@ -546,12 +596,17 @@ where
                     break;
                 }
                 if read.chunks.len() == expect {
-                    obs.check("stream.eos.released", false, "get_next", || {
-                        format!(
-                            "after the last of {expect} batches, end of stream was signalled \
+                    obs.check(
+                        crate::rule!("stream.eos.released"),
+                        false,
+                        "get_next",
+                        || {
+                            format!(
+                                "after the last of {expect} batches, end of stream was signalled \
                              by an error instead of 0 and a released array ({why})"
-                        )
-                    });
+                            )
+                        },
+                    );
                 } else {
                     read.ended = Ended::Error(why);
                 }
@@ -559,7 +614,7 @@ where
             }
             Call::NotSet => {
                 out.mark_released();
-                obs.check("stream.release.set", false, "stream", || {
+                obs.check(crate::rule!("stream.release.set"), false, "stream", || {
                     "get_next is NULL".into()
                 });
                 break;
@@ -588,7 +643,7 @@ fn chunk_read<C: Chunk + Plain>(
         // ArrowDeviceArrayStream.device_type"; SHOULD: "should have the
         // same device type as is set here".
         obs.check(
-            "stream.chunk.device",
+            crate::rule!("stream.chunk.device"),
             device::accessible_from(cdt, dt),
             &at,
             || {
@@ -599,9 +654,12 @@ fn chunk_read<C: Chunk + Plain>(
                 )
             },
         );
-        obs.check("stream.chunk.device-type", cdt == dt, &at, || {
-            format!("chunk device_type {cdt}, stream device_type {dt}")
-        });
+        obs.check(
+            crate::rule!("stream.chunk.device-type"),
+            cdt == dt,
+            &at,
+            || format!("chunk device_type {cdt}, stream device_type {dt}"),
+        );
     }
     if opts.kind != DeviceKind::Cpu {
         // Device buffers: judged and copied to the host now; the producer's
@@ -614,7 +672,7 @@ fn chunk_read<C: Chunk + Plain>(
     // a chunk of another schema; its layout cannot be judged against this
     // one.
     let (columns, fields) = (out.array().n_children, schema.n_children);
-    obs.check("stream.chunk.schema", columns == fields, &at, || {
+    obs.check(crate::rule!("stream.chunk.schema"), columns == fields, &at, || {
         format!(
             "the chunk is a struct array of {columns} column(s) but the stream's schema has {fields} field(s)"
         )
@@ -649,7 +707,7 @@ where
     } else if !out.is_released() {
         out.mark_released();
     }
-    obs.check("stream.eos.repeat", ok, "get_next", || {
+    obs.check(crate::rule!("stream.eos.repeat"), ok, "get_next", || {
         format!("get_next after end of stream returned {r:?} without a released array")
     });
 }
@@ -705,7 +763,12 @@ fn results_outlive_stream<S: ProduceStream + Plain>(
     } else {
         Vec::new()
     };
-    release_checked(&mut stream, "stream.release.marks-released", "stream", obs);
+    release_checked(
+        &mut stream,
+        crate::rule!("stream.release.marks-released"),
+        "stream",
+        obs,
+    );
     if !judge {
         return;
     }
@@ -725,7 +788,7 @@ fn results_outlive_stream<S: ProduceStream + Plain>(
         })
         .collect();
     obs.check(
-        "stream.results.outlive",
+        crate::rule!("stream.results.outlive"),
         changed.is_empty(),
         "stream",
         || {
@@ -759,7 +822,7 @@ fn stream_frees<S: ProduceStream + Plain>(
         frees(
             producer,
             opts.kind,
-            "stream.release.frees",
+            crate::rule!("stream.release.frees"),
             "stream",
             sequence,
             obs,
