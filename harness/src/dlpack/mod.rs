@@ -12,6 +12,7 @@ pub mod crossing;
 pub mod engine;
 pub mod reader;
 pub mod run;
+pub mod suite;
 pub mod tensor;
 pub mod trampoline;
 

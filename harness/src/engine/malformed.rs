@@ -144,6 +144,7 @@ impl Engine {
             limits: run::proc::Limits::worker(self.max_memory_mb),
             cpu_seconds: None,
             defer_consumer: None,
+            dlpack: None,
         };
         let jobs: Vec<run::Job> = selected
             .iter()
