@@ -413,6 +413,8 @@ fn generated_cases_find_a_mutant_shrink_it_and_replay_by_id() {
             &shrunk.case,
         ])
         .env("ARROWCERT_DLPACK_MUTANT", "ignores-strides")
+        // Its report goes to the default path, under the directory it runs in.
+        .current_dir(scratch("dlpack-replay"))
         .output()
         .unwrap();
     let rtext = String::from_utf8_lossy(&replay.stdout);

@@ -38,9 +38,10 @@ pub struct WorkerFlags {
     /// JSON: the consumer's facts; it is loaded when a case first calls it.
     #[arg(long)]
     pub defer_consumer: Option<String>,
-    /// JSON: a DLPack run's plan and libraries (`--mode dlpack`).
+    /// JSON: the plan and libraries of a suite from above `run`
+    /// (`--mode dlpack`: a DLPack run's).
     #[arg(long)]
-    pub dlpack: Option<String>,
+    pub plan: Option<String>,
 }
 
 /// `arrowcert worker`, from its flags.
@@ -61,16 +62,12 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         max_memory_mb,
         case_cpu_seconds,
         defer_consumer,
-        dlpack,
+        plan,
     } = f;
     let defer_consumer = defer_consumer
         .map(|j| serde_json::from_str(&j))
         .transpose()
         .map_err(|e| BadInput(format!("--defer-consumer: {e}")))?;
-    let dlpack = dlpack
-        .map(|j| serde_json::from_str(&j))
-        .transpose()
-        .map_err(|e| BadInput(format!("--dlpack: {e}")))?;
     Ok(crate::run::worker::run(crate::run::worker::WorkerArgs {
         socket,
         mode: crate::run::worker::Mode::parse(&mode)
@@ -93,6 +90,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         limits: crate::run::proc::Limits::worker(max_memory_mb),
         cpu_seconds: case_cpu_seconds,
         defer_consumer,
-        dlpack,
+        plan,
+        open: Some(crate::dlpack::suite::open),
     }))
 }

@@ -101,7 +101,7 @@ pub struct RunArgs {
     pub replay_prefix: String,
 }
 
-/// What a DLPack worker is given (`worker --mode dlpack --dlpack JSON`):
+/// What a DLPack worker is given (`worker --mode dlpack --plan JSON`):
 /// enough to make the orchestrator's plan again, and the libraries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -189,7 +189,8 @@ pub fn run(
         limits: proc::Limits::worker(args.max_memory_mb),
         cpu_seconds: None,
         defer_consumer: None,
-        dlpack: Some(plan),
+        plan: Some(serde_json::to_string(&plan).map_err(|e| e.to_string())?),
+        open: None,
     };
     let cfg = crate::run::Config::for_workers(worker_args, 1, args.case_timeout_ms, args.max_memory_mb)
         .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;

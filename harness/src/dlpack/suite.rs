@@ -10,6 +10,14 @@ use super::bridge::Bridge;
 use super::engine::{self, DlCase, Kind};
 use super::run::{replay_of, Plan};
 
+/// A worker's DLPack suite from its `--plan` JSON
+/// ([`crate::run::worker::Opener`]).
+pub fn open(plan: &str) -> Result<Box<dyn Suite>, String> {
+    let plan: Plan =
+        serde_json::from_str(plan).map_err(|e| format!("a dlpack worker's --plan: {e}"))?;
+    Ok(Box::new(DlSuite::open(&plan)?))
+}
+
 /// A worker's DLPack run.
 pub struct DlSuite {
     bridge: Bridge,

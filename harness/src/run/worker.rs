@@ -28,7 +28,8 @@ pub enum Mode {
     /// consumer it is given.
     Certify,
     /// `arrowcert certify --dlpack` and `dlpack-matrix`: a Python library's
-    /// DLPack exchange through its adapter ([`WorkerArgs::dlpack`]).
+    /// DLPack exchange through its adapter: a suite from above this module
+    /// ([`WorkerArgs::plan`], [`WorkerArgs::open`]).
     Dlpack,
 }
 
@@ -66,9 +67,17 @@ pub struct WorkerArgs {
     /// then the cases see these facts of it (a worker restarted after the
     /// producer crashed: the orchestrator passes them).
     pub defer_consumer: Option<ConsumerFacts>,
-    /// A DLPack run's plan and libraries (`Mode::Dlpack`).
-    pub dlpack: Option<crate::dlpack::run::Plan>,
+    /// A suite that lives above this module (DLPack: `Mode::Dlpack`): what
+    /// it is given (JSON, its own), passed on as `--plan`.
+    pub plan: Option<String>,
+    /// How the worker opens that suite from `plan` (set by the `worker`
+    /// command; the orchestrator passes only `plan`).
+    pub open: Option<Opener>,
 }
+
+/// Opens a suite that lives above this module from its `--plan` JSON: its
+/// libraries loaded, its cases planned. `Err`: one line saying why not.
+pub type Opener = fn(&str) -> Result<Box<dyn Suite>, String>;
 
 impl WorkerArgs {
     /// The command line after `worker --socket PATH` that recreates these
@@ -106,9 +115,9 @@ impl WorkerArgs {
         if let Some(facts) = &self.defer_consumer {
             args.extend(defer_args(facts));
         }
-        if let Some(plan) = &self.dlpack {
-            args.push("--dlpack".into());
-            args.push(serde_json::to_string(plan).unwrap_or_default());
+        if let Some(plan) = &self.plan {
+            args.push("--plan".into());
+            args.push(plan.clone());
         }
         args
     }
@@ -413,18 +422,18 @@ pub fn run(args: WorkerArgs) -> i32 {
         (Mode::Roundtrip, Some(c)) => Some(facts(*c, args.options.device_type)),
         _ => None,
     };
-    // A DLPack run's libraries, loaded once (its plan does not depend on
-    // the run's sources).
-    let dlpack = match (args.mode, &args.dlpack) {
-        (Mode::Dlpack, Some(plan)) => match crate::dlpack::suite::DlSuite::open(plan) {
+    // A suite from above (DLPack): its libraries loaded once (its plan
+    // does not depend on the run's sources).
+    let above = match (args.mode, &args.plan, args.open) {
+        (Mode::Dlpack, Some(plan), Some(open)) => match open(plan) {
             Ok(s) => Some(s),
             Err(message) => {
                 let _ = send(&mut stream, &FromWorker::Fatal { message });
                 return 2;
             }
         },
-        (Mode::Dlpack, None) => {
-            let message = "a dlpack worker needs --dlpack".to_string();
+        (Mode::Dlpack, _, _) => {
+            let message = "a dlpack worker needs --plan".to_string();
             let _ = send(&mut stream, &FromWorker::Fatal { message });
             return 2;
         }
@@ -446,7 +455,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         // The suite of this run: a runner answers None for a case it does
         // not know.
         let suite: Box<dyn Suite + '_> = match (args.mode, &consumer_side) {
-            (Mode::Dlpack, _) => Box::new(dlpack.as_ref().expect("opened above")),
+            (Mode::Dlpack, _) => Box::new(above.as_deref().expect("opened above")),
             (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
                 let consumer: &dyn ConsumerSide = *consumer;
                 let producer = producer.as_ref().expect("checked");
