@@ -993,8 +993,7 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
             .cases
             .iter()
             .map(|c| {
-                let mut broken: Vec<String> =
-                    c.violations.iter().map(|v| v.rule.clone()).collect();
+                let mut broken: Vec<String> = c.violations.iter().map(|v| v.rule.clone()).collect();
                 broken.sort();
                 (c.id.clone(), c.verdict, broken)
             })
@@ -1072,11 +1071,14 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
         stdout.contains("interrupted by SIGINT"),
         "the run says why it stopped:\n{stdout}"
     );
-    let partial = arrowcert::report::read(&dir.join(line_after(&stdout, "report: ").unwrap()))
-        .unwrap();
+    let partial =
+        arrowcert::report::read(&dir.join(line_after(&stdout, "report: ").unwrap())).unwrap();
     assert!(!partial.complete, "{stdout}");
     assert!(
-        partial.interrupted.as_deref().is_some_and(|s| s.starts_with("SIGINT")),
+        partial
+            .interrupted
+            .as_deref()
+            .is_some_and(|s| s.starts_with("SIGINT")),
         "{:?}",
         partial.interrupted
     );
@@ -1096,9 +1098,10 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
         )),
         "`{resume}`\n{rstdout}"
     );
-    let done =
-        arrowcert::report::read(&dir.join(line_after(&rstdout, "report: ").expect("a report line")))
-            .unwrap();
+    let done = arrowcert::report::read(
+        &dir.join(line_after(&rstdout, "report: ").expect("a report line")),
+    )
+    .unwrap();
     assert!(done.complete, "`{resume}`\n{rstdout}");
     // The same run, uninterrupted.
     let whole = dir.join("uninterrupted.json");
@@ -1118,10 +1121,7 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
     );
     let reference = arrowcert::report::read(&whole).unwrap();
     assert!(
-        reference
-            .cases
-            .iter()
-            .any(|c| c.verdict == Verdict::Crash),
+        reference.cases.iter().any(|c| c.verdict == Verdict::Crash),
         "the mutant crashes cases"
     );
     assert_eq!(

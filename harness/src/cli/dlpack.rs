@@ -116,16 +116,20 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         prefix.push_str(&format!(" --consumer {c}"));
     }
     let started = std::time::SystemTime::now();
-    let path = args.report.clone().or(args.resume.clone()).unwrap_or_else(|| {
-        PathBuf::from("reports").join(format!(
-            "certify-dlpack-{}.json",
-            report::time::compact(started)
-        ))
-    });
+    let path = args
+        .report
+        .clone()
+        .or(args.resume.clone())
+        .unwrap_or_else(|| {
+            PathBuf::from("reports").join(format!(
+                "certify-dlpack-{}.json",
+                report::time::compact(started)
+            ))
+        });
     let previous = match &args.resume {
         Some(p) => {
-            let file = std::fs::canonicalize(&adapter)
-                .map_err(|e| BadInput(format!("{adapter}: {e}")))?;
+            let file =
+                std::fs::canonicalize(&adapter).map_err(|e| BadInput(format!("{adapter}: {e}")))?;
             Some(resumable(p, COMMAND, DATA, &[("dlpack", file.as_path())]).map_err(BadInput)?)
         }
         None => None,
@@ -162,7 +166,6 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         );
         return Ok(128 + sig);
     }
-    r.seed = (args.cases > 0).then_some(args.seed);
     if args.shrink_candidates > 0 {
         r.shrunk = shrink(
             &adapter,
@@ -209,7 +212,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     report::write(&r, &path)
         .map_err(|e| BadInput(format!("{}: cannot write the report: {e}", path.display())))?;
     if let Some(junit) = &args.junit {
-        let suite = format!("arrowcert {COMMAND} {}", prefix.trim_start_matches("arrowcert certify --dlpack ").trim());
+        let suite = format!("arrowcert {COMMAND} py:{adapter}");
         let xml = crate::certify::summary::junit(&r.rules, &r.cases, &suite);
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
@@ -562,17 +565,17 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
                 .map_err(BadInput)?;
             let cases = run::run(
                 &RunArgs {
-                bridge: a,
-                pair_consumer: Some(b),
-                generated: run::Generated::default(),
-                sides: both,
-                filter: Filter::default(),
-                max_memory_mb: f.max_memory_mb,
-                case_timeout_ms: f.case_timeout_ms,
-                replay_prefix: format!(
-                    "arrowcert dlpack-matrix --library {}={} --library {}={}",
-                    p.name, p.adapter, c.name, c.adapter
-                ),
+                    bridge: a,
+                    pair_consumer: Some(b),
+                    generated: run::Generated::default(),
+                    sides: both,
+                    filter: Filter::default(),
+                    max_memory_mb: f.max_memory_mb,
+                    case_timeout_ms: f.case_timeout_ms,
+                    replay_prefix: format!(
+                        "arrowcert dlpack-matrix --library {}={} --library {}={}",
+                        p.name, p.adapter, c.name, c.adapter
+                    ),
                 },
                 None,
                 &mut |_| {},
@@ -802,26 +805,26 @@ fn shrink(
         let run_one = |id: &str| -> Result<Option<report::Case>, BadInput> {
             let cases = run::run(
                 &RunArgs {
-                bridge: bridge.clone(),
-                pair_consumer: None,
-                generated: run::Generated {
-                    seed: gen.seed,
-                    count: 0,
-                    extra: vec![id.to_string()],
-                },
-                sides: Sides {
-                    producer: side == engine::GenSide::Producer,
-                    consumer: side == engine::GenSide::Consumer,
-                    device: None,
-                },
-                filter: Filter {
-                    patterns: vec![id.to_string()],
-                    exact: true,
-                    skip: Vec::new(),
-                },
-                max_memory_mb,
-                case_timeout_ms,
-                replay_prefix: prefix.to_string(),
+                    bridge: bridge.clone(),
+                    pair_consumer: None,
+                    generated: run::Generated {
+                        seed: gen.seed,
+                        count: 0,
+                        extra: vec![id.to_string()],
+                    },
+                    sides: Sides {
+                        producer: side == engine::GenSide::Producer,
+                        consumer: side == engine::GenSide::Consumer,
+                        device: None,
+                    },
+                    filter: Filter {
+                        patterns: vec![id.to_string()],
+                        exact: true,
+                        skip: Vec::new(),
+                    },
+                    max_memory_mb,
+                    case_timeout_ms,
+                    replay_prefix: prefix.to_string(),
                 },
                 None,
                 &mut |_| {},
@@ -836,7 +839,9 @@ fn shrink(
         let mut exhausted = false;
         if tree.simplify() {
             loop {
-                if tried as usize >= budget {
+                // An interrupt ends the search where it is (the report
+                // was already written complete).
+                if tried as usize >= budget || crate::run::proc::interrupted().is_some() {
                     exhausted = true;
                     break;
                 }

@@ -192,8 +192,9 @@ pub fn run(
         plan: Some(serde_json::to_string(&plan).map_err(|e| e.to_string())?),
         open: None,
     };
-    let cfg = crate::run::Config::for_workers(worker_args, 1, args.case_timeout_ms, args.max_memory_mb)
-        .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+    let cfg =
+        crate::run::Config::for_workers(worker_args, 1, args.case_timeout_ms, args.max_memory_mb)
+            .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
     // The allocation tracker, preloaded into the workers of a plan with a
     // frees case (dlpack.deleter.frees counts the bytes they hold);
     // ARROWCERT_TRACKER=off leaves it out (the rule is then not exercised,
@@ -246,8 +247,15 @@ pub fn run(
         Some(dl) => charge(dl, c.clone()),
         None => c.clone(),
     };
-    let outcome = crate::run::run(&cfg, &pool, cases.len(), jobs, |_| {}, |c| on_case(&charged(c)))
-        .map_err(|e| e.0)?;
+    let outcome = crate::run::run(
+        &cfg,
+        &pool,
+        cases.len(),
+        jobs,
+        |_| {},
+        |c| on_case(&charged(c)),
+    )
+    .map_err(|e| e.0)?;
     Ok(Ran {
         cases: outcome.cases.iter().map(charged).collect(),
         interrupted: outcome.interrupted,

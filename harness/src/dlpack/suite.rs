@@ -31,7 +31,11 @@ impl DlSuite {
     /// cannot be loaded.
     pub fn open(plan: &Plan) -> Result<DlSuite, String> {
         let bridge = Bridge::open(&plan.bridge)?;
-        let consumer = plan.pair_consumer.as_deref().map(Bridge::open).transpose()?;
+        let consumer = plan
+            .pair_consumer
+            .as_deref()
+            .map(Bridge::open)
+            .transpose()?;
         Ok(DlSuite {
             bridge,
             consumer,
