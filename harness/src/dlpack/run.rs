@@ -338,3 +338,42 @@ pub fn charge(case: &DlCase, mut c: Case) -> Case {
 pub fn replay_of(prefix: &str, id: &str) -> String {
     format!("{prefix} --exact '{id}'")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The planned deleter-thread case and its record, ended as the one
+    /// runner ends a case whose worker died or hung in `step`.
+    fn lost(verdict: Verdict, step: &str) -> (DlCase, Case) {
+        let case = engine::plan(true, false)
+            .into_iter()
+            .find(|c| matches!(c.kind, Kind::DeleterThread { .. }))
+            .expect("a deleter-thread case is planned");
+        let mut c = engine::ended_without_verdict(&case, "replay", verdict, String::new());
+        c.checked.clear();
+        c.violations.clear();
+        c.message = Some(format!(
+            "the worker killed by SIGSEGV (11) in the middle of the case, during `{step}`"
+        ));
+        (case, c)
+    }
+
+    #[test]
+    fn a_crash_or_hang_in_the_deleter_call_breaks_the_gil_rule_and_elsewhere_nothing() {
+        let (case, c) = lost(Verdict::Crash, engine::DELETER_THREAD_STEP);
+        assert_eq!(step_of(&c), Some(engine::DELETER_THREAD_STEP));
+        let charged = charge(&case, c);
+        let rules: Vec<&str> = charged.violations.iter().map(|v| v.rule.as_str()).collect();
+        assert_eq!(rules, ["dlpack.deleter.without-gil"]);
+        assert_eq!(charged.checked, ["dlpack.deleter.without-gil"]);
+        assert!(charged.differences[0].contains("during `"), "{charged:?}");
+        let (case, c) = lost(Verdict::Timeout, engine::DELETER_THREAD_STEP);
+        assert_eq!(charge(&case, c).violations.len(), 1);
+        // The same case dying before the deleter is called is no one rule's.
+        let (case, c) = lost(Verdict::Crash, "dlpack producer");
+        let charged = charge(&case, c);
+        assert!(charged.violations.is_empty(), "{charged:?}");
+        assert!(charged.checked.is_empty(), "{charged:?}");
+    }
+}
