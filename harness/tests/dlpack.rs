@@ -980,8 +980,9 @@ fn the_debug_allocator_turns_a_deleters_use_after_free_into_a_crash() {
 /// A DLPack run interrupted with SIGINT (once its first checkpoint is on
 /// disk, at a random moment after) prints how to resume; the printed
 /// command, run as given, finishes the report with the verdicts of an
-/// uninterrupted run. The mutant crashes a case in three, so the run is
-/// long enough to interrupt and the resumed part starts workers again.
+/// uninterrupted run (which writes JUnit XML too). The mutant crashes
+/// cases, so the run is long enough to interrupt and the resumed part
+/// starts workers again.
 #[test]
 fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
     use std::process::Stdio;
@@ -1105,10 +1106,13 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
     assert!(done.complete, "`{resume}`\n{rstdout}");
     // The same run, uninterrupted.
     let whole = dir.join("uninterrupted.json");
+    let junit = dir.join("uninterrupted.xml");
     let out = Command::new(arrowcert_exe())
         .args(&args)
         .arg("--report")
         .arg(&whole)
+        .arg("--junit")
+        .arg(&junit)
         .current_dir(&dir)
         .env("ARROWCERT_DLPACK_MUTANT", mutant)
         .output()
@@ -1128,5 +1132,13 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
         verdicts(&done),
         verdicts(&reference),
         "interrupted by SIGINT and resumed: verdicts differ from an uninterrupted run"
+    );
+    // Its JUnit XML, as every certification's: one test case per rule and
+    // one per case.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        reference.rules.len() + reference.cases.len(),
+        "{xml}"
     );
 }
