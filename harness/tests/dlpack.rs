@@ -981,8 +981,9 @@ fn the_debug_allocator_turns_a_deleters_use_after_free_into_a_crash() {
 /// disk, at a random moment after) prints how to resume; the printed
 /// command, run as given, finishes the report with the verdicts of an
 /// uninterrupted run (which writes JUnit XML too). The mutant crashes
-/// cases, so the run is long enough to interrupt and the resumed part
-/// starts workers again.
+/// cases (58 of 649), so the run is long enough to interrupt (several
+/// seconds, the signal within two) and the resumed part starts workers
+/// again.
 #[test]
 fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
     use std::process::Stdio;
@@ -1013,7 +1014,7 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
         "--consumer",
         &spec,
         "--cases",
-        "60",
+        "200",
         "--seed",
         "7",
         "--shrink-candidates",
@@ -1052,7 +1053,7 @@ fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_r
         .unwrap()
         .as_nanos() as u64;
     std::thread::sleep(Duration::from_millis(
-        (t ^ (t >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % 2000,
+        (t ^ (t >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1000,
     ));
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
