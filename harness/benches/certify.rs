@@ -450,6 +450,8 @@ fn workers_vs_in_process(producer: &Plugin, producer_path: &std::path::Path) {
             limits: run::proc::Limits::worker(8192),
             cpu_seconds: None,
             defer_consumer: None,
+            plan: None,
+            open: None,
         };
         let cfg = support::isolation::config(&args, jobs, false, "certify");
         let job_list = || -> Vec<run::Job> {

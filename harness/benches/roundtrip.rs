@@ -160,6 +160,8 @@ fn workers_vs_in_process(
             limits: run::proc::Limits::worker(8192),
             cpu_seconds: Some(121),
             defer_consumer: None,
+            plan: None,
+            open: None,
         };
         let cfg = support::isolation::config(
             &args,

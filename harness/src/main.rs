@@ -41,9 +41,6 @@ enum Command {
     /// Internal: a worker process started by the orchestrator.
     #[command(hide = true)]
     Worker(cli::worker::WorkerFlags),
-    /// Internal: a DLPack worker process (certify --dlpack).
-    #[command(hide = true)]
-    DlpackWorker(cli::dlpack::WorkerFlags),
     /// Print the JSON Schema of reports.
     ReportSchema,
     /// The producer x consumer compatibility matrix: certify every
@@ -145,7 +142,6 @@ fn run(cli: Cli) -> Result<i32, BadInput> {
         Command::Inspect(f) => cli::inspect::inspect_command(f),
         Command::Roundtrip(f) => cli::roundtrip::roundtrip_command(f),
         Command::Worker(f) => cli::worker::worker_command(f),
-        Command::DlpackWorker(f) => cli::dlpack::worker_command(f),
         Command::ReportSchema => {
             print!("{}", arrowcert::report::json_schema());
             Ok(0)

@@ -413,6 +413,8 @@ fn generated_cases_find_a_mutant_shrink_it_and_replay_by_id() {
             &shrunk.case,
         ])
         .env("ARROWCERT_DLPACK_MUTANT", "ignores-strides")
+        // Its report goes to the default path, under the directory it runs in.
+        .current_dir(scratch("dlpack-replay"))
         .output()
         .unwrap();
     let rtext = String::from_utf8_lossy(&replay.stdout);
@@ -972,5 +974,172 @@ fn the_debug_allocator_turns_a_deleters_use_after_free_into_a_crash() {
         Verdict::Pass,
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A DLPack run interrupted with SIGINT (once its first checkpoint is on
+/// disk, at a random moment after) prints how to resume; the printed
+/// command, run as given, finishes the report with the verdicts of an
+/// uninterrupted run (which writes JUnit XML too). The mutant crashes
+/// cases (58 of 649), so the run is long enough to interrupt (several
+/// seconds, the signal within two) and the resumed part starts workers
+/// again.
+#[test]
+fn a_dlpack_run_interrupted_with_sigint_resumes_as_printed_to_an_uninterrupted_runs_verdicts() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    let Some(py) = python() else { return };
+    type Verdicts = Vec<(String, Verdict, Vec<String>)>;
+    let verdicts = |r: &Report| -> Verdicts {
+        let mut v: Verdicts = r
+            .cases
+            .iter()
+            .map(|c| {
+                let mut broken: Vec<String> = c.violations.iter().map(|v| v.rule.clone()).collect();
+                broken.sort();
+                (c.id.clone(), c.verdict, broken)
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    let spec = format!("py:{}", fixture().display());
+    let args: Vec<String> = [
+        "--python",
+        &py.display().to_string(),
+        "certify",
+        "--dlpack",
+        "--producer",
+        &spec,
+        "--consumer",
+        &spec,
+        "--cases",
+        "200",
+        "--seed",
+        "7",
+        "--shrink-candidates",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mutant = "destructor-ignores-name";
+    let dir = scratch("dlpack-resume");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // No --report: the run picks its default path, which the resume
+    // command names.
+    let child = Command::new(arrowcert_exe())
+        .args(&args)
+        .current_dir(&dir)
+        .env("ARROWCERT_DLPACK_MUTANT", mutant)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let checkpoint = || {
+        std::fs::read_dir(dir.join("reports"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "json"))
+    };
+    let started = Instant::now();
+    while checkpoint().is_none() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A moment later that differs from run to run (the clock's nanoseconds).
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    std::thread::sleep(Duration::from_millis(
+        (t ^ (t >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1000,
+    ));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line_after = |text: &str, prefix: &str| -> Option<String> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(String::from)
+    };
+    let resume = line_after(&stdout, "resume with: ")
+        .unwrap_or_else(|| panic!("the run was not interrupted (too short?):\n{stdout}"));
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(
+        stdout.contains("interrupted by SIGINT"),
+        "the run says why it stopped:\n{stdout}"
+    );
+    let partial =
+        arrowcert::report::read(&dir.join(line_after(&stdout, "report: ").unwrap())).unwrap();
+    assert!(!partial.complete, "{stdout}");
+    assert!(
+        partial
+            .interrupted
+            .as_deref()
+            .is_some_and(|s| s.starts_with("SIGINT")),
+        "{:?}",
+        partial.interrupted
+    );
+    // The printed command, as a user would paste it.
+    let resumed = Command::new("sh")
+        .args(["-c", &resume])
+        .current_dir(&dir)
+        .env("ARROWCERT_DLPACK_MUTANT", mutant)
+        .output()
+        .unwrap();
+    let rstdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        rstdout.contains(&format!(
+            "{} of {} cases already ran",
+            partial.cases.len(),
+            partial.planned
+        )),
+        "`{resume}`\n{rstdout}"
+    );
+    let done = arrowcert::report::read(
+        &dir.join(line_after(&rstdout, "report: ").expect("a report line")),
+    )
+    .unwrap();
+    assert!(done.complete, "`{resume}`\n{rstdout}");
+    // The same run, uninterrupted.
+    let whole = dir.join("uninterrupted.json");
+    let junit = dir.join("uninterrupted.xml");
+    let out = Command::new(arrowcert_exe())
+        .args(&args)
+        .arg("--report")
+        .arg(&whole)
+        .arg("--junit")
+        .arg(&junit)
+        .current_dir(&dir)
+        .env("ARROWCERT_DLPACK_MUTANT", mutant)
+        .output()
+        .unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        out.status.code(),
+        "{rstdout}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let reference = arrowcert::report::read(&whole).unwrap();
+    assert!(
+        reference.cases.iter().any(|c| c.verdict == Verdict::Crash),
+        "the mutant crashes cases"
+    );
+    assert_eq!(
+        verdicts(&done),
+        verdicts(&reference),
+        "interrupted by SIGINT and resumed: verdicts differ from an uninterrupted run"
+    );
+    // Its JUnit XML, as every certification's: one test case per rule and
+    // one per case.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        reference.rules.len() + reference.cases.len(),
+        "{xml}"
     );
 }

@@ -894,8 +894,11 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             max_memory_mb,
             expectations: super::read_expectations(expectations)?,
             cases,
-            seed: seed.unwrap_or_else(crate::generate::fresh_seed),
+            seed: super::seed_for(seed, resume.as_deref())?,
             shrink_candidates: shrink_candidates.min(60),
+            resume,
+            junit,
+            invocation: std::env::args().collect(),
         });
     }
     run(Args {

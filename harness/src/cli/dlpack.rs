@@ -1,14 +1,23 @@
 //! `arrowcert certify --dlpack`: DLPack certification of a Python library
-//! through its adapter file (docs/DLPACK.md), and the hidden
-//! `arrowcert dlpack-worker` that runs its cases.
+//! through its adapter file (docs/DLPACK.md), its cases run by the one
+//! runner (`crate::run`, `worker --mode dlpack`), and `dlpack-matrix`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
+use super::progress::Progress;
+use super::words::{resume_command, shell_word};
 use super::BadInput;
-use crate::dlpack::run::{self, RunArgs, Sides, WorkerArgs};
+use crate::dlpack::run::{self, RunArgs, Sides};
 use crate::registry::dlpack_bundled as bundled;
 use crate::report::{self, Report};
 use crate::roundtrip::Filter;
+use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
+
+/// The `command` of a DLPack certification's report (what `--resume`
+/// checks) and its `data`.
+const COMMAND: &str = "certify --dlpack";
+const DATA: &str = "dlpack built-in cases";
 
 /// What `certify --dlpack` was given.
 pub struct Args {
@@ -30,14 +39,20 @@ pub struct Args {
     pub device: Option<crate::device::Kind>,
     /// `--require-device`: the run fails (exit 2) without it.
     pub require_device: bool,
+    /// Continue the interrupted run of this report (`--resume`).
+    pub resume: Option<PathBuf>,
+    /// Also write JUnit XML here (`--junit`).
+    pub junit: Option<PathBuf>,
+    /// The command line, for the report and the resume command.
+    pub invocation: Vec<String>,
 }
 
 /// The value rules: a DLPack case that checked one compared data.
 const DATA_RULES: &[&str] = &[
-    "dlpack.tensor.describes",
-    "dlpack.consumer.values",
-    "dlpack.consumer.strides",
-    "dlpack.consumer.byte-offset",
+    crate::rule!("dlpack.tensor.describes"),
+    crate::rule!("dlpack.consumer.values"),
+    crate::rule!("dlpack.consumer.strides"),
+    crate::rule!("dlpack.consumer.byte-offset"),
 ];
 
 /// The adapter both sides name (DLPack certification takes one library).
@@ -101,7 +116,27 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     if let Some(c) = &args.consumer {
         prefix.push_str(&format!(" --consumer {c}"));
     }
-    let mut r = certified(
+    let started = std::time::SystemTime::now();
+    let path = args
+        .report
+        .clone()
+        .or(args.resume.clone())
+        .unwrap_or_else(|| {
+            PathBuf::from("reports").join(format!(
+                "certify-dlpack-{}.json",
+                report::time::compact(started)
+            ))
+        });
+    let previous = match &args.resume {
+        Some(p) => {
+            let file =
+                std::fs::canonicalize(&adapter).map_err(|e| BadInput(format!("{adapter}: {e}")))?;
+            Some(resumable(p, COMMAND, DATA, &[("dlpack", file.as_path())]).map_err(BadInput)?)
+        }
+        None => None,
+    };
+    crate::run::proc::catch_interrupts();
+    let (mut r, interrupted) = certified(
         &adapter,
         sides,
         &args.filter,
@@ -110,8 +145,28 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         args.max_memory_mb,
         args.expectations.as_ref(),
         prefix.clone(),
+        Kept {
+            path: Some(path.clone()),
+            previous,
+            invocation: args.invocation.clone(),
+            seed: (args.cases > 0).then_some(args.seed),
+        },
     )?;
-    r.seed = (args.cases > 0).then_some(args.seed);
+    if let Some(sig) = interrupted {
+        println!("report: {}", path.display());
+        println!(
+            "interrupted by {}: {} of {} cases ran; the report is marked incomplete",
+            crate::run::proc::signal_name(sig),
+            r.cases.len(),
+            r.planned
+        );
+        println!(
+            "resume with: {} --resume {}",
+            resume_command(&args.invocation),
+            shell_word(&path.display().to_string())
+        );
+        return Ok(128 + sig);
+    }
     if args.shrink_candidates > 0 {
         r.shrunk = shrink(
             &adapter,
@@ -153,11 +208,17 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         println!("  {}", report::printable(reason));
     }
     super::certify::print_unused_expectations(&r);
-    if let Some(path) = &args.report {
-        report::write(&r, path)
-            .map_err(|e| BadInput(format!("{}: cannot write the report: {e}", path.display())))?;
-        println!("report: {}", path.display());
+    // Written again: the shrunk failures came after the checkpoint's
+    // final write.
+    report::write(&r, &path)
+        .map_err(|e| BadInput(format!("{}: cannot write the report: {e}", path.display())))?;
+    if let Some(junit) = &args.junit {
+        let suite = format!("arrowcert {COMMAND} py:{adapter}");
+        let xml = crate::certify::summary::junit(&r.rules, &r.cases, &suite);
+        std::fs::write(junit, xml)
+            .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
     }
+    println!("report: {}", path.display());
     let required: Vec<crate::device::Kind> = args
         .device
         .filter(|_| args.require_device)
@@ -169,8 +230,20 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     Ok(judgement.exit_code())
 }
 
-/// Certifies `adapter` on `sides`: every case in worker processes, the
-/// report with rule verdicts, judged (with `expectations`).
+/// What a certification keeps on disk as it goes: its report's path
+/// (checkpoints; none: only in memory), the report of the interrupted run
+/// it resumes, the command line and the seed the report names.
+struct Kept {
+    path: Option<PathBuf>,
+    previous: Option<Report>,
+    invocation: Vec<String>,
+    seed: Option<u64>,
+}
+
+/// Certifies `adapter` on `sides`: every case in worker processes (those
+/// `kept.previous` has not), the report with rule verdicts, judged (with
+/// `expectations`), checkpointed to `kept.path` as cases end. Returns the
+/// report and the signal that interrupted the run, if any.
 #[allow(clippy::too_many_arguments)]
 fn certified(
     adapter: &str,
@@ -181,71 +254,117 @@ fn certified(
     max_memory_mb: u64,
     expectations: Option<&(PathBuf, report::expectations::Expectations)>,
     replay_prefix: String,
-) -> Result<Report, BadInput> {
+    kept: Kept,
+) -> Result<(Report, Option<i32>), BadInput> {
     let planned = run::planned(sides, false, filter, gen);
     let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
     let started = std::time::SystemTime::now();
     let clock = std::time::Instant::now();
-    let cases = run::run(&RunArgs {
-        bridge: bridge.clone(),
-        pair_consumer: None,
-        generated: gen.clone(),
-        sides,
-        filter: filter.clone(),
-        max_memory_mb,
-        case_timeout_ms,
-        replay_prefix,
-    })
-    .map_err(BadInput)?;
-    let mut r = Report::begun(
-        "certify --dlpack",
-        std::env::args().collect(),
-        started,
-        "dlpack built-in cases".into(),
-    );
-    r.plugins = vec![identity(&bridge, adapter)];
-    r.devices = std::iter::once("cpu".to_string())
-        .chain(
-            sides
-                .device
-                .filter(|d| *d != crate::device::Kind::Cpu)
-                .map(|d| d.name().to_string()),
-        )
-        .collect();
-    r.planned = planned.len() as u64;
-    r.complete = cases.len() == planned.len();
-    r.duration_ms = clock.elapsed().as_millis() as u64;
-    r.finished_at = report::time::rfc3339(std::time::SystemTime::now());
-    r.summary = report::Summary::of(&cases);
-    // The Arrow rules the cases across the protocols judged (to-arrow,
-    // from-arrow) join the DLPack ones; those no case touched are not
-    // the run's.
-    let touched: std::collections::BTreeSet<&str> = cases
-        .iter()
-        .flat_map(|c| {
-            c.checked
-                .iter()
-                .map(String::as_str)
-                .chain(c.violations.iter().map(|v| v.rule.as_str()))
-        })
-        .collect();
-    let arrow_rules = crate::rules::RULES
-        .iter()
-        .filter(|rule| touched.contains(rule.id));
-    r.rules = crate::certify::summary::verdicts_of(
-        &cases,
-        crate::rules::dlpack::DLPACK_RULES
+    let all: Vec<usize> = (0..planned.len()).collect();
+    let todo = not_yet_run(kept.previous.as_ref(), &all, |i| &planned[i].id);
+    let checkpoint = RefCell::new(Checkpoint {
+        report: Report {
+            planned: planned.len() as u64,
+            plugins: vec![identity(&bridge, adapter)],
+            devices: std::iter::once("cpu".to_string())
+                .chain(
+                    sides
+                        .device
+                        .filter(|d| *d != crate::device::Kind::Cpu)
+                        .map(|d| d.name().to_string()),
+                )
+                .collect(),
+            // Kept cases stay; the start and invocation become this run's.
+            cases: kept.previous.map(|r| r.cases).unwrap_or_default(),
+            seed: kept.seed,
+            ..Report::begun(COMMAND, kept.invocation, started, DATA.into())
+        },
+        path: kept.path.clone().unwrap_or_default(),
+        position: planned
             .iter()
-            .filter(|rule| match rule.side {
-                crate::rules::Side::Producer => sides.producer,
-                crate::rules::Side::Consumer => sides.consumer,
-                crate::rules::Side::Both => true,
-            })
-            .chain(arrow_rules),
-    );
-    r.cases = cases;
-    crate::engine::judge(&mut r, DATA_RULES, expectations, filter.narrows());
-    Ok(r)
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect(),
+        last: std::time::Instant::now(),
+        error: None,
+        disabled: kept.path.is_none(),
+        added: Default::default(),
+    });
+    if todo.len() < planned.len() {
+        println!(
+            "resuming {}: {} of {} cases already ran",
+            checkpoint.borrow().path.display(),
+            planned.len() - todo.len(),
+            planned.len()
+        );
+    }
+    let progress = RefCell::new(Progress::new(todo.len()));
+    let ran = run::run(
+        &RunArgs {
+            bridge: bridge.clone(),
+            pair_consumer: None,
+            generated: gen.clone(),
+            sides,
+            filter: filter.clone(),
+            max_memory_mb,
+            case_timeout_ms,
+            replay_prefix,
+        },
+        Some(&todo),
+        &mut |c| {
+            let failed = !matches!(
+                c.verdict,
+                report::Verdict::Pass | report::Verdict::Skip | report::Verdict::Limitation
+            );
+            if !checkpoint.borrow().added.contains(&c.id) {
+                progress.borrow_mut().tick(failed);
+            }
+            checkpoint.borrow_mut().add(c);
+        },
+    )
+    .map_err(BadInput)?;
+    progress.borrow_mut().clear();
+    let r = checkpoint
+        .into_inner()
+        .finish(ran.interrupted, clock, |r| {
+            // The Arrow rules the cases across the protocols judged
+            // (to-arrow, from-arrow) join the DLPack ones; those no case
+            // touched are not the run's.
+            let touched: std::collections::BTreeSet<&str> = r
+                .cases
+                .iter()
+                .flat_map(|c| {
+                    c.checked
+                        .iter()
+                        .map(String::as_str)
+                        .chain(c.violations.iter().map(|v| v.rule.as_str()))
+                })
+                .collect();
+            let arrow_rules = crate::rules::RULES
+                .iter()
+                .filter(|rule| touched.contains(rule.id));
+            r.rules = crate::certify::summary::verdicts_of(
+                &r.cases,
+                crate::rules::dlpack::DLPACK_RULES
+                    .iter()
+                    .filter(|rule| match rule.side {
+                        crate::rules::Side::Producer => sides.producer,
+                        crate::rules::Side::Consumer => sides.consumer,
+                        crate::rules::Side::Both => true,
+                    })
+                    .chain(arrow_rules),
+            );
+            // Declined by the library itself (the adapter's, whichever side).
+            let library = r.plugins.first().map(|p| p.name.clone());
+            for l in r.limitations.iter_mut() {
+                if let Some(name) = &library {
+                    l.library.clone_from(name);
+                }
+            }
+            crate::engine::judge(r, DATA_RULES, expectations, filter.narrows());
+        })
+        .map_err(BadInput)?;
+    Ok((r, ran.interrupted))
 }
 
 fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
@@ -263,68 +382,6 @@ fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
         abi_version: 0,
         entry_points: Vec::new(),
     }
-}
-
-/// The flags of `arrowcert dlpack-worker` (hidden; the orchestrator's).
-#[derive(clap::Args)]
-pub struct WorkerFlags {
-    #[arg(long)]
-    pub bridge: PathBuf,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[arg(long, default_value_t = 0)]
-    pub cases: u64,
-    #[arg(long)]
-    pub extra: Vec<String>,
-    #[arg(long)]
-    pub pair_consumer: Option<PathBuf>,
-    #[arg(long)]
-    pub results: PathBuf,
-    #[arg(long, default_value_t = 0)]
-    pub from: usize,
-    #[arg(long)]
-    pub producer_side: bool,
-    #[arg(long)]
-    pub consumer_side: bool,
-    #[arg(long)]
-    pub device: Option<String>,
-    #[arg(long)]
-    pub filter: Vec<String>,
-    #[arg(long)]
-    pub exact: bool,
-    #[arg(long)]
-    pub skip: Vec<String>,
-    #[arg(long, default_value_t = 8192)]
-    pub max_memory_mb: u64,
-    #[arg(long, default_value = "")]
-    pub replay_prefix: String,
-}
-
-/// `arrowcert dlpack-worker`.
-pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
-    Ok(run::worker(WorkerArgs {
-        bridge: f.bridge,
-        generated: run::Generated {
-            seed: f.seed,
-            count: f.cases,
-            extra: f.extra,
-        },
-        pair_consumer: f.pair_consumer,
-        results: f.results,
-        from: f.from,
-        sides: Sides {
-            producer: f.producer_side,
-            consumer: f.consumer_side,
-            device: f.device.as_deref().and_then(crate::device::Kind::parse),
-        },
-        filter: Filter {
-            patterns: f.filter,
-            exact: f.exact,
-            skip: f.skip,
-        },
-        max_memory_mb: f.max_memory_mb,
-        replay_prefix: f.replay_prefix,
-    }))
 }
 
 /// The flags of `arrowcert dlpack-matrix` (their help is the command's).
@@ -441,7 +498,14 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             f.max_memory_mb,
             expectations.as_ref(),
             format!("arrowcert certify --dlpack --producer {spec} --consumer {spec}"),
+            Kept {
+                path: None,
+                previous: None,
+                invocation: std::env::args().collect(),
+                seed: None,
+            },
         )?;
+        let r = r.0;
         let path = dir.join(format!("{name}.json"));
         report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
         let j = r.outcome.clone().expect("judged");
@@ -489,20 +553,25 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
                 .map_err(BadInput)?;
             let b = crate::plugin::python::prepare(c.adapter.trim_start_matches("py:"))
                 .map_err(BadInput)?;
-            let cases = run::run(&RunArgs {
-                bridge: a,
-                pair_consumer: Some(b),
-                generated: run::Generated::default(),
-                sides: both,
-                filter: Filter::default(),
-                max_memory_mb: f.max_memory_mb,
-                case_timeout_ms: f.case_timeout_ms,
-                replay_prefix: format!(
-                    "arrowcert dlpack-matrix --library {}={} --library {}={}",
-                    p.name, p.adapter, c.name, c.adapter
-                ),
-            })
-            .map_err(BadInput)?;
+            let cases = run::run(
+                &RunArgs {
+                    bridge: a,
+                    pair_consumer: Some(b),
+                    generated: run::Generated::default(),
+                    sides: both,
+                    filter: Filter::default(),
+                    max_memory_mb: f.max_memory_mb,
+                    case_timeout_ms: f.case_timeout_ms,
+                    replay_prefix: format!(
+                        "arrowcert dlpack-matrix --library {}={} --library {}={}",
+                        p.name, p.adapter, c.name, c.adapter
+                    ),
+                },
+                None,
+                &mut |_| {},
+            )
+            .map_err(BadInput)?
+            .cases;
             let s = report::Summary::of(&cases);
             let first_failure = cases
                 .iter()
@@ -724,29 +793,34 @@ fn shrink(
             continue;
         }
         let run_one = |id: &str| -> Result<Option<report::Case>, BadInput> {
-            let cases = run::run(&RunArgs {
-                bridge: bridge.clone(),
-                pair_consumer: None,
-                generated: run::Generated {
-                    seed: gen.seed,
-                    count: 0,
-                    extra: vec![id.to_string()],
+            let cases = run::run(
+                &RunArgs {
+                    bridge: bridge.clone(),
+                    pair_consumer: None,
+                    generated: run::Generated {
+                        seed: gen.seed,
+                        count: 0,
+                        extra: vec![id.to_string()],
+                    },
+                    sides: Sides {
+                        producer: side == engine::GenSide::Producer,
+                        consumer: side == engine::GenSide::Consumer,
+                        device: None,
+                    },
+                    filter: Filter {
+                        patterns: vec![id.to_string()],
+                        exact: true,
+                        skip: Vec::new(),
+                    },
+                    max_memory_mb,
+                    case_timeout_ms,
+                    replay_prefix: prefix.to_string(),
                 },
-                sides: Sides {
-                    producer: side == engine::GenSide::Producer,
-                    consumer: side == engine::GenSide::Consumer,
-                    device: None,
-                },
-                filter: Filter {
-                    patterns: vec![id.to_string()],
-                    exact: true,
-                    skip: Vec::new(),
-                },
-                max_memory_mb,
-                case_timeout_ms,
-                replay_prefix: prefix.to_string(),
-            })
-            .map_err(BadInput)?;
+                None,
+                &mut |_| {},
+            )
+            .map_err(BadInput)?
+            .cases;
             Ok(cases.into_iter().next())
         };
         let mut tree = engine::generated_tree(gen.seed, i, side);
@@ -755,7 +829,9 @@ fn shrink(
         let mut exhausted = false;
         if tree.simplify() {
             loop {
-                if tried as usize >= budget {
+                // An interrupt ends the search where it is (the report
+                // was already written complete).
+                if tried as usize >= budget || crate::run::proc::interrupted().is_some() {
                     exhausted = true;
                     break;
                 }

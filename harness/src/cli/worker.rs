@@ -38,6 +38,10 @@ pub struct WorkerFlags {
     /// JSON: the consumer's facts; it is loaded when a case first calls it.
     #[arg(long)]
     pub defer_consumer: Option<String>,
+    /// JSON: the plan and libraries of a suite from above `run`
+    /// (`--mode dlpack`: a DLPack run's).
+    #[arg(long)]
+    pub plan: Option<String>,
 }
 
 /// `arrowcert worker`, from its flags.
@@ -58,6 +62,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         max_memory_mb,
         case_cpu_seconds,
         defer_consumer,
+        plan,
     } = f;
     let defer_consumer = defer_consumer
         .map(|j| serde_json::from_str(&j))
@@ -85,5 +90,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         limits: crate::run::proc::Limits::worker(max_memory_mb),
         cpu_seconds: case_cpu_seconds,
         defer_consumer,
+        plan,
+        open: Some(crate::dlpack::suite::open),
     }))
 }

@@ -4,14 +4,16 @@
 //! [`reader`]) and the producer against a library's `from_dlpack` (its own
 //! instrumented tensors, [`tensor`]); [`engine`] plans and judges the cases
 //! under the rules of [`crate::rules::dlpack`], [`bridge`] talks to the
-//! Python adapter bridge, and [`run`] keeps every case in a worker process
-//! of its own lineage, so a library that crashes costs one case.
+//! Python adapter bridge, and [`run`] hands the cases to the one runner's
+//! worker processes ([`crate::run`]), where [`suite`] runs them, so a
+//! library that crashes costs one case.
 
 pub mod bridge;
 pub mod crossing;
 pub mod engine;
 pub mod reader;
 pub mod run;
+pub mod suite;
 pub mod tensor;
 pub mod trampoline;
 

@@ -101,6 +101,8 @@ impl Engine {
             limits: run::proc::Limits::worker(self.max_memory_mb),
             cpu_seconds: None,
             defer_consumer: None,
+            plan: None,
+            open: None,
         };
         let jobs: Vec<run::Job> = selected
             .iter()

@@ -17,6 +17,7 @@ pub mod late;
 pub mod panic;
 pub mod proc;
 pub mod protocol;
+pub mod suite;
 pub mod under;
 pub mod worker;
 

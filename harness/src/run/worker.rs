@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::proc::{self, flush_c_stdio, Limits};
 use super::protocol::{ConsumerFacts, FromWorker, ToWorker};
+use super::suite::{Planned, Suite};
 use crate::certify;
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
@@ -26,6 +27,10 @@ pub enum Mode {
     /// `arrowcert certify`: the harness judges the producer and/or the
     /// consumer it is given.
     Certify,
+    /// `arrowcert certify --dlpack` and `dlpack-matrix`: a Python library's
+    /// DLPack exchange through its adapter: a suite from above this module
+    /// ([`WorkerArgs::plan`], [`WorkerArgs::open`]).
+    Dlpack,
 }
 
 impl Mode {
@@ -33,10 +38,11 @@ impl Mode {
         match self {
             Mode::Roundtrip => "roundtrip",
             Mode::Certify => "certify",
+            Mode::Dlpack => "dlpack",
         }
     }
     pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Roundtrip, Mode::Certify]
+        [Mode::Roundtrip, Mode::Certify, Mode::Dlpack]
             .into_iter()
             .find(|m| m.name() == s)
     }
@@ -61,7 +67,17 @@ pub struct WorkerArgs {
     /// then the cases see these facts of it (a worker restarted after the
     /// producer crashed: the orchestrator passes them).
     pub defer_consumer: Option<ConsumerFacts>,
+    /// A suite that lives above this module (DLPack: `Mode::Dlpack`): what
+    /// it is given (JSON, its own), passed on as `--plan`.
+    pub plan: Option<String>,
+    /// How the worker opens that suite from `plan` (set by the `worker`
+    /// command; the orchestrator passes only `plan`).
+    pub open: Option<Opener>,
 }
+
+/// Opens a suite that lives above this module from its `--plan` JSON: its
+/// libraries loaded, its cases planned. `Err`: one line saying why not.
+pub type Opener = fn(&str) -> Result<Box<dyn Suite>, String>;
 
 impl WorkerArgs {
     /// The command line after `worker --socket PATH` that recreates these
@@ -98,6 +114,10 @@ impl WorkerArgs {
         args.extend(self.sources.to_args());
         if let Some(facts) = &self.defer_consumer {
             args.extend(defer_args(facts));
+        }
+        if let Some(plan) = &self.plan {
+            args.push("--plan".into());
+            args.push(plan.clone());
         }
         args
     }
@@ -402,6 +422,23 @@ pub fn run(args: WorkerArgs) -> i32 {
         (Mode::Roundtrip, Some(c)) => Some(facts(*c, args.options.device_type)),
         _ => None,
     };
+    // A suite from above (DLPack): its libraries loaded once (its plan
+    // does not depend on the run's sources).
+    let above = match (args.mode, &args.plan, args.open) {
+        (Mode::Dlpack, Some(plan), Some(open)) => match open(plan) {
+            Ok(s) => Some(s),
+            Err(message) => {
+                let _ = send(&mut stream, &FromWorker::Fatal { message });
+                return 2;
+            }
+        },
+        (Mode::Dlpack, _, _) => {
+            let message = "a dlpack worker needs --plan".to_string();
+            let _ = send(&mut stream, &FromWorker::Fatal { message });
+            return 2;
+        }
+        _ => None,
+    };
     // The results of the last cases, as sent: a late write found later
     // amends them.
     let mut recent: std::collections::VecDeque<Case> = std::collections::VecDeque::new();
@@ -415,18 +452,19 @@ pub fn run(args: WorkerArgs) -> i32 {
                 return 2;
             }
         };
-        // A runner answers None for a case it does not know.
-        type Runner<'a> = Box<dyn Fn(usize, &str) -> Option<Case> + 'a>;
-        let (ids, run_case): (Vec<String>, Runner) = match (args.mode, &consumer_side) {
+        // The suite of this run: a runner answers None for a case it does
+        // not know.
+        let suite: Box<dyn Suite + '_> = match (args.mode, &consumer_side) {
+            (Mode::Dlpack, _) => Box::new(above.as_deref().expect("opened above")),
             (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
                 let consumer: &dyn ConsumerSide = *consumer;
                 let producer = producer.as_ref().expect("checked");
                 let plan = roundtrip::plan(&scenarios);
                 let ids = plan.iter().map(|s| s.id.clone()).collect();
                 let (scenarios, options) = (&scenarios, &args.options);
-                (
+                Box::new(Planned {
                     ids,
-                    Box::new(move |i, id| {
+                    run: move |i: usize, id: &str| {
                         let spec = plan.get(i).filter(|s| s.id == id)?;
                         let scenario = &scenarios[spec.scenario];
                         Some(super::panic::guarded(
@@ -434,8 +472,8 @@ pub fn run(args: WorkerArgs) -> i32 {
                             || roundtrip::record(scenario, spec, options),
                             || roundtrip::run_case(producer, consumer, scenario, spec, options),
                         ))
-                    }),
-                )
+                    },
+                })
             }
             (Mode::Roundtrip, _) => {
                 let message = "a roundtrip worker needs --producer and --consumer".to_string();
@@ -454,9 +492,9 @@ pub fn run(args: WorkerArgs) -> i32 {
                     consumer: consumer.as_ref(),
                 };
                 let (scenarios, opts) = (&scenarios, &certify_opts);
-                (
+                Box::new(Planned {
                     ids,
-                    Box::new(move |i, id| {
+                    run: move |i: usize, id: &str| {
                         // An async case outside the plan (a replay of a shrunk
                         // schedule) is spelled out by its ID.
                         let extra;
@@ -473,10 +511,11 @@ pub fn run(args: WorkerArgs) -> i32 {
                             || certify::record(scenario, spec, opts),
                             || certify::run_case(plugins, scenario, spec, opts),
                         ))
-                    }),
-                )
+                    },
+                })
             }
         };
+        let ids = suite.ids();
         let ready = FromWorker::Ready {
             plugins: plugins.clone(),
             cases: ids.len(),
@@ -492,6 +531,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         loop {
             line.clear();
             match reader.read_line(&mut line) {
+                Ok(0) | Err(_) if suite.quick_exit() => proc::exit_now(0),
                 Ok(0) | Err(_) => return 0,
                 Ok(_) => {}
             }
@@ -521,7 +561,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             if let Some(page) = &page {
                 page.clear(); // the last case's crumbs are not this one's
             }
-            let Some(case) = run_case(index, &id) else {
+            let Some(case) = suite.run(index, &id) else {
                 let _ = send(
                     &mut stream,
                     &FromWorker::Fatal {
@@ -605,6 +645,11 @@ pub fn run(args: WorkerArgs) -> i32 {
             .is_err()
                 || retire.is_some()
             {
+                if suite.quick_exit() {
+                    // A thread the library left stuck may hold the GIL:
+                    // exit code that waits for it would never return.
+                    proc::exit_now(0);
+                }
                 return 0;
             }
         }
