@@ -86,10 +86,10 @@ fn the_scanner_finds_a_planted_bare_id_and_passes_a_checked_one() {
 
 #[test]
 fn known_says_which_ids_the_catalogue_has() {
-    // What crate::rule! asserts at compile time.
-    const KNOWN: bool = arrowcert::rules::known("array.release.frees");
-    const UNKNOWN: bool = arrowcert::rules::known("array.release.freez");
-    assert!(KNOWN && !UNKNOWN);
+    // What crate::rule! asserts at compile time, asked at run time.
+    let ask = |id: &str| arrowcert::rules::known(std::hint::black_box(id));
+    assert!(ask("array.release.frees"));
+    assert!(!ask("array.release.freez"));
     assert_eq!(
         arrowcert::rule!("schema.release.frees"),
         "schema.release.frees"
