@@ -127,8 +127,13 @@ fn certify_real(python: &std::path::Path, role: &str, lib: &str, name: &str) -> 
             gold_dir().to_str().unwrap(),
             "--jobs",
             "1",
+            // What did not pass runs twice more: a case whose verdict
+            // changes is reported flaky (the library's own
+            // nondeterminism: DuckDB's reader sometimes meets its INTERNAL
+            // error on a nested dictionary before the injected EIO), and
+            // the comparison leaves it out.
             "--repeat",
-            "0",
+            "2",
             "--report",
             report.to_str().unwrap(),
         ])
@@ -156,10 +161,33 @@ fn real_libraries_give_the_same_verdicts_run_after_run() {
         .unwrap_or(3)
         .max(2);
     for (role, lib) in [("producer", "pyarrow"), ("consumer", "duckdb")] {
-        let first = verdicts(&certify_real(&py, role, lib, &format!("{lib}-0")));
+        let reports: Vec<Report> = (0..runs)
+            .map(|i| certify_real(&py, role, lib, &format!("{lib}-{i}")))
+            .collect();
+        // Cases any run saw change verdict: named flaky, left out below,
+        // and few.
+        let flaky: std::collections::BTreeSet<&str> = reports
+            .iter()
+            .flat_map(|r| r.cases.iter())
+            .filter(|c| !c.flaky.is_empty())
+            .map(|c| c.id.as_str())
+            .collect();
+        let steady = |r: &Report| -> Verdicts {
+            verdicts(r)
+                .into_iter()
+                .filter(|(id, _, _)| !flaky.contains(id.as_str()))
+                .collect()
+        };
+        let first = steady(&reports[0]);
         assert!(first.len() > 100, "{lib}: {}", first.len());
-        for i in 1..runs {
-            let again = verdicts(&certify_real(&py, role, lib, &format!("{lib}-{i}")));
+        assert!(
+            flaky.len() * 100 <= reports[0].cases.len(),
+            "{lib}: {} flaky cases of {}: {flaky:?}",
+            flaky.len(),
+            reports[0].cases.len()
+        );
+        for (i, r) in reports.iter().enumerate().skip(1) {
+            let again = steady(r);
             assert_eq!(
                 first.len(),
                 again.len(),
@@ -177,8 +205,9 @@ fn real_libraries_give_the_same_verdicts_run_after_run() {
             );
         }
         eprintln!(
-            "{lib} ({role}): {runs} runs, {} cases, identical verdicts",
-            first.len()
+            "{lib} ({role}): {runs} runs, {} cases, identical verdicts ({} flaky, left out)",
+            first.len(),
+            flaky.len()
         );
     }
 }

@@ -292,13 +292,24 @@ fn the_installed_binary_certifies_an_adbc_driver_without_a_compiler() {
         ],
         traced.then_some(trace.as_path()),
     );
-    // SQLite holds few Arrow types (docs/ADBC.md): verdicts, no errors.
+    // SQLite holds few Arrow types (docs/ADBC.md): verdicts. An error may
+    // only be a call of the driver failing on some generated data (the seed is
+    // drawn anew each run: sqlite-adbc hands some binary values back as
+    // text that is not UTF-8, FINDINGS), never the installed binary failing
+    // to run it.
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let s = &r["summary"];
     assert!(s["passed"].as_u64().unwrap() > 0, "{s}");
-    for k in ["errors", "crashed", "harness_errors"] {
+    for k in ["crashed", "harness_errors"] {
         assert_eq!(s[k], 0, "{k}: {s}");
+    }
+    for c in r["cases"].as_array().unwrap() {
+        if c["verdict"] == "error" {
+            let m = c["message"].as_str().unwrap_or("");
+            // What one of the driver's calls returned, named.
+            assert!(m.contains("arrowcert_"), "{}: {m}", c["id"]);
+        }
     }
     if traced {
         assert_checkout_untouched(&trace, &venv);
