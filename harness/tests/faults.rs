@@ -1319,32 +1319,32 @@ fn a_crash_after_other_cases_is_run_again_alone() {
         "array/primitive/batch:1",
         "array/primitive/batch:2",
     ];
-    let run = roundtrip(
-        faulty("producer", "SEGV_AFTER_FIRST_CALL")
-            .to_str()
-            .unwrap(),
-        "reference",
-        &cases,
-        &[],
-    );
-    let r = run.report.expect("a report");
+    let run = |fault: &str| {
+        let lib = faulty("producer", fault);
+        roundtrip(lib.to_str().unwrap(), "reference", &cases, &[])
+            .report
+            .expect("a report")
+    };
+    let noted = |c: &Case| {
+        c.message
+            .as_deref()
+            .is_some_and(|m| m.contains(arrowcert::run::NOT_REPRODUCED_ALONE))
+    };
+
+    let r = run("SEGV_AFTER_FIRST_CALL");
     for id in cases {
         let c = case(&r, id);
         assert_ne!(c.verdict, Verdict::Crash, "{id}: {c:?}");
     }
-    let noted: Vec<&Case> = cases
+    let again: Vec<&Case> = cases
         .iter()
         .map(|id| case(&r, id))
-        .filter(|c| {
-            c.message
-                .as_deref()
-                .is_some_and(|m| m.contains(arrowcert::run::NOT_REPRODUCED_ALONE))
-        })
+        .filter(|c| noted(c))
         .collect();
     // Every case but the first of each worker (two job slots) crashed in a
     // worker that had run one before it.
-    assert!((1..cases.len()).contains(&noted.len()), "{:?}", r.cases);
-    for c in noted {
+    assert!((1..cases.len()).contains(&again.len()), "{:?}", r.cases);
+    for c in again {
         let m = c.message.as_deref().unwrap();
         assert!(
             m.contains("SIGSEGV") && m.contains("after 1 other case"),
@@ -1354,23 +1354,11 @@ fn a_crash_after_other_cases_is_run_again_alone() {
 
     // A crash on every call: each case crashes first thing in its worker,
     // so there is nothing to run again; crashes stay crashes.
-    let run = roundtrip(
-        faulty("producer", "SEGV_PRODUCE").to_str().unwrap(),
-        "reference",
-        &cases,
-        &[],
-    );
-    let r = run.report.expect("a report");
+    let r = run("SEGV_PRODUCE");
     for id in cases {
         let c = case(&r, id);
         assert_eq!(c.verdict, Verdict::Crash, "{id}: {c:?}");
-        assert!(
-            !c.message
-                .as_deref()
-                .unwrap_or("")
-                .contains(arrowcert::run::NOT_REPRODUCED_ALONE),
-            "{c:?}"
-        );
+        assert!(!noted(c), "{c:?}");
     }
 }
 

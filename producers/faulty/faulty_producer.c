@@ -153,6 +153,16 @@ static void swallow(int sig) { (void)sig; }
 #if defined(FAULT_SEGV_FIRST_BATCH) || defined(FAULT_SEGV_AFTER_FIRST_CALL)
 static const void* empty_struct_buffers[1] = {NULL};
 static void release_empty_struct(struct ArrowArray* a) { a->release = NULL; }
+/* An array of the empty struct, `length` rows: what the calls that do not
+ * crash return. */
+static int empty_struct_array(int64_t length, struct ArrowArray* out) {
+  memset(out, 0, sizeof(*out));
+  out->length = length;
+  out->n_buffers = 1;
+  out->buffers = (const void**)empty_struct_buffers;
+  out->release = release_empty_struct;
+  return 0;
+}
 #endif
 
 int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int64_t offset,
@@ -163,23 +173,13 @@ int arrowcert_produce_array(const uint8_t* ipc, int64_t len, int64_t batch, int6
 #elif defined(FAULT_SEGV_FIRST_BATCH)
   /* Crashes on batch 0; other batches are arrays of the empty struct. */
   if (batch == 0) *(volatile int*)0 = 1;
-  memset(out, 0, sizeof(*out));
-  out->length = length;
-  out->n_buffers = 1;
-  out->buffers = (const void**)empty_struct_buffers;
-  out->release = release_empty_struct;
-  return 0;
+  return empty_struct_array(length, out);
 #elif defined(FAULT_SEGV_AFTER_FIRST_CALL)
   /* Damage one call leaves for the next: every call after the first in a
    * process crashes; the first returns an array of the empty struct. */
   static int calls = 0;
   if (calls++ > 0) *(volatile int*)0 = 1;
-  memset(out, 0, sizeof(*out));
-  out->length = length;
-  out->n_buffers = 1;
-  out->buffers = (const void**)empty_struct_buffers;
-  out->release = release_empty_struct;
-  return 0;
+  return empty_struct_array(length, out);
 #elif defined(FAULT_ABORT_PRODUCE)
   abort();
 #elif defined(FAULT_EXIT0_PRODUCE)
