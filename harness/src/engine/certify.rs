@@ -401,7 +401,10 @@ pub fn unsettled(c: &Case) -> bool {
 /// times, each round in fresh worker processes (the pool of the round
 /// before is stopped first; in-process runs rerun in this process), and
 /// returns the verdicts each case got, in round order. Cases of column
-/// subsets (`gen/3~col:1`) are rebuilt from their parent scenario.
+/// subsets (`gen/3~col:1`) are rebuilt from their parent scenario. A crash
+/// already confirmed alone ([`run::crash_confirmed_alone`]) ran again in a
+/// fresh worker during the run: that is its first repetition (a crash),
+/// and the first round leaves it out (each crash costs a worker start).
 #[allow(clippy::too_many_arguments)]
 pub fn rerun_unsettled(
     engine: &mut Engine,
@@ -417,6 +420,14 @@ pub fn rerun_unsettled(
     let ids: Vec<&Case> = report.cases.iter().filter(|c| unsettled(c)).collect();
     if ids.is_empty() || rounds == 0 {
         return Ok(seen);
+    }
+    let repeated: std::collections::HashSet<&str> = ids
+        .iter()
+        .filter(|c| run::crash_confirmed_alone(c))
+        .map(|c| c.id.as_str())
+        .collect();
+    for id in &repeated {
+        seen.insert(id.to_string(), vec![Verdict::Crash]);
     }
     // Cases of the run's own scenarios: the plan, or found by their IDs.
     let mut whole: Vec<CaseSpec> = plan.to_vec();
@@ -445,10 +456,19 @@ pub fn rerun_unsettled(
         .filter(|&i| sub_ids.contains(&sub_plan[i].id))
         .collect();
     let only = only_these(&subs, sources.seed);
-    for _ in 0..rounds {
+    for round in 0..rounds {
         if run::proc::interrupted().is_some() {
             break;
         }
+        // The first round leaves out what already ran again alone.
+        let first = |ids: &[usize], plan: &[CaseSpec]| -> Vec<usize> {
+            ids.iter()
+                .copied()
+                .filter(|&i| round > 0 || !repeated.contains(plan[i].id.as_str()))
+                .collect()
+        };
+        let selected = first(&selected, &whole);
+        let sub_selected = first(&sub_selected, &sub_plan);
         // Fresh workers: the pool of the run (or round) before goes.
         drop(engine.kept.take());
         let mut record = |c: &Case| seen.entry(c.id.clone()).or_default().push(c.verdict);

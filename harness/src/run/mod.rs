@@ -894,9 +894,24 @@ fn not_reproduced_alone(case: &mut Case, crash: &Case, served: usize) {
 fn crashed_alone_too(case: &mut Case, served: usize) {
     if let Some(m) = case.message.as_mut() {
         m.push_str(&format!(
-            " (it crashed after {served} other case(s) of a worker, and again alone, in a fresh worker)"
+            " (it crashed after {served} other case(s) of a worker, {CRASHED_ALONE_TOO})"
         ));
     }
+}
+
+/// How the note on a crash confirmed alone ends.
+const CRASHED_ALONE_TOO: &str = "and again alone, in a fresh worker";
+
+/// Whether `case` crashed after other cases of a worker and again when run
+/// alone in a fresh worker: it has been run twice already, the second time
+/// in a fresh worker, as `--repeat` would run it (which counts that run as
+/// its first repetition).
+pub fn crash_confirmed_alone(case: &Case) -> bool {
+    case.verdict == crate::report::Verdict::Crash
+        && case
+            .message
+            .as_deref()
+            .is_some_and(|m| m.ends_with(&format!("{CRASHED_ALONE_TOO})")))
 }
 
 /// How the note on a case that crashed only after other cases begins.
