@@ -437,10 +437,13 @@ static const char* after_last_error(struct ArrowArrayStream* st) {
   struct after_release* w = st->private_data;
   return w->inner.get_last_error ? w->inner.get_last_error(&w->inner) : NULL;
 }
-static void collect_garbage(void);
+/* Generations gc.collect() is given: the young ones after every call, all
+   of them after a call that raised. */
+enum { YOUNG_COLLECTION = 1, FULL_COLLECTION = 2 };
+static void collect_garbage(int generation);
 static void collect_after_release(void) {
   PyGILState_STATE g = PyGILState_Ensure();
-  collect_garbage();
+  collect_garbage(YOUNG_COLLECTION);
   PyGILState_Release(g);
 }
 static void after_release_stream(struct ArrowArrayStream* st) {
@@ -973,10 +976,11 @@ static int call_glue(const char* name, PyObject* args, PyObject** result) {
    (an exception's traceback, a library's own cycles) hold capsules over the
    harness's structures, whose release the harness checks when the call
    returns. The young generations hold everything the call made; a full
-   collection (all generations) each call cost 3x the certification time. */
-static void collect_garbage(void) {
+   collection (all generations) each call cost 3x the certification time,
+   so it is kept for calls that raised (FULL_COLLECTION). */
+static void collect_garbage(int generation) {
   PyObject* gc = PyImport_ImportModule("gc");
-  PyObject* r = gc ? PyObject_CallMethod(gc, "collect", "i", 1) : NULL;
+  PyObject* r = gc ? PyObject_CallMethod(gc, "collect", "i", generation) : NULL;
   Py_XDECREF(r);
   Py_XDECREF(gc);
   if (PyErr_Occurred()) PyErr_Clear();
@@ -1064,7 +1068,7 @@ static int produce_with(const char* kind, struct ArrowArrayStream* data,
      generations hold everything the call made (a full collection per call
      cost 5x the certification time). What the exported structure still
      needs it holds by reference, so a collection cannot free it. */
-  collect_garbage();
+  collect_garbage(YOUNG_COLLECTION);
   PyGILState_Release(g);
   if (data->release != NULL) data->release(data);
   return rc;
@@ -1162,7 +1166,7 @@ ARROWCERT_EXPORT int arrowcert_produce_object_from_stream(struct ArrowArrayStrea
   PyObject* res = NULL;
   rc = call_glue("load_object", Py_BuildValue("(N)", address(data)), &res);
   if (rc == 0) *object = res;
-  collect_garbage();
+  collect_garbage(YOUNG_COLLECTION);
   PyGILState_Release(g);
   if (data->release != NULL) data->release(data);
   return rc;
@@ -1181,7 +1185,7 @@ ARROWCERT_EXPORT int arrowcert_export_object(void* object, struct ArrowArray* ou
              : set_error(EIO, "__arrow_c_array__ did not return a (schema, array) pair");
   }
   Py_XDECREF(res);
-  collect_garbage();
+  collect_garbage(YOUNG_COLLECTION);
   PyGILState_Release(g);
   return rc;
 }
@@ -1190,7 +1194,7 @@ ARROWCERT_EXPORT void arrowcert_release_object(void* object) {
   if (object == NULL) return;
   PyGILState_STATE g = PyGILState_Ensure();
   Py_DECREF((PyObject*)object);
-  collect_garbage();
+  collect_garbage(YOUNG_COLLECTION);
   PyGILState_Release(g);
 }
 
@@ -1215,7 +1219,13 @@ static int consume(const char* kind, void* first, void* second, struct ArrowSche
     rc = call_glue("consume", Py_BuildValue("(sNN)", kind, address(first), address(second)), &res);
     if (rc == 0) rc = hand_back(res, read);
     Py_XDECREF(res);
-    collect_garbage();
+    /* A read() that raised holds nothing it read any more, but what its
+       traceback's frames held may have been moved to the oldest
+       generation by a collection during the call (how many objects the
+       call made decides): only a full collection frees it, and without it
+       the harness saw "never released" in some runs and not in others
+       (pandas on a date out of Python's range). */
+    collect_garbage(rc == 0 ? YOUNG_COLLECTION : FULL_COLLECTION);
     PyGILState_Release(g);
   }
   /* The harness's structures went to read() in capsules over them, where
