@@ -11,8 +11,8 @@
 //! A suspicion is then put to a horizon a cache cannot fake: [`LONG`]
 //! rounds of geometrically growing length (16, 32, then 64 more
 //! repetitions), the bytes held read at the end of each. A leak keeps
-//! growing at its rate: each round must grow by at least half the per-
-//! repetition growth of the short round times its length ([`linear`]).
+//! growing at its rate: each round must grow by at least half the smallest
+//! growth of a short-round repetition times its length ([`linear`]).
 //! A cache emptied every P calls adds at most P entries in any round, so
 //! its rate over the long rounds falls far below that; a plateau or a drop
 //! is a cache, reported at INFO (`array.release.cache`) with the most it
@@ -49,7 +49,7 @@ pub const LONG: [usize; 3] = [16, 32, 64];
 /// something else ([`Measurement::foreign`]).
 pub const RETRIES: usize = 2;
 /// Every round of a leak grows by at least this share of the short round's
-/// median growth per repetition, times its length.
+/// smallest growth per repetition, times its length.
 pub const LINEAR_SHARE: f64 = 0.5;
 
 /// Why a frees rule is not exercised when nothing counts bytes.
@@ -129,8 +129,8 @@ pub fn consistent_growth(growth: &[i64]) -> bool {
 
 /// True when the long rounds' growth (`long`, one per [`LONG`] round) goes
 /// on at the rate of the short round's (`short`, per repetition): every
-/// round grew by at least [`LINEAR_SHARE`] of the short round's median
-/// growth times its length. A bounded cache cannot: over a round longer
+/// round grew by at least [`LINEAR_SHARE`] of the short round's smallest
+/// growth per repetition times its length. A bounded cache cannot: over a round longer
 /// than its period it adds at most one period's entries.
 pub fn linear(short: &[i64], long: &[i64]) -> bool {
     consistent_growth(short) && long.len() == LONG.len() && steady(short, long)
@@ -379,17 +379,19 @@ fn long_rounds(
 }
 
 /// True when every long round so far (`long`, a prefix of [`LONG`]'s)
-/// grew at least at the rate a leak of the short round's median growth
-/// per repetition (`short`) would.
+/// grew at least at the rate a leak of the short round's smallest growth
+/// per repetition (`short`) would. The smallest, not the median: a leak's
+/// repetitions sometimes allocate more besides (a block of a pool, the
+/// allocator's own), and a short round of 400, 1224, 1224 bytes over a
+/// leak of 400 per call held the long rounds to the 1224 (duckdb-adbc, a
+/// pass in 1 run of 3).
 fn steady(short: &[i64], long: &[i64]) -> bool {
-    let mut sorted = short.to_vec();
-    sorted.sort_unstable();
-    let Some(&median) = sorted.get(sorted.len() / 2) else {
+    let Some(&rate) = short.iter().min() else {
         return false;
     };
     long.iter()
         .zip(LONG)
-        .all(|(&d, n)| d > 0 && d as f64 >= LINEAR_SHARE * median as f64 * n as f64)
+        .all(|(&d, n)| d > 0 && d as f64 >= LINEAR_SHARE * rate as f64 * n as f64)
 }
 
 fn push_growth(
@@ -514,6 +516,23 @@ mod tests {
         assert_eq!(m.foreign.len(), RETRIES);
         let e = m.cache_evidence("export and release").unwrap();
         assert!(e.contains("memory of something else freed"), "{e}");
+    }
+
+    #[test]
+    fn a_leak_with_a_noisy_short_round_is_a_leak() {
+        // 400 bytes per call, and now and then a block of 824 more that
+        // stays (two of the three measured repetitions): duckdb-adbc.
+        let held = Cell::new(0);
+        let calls = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            calls.set(calls.get() + 1);
+            let extra = if [WARMUP + 2, WARMUP + 3].contains(&calls.get()) { 824 } else { 0 };
+            held.set(held.get() + 400 + extra);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(m.series[0].1, vec![400, 1224, 1224]);
+        assert!(m.leaks(), "{m:?}");
     }
 
     #[test]
