@@ -55,7 +55,7 @@ from collections import Counter, defaultdict
 
 FAILING = {"fail", "error", "crash", "timeout", "harness_error"}
 CAUSES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "expectations", "causes.json")
-UNTRACED = re.compile(r"reached by issue 38|not traced|not yet reproduced|not reproduced", re.I)
+UNTRACED = re.compile(r"reached by issue 38|not traced|not yet reproduced|not reproduced|^cases here ended", re.I)
 
 
 def load_report(path):

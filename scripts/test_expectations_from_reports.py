@@ -119,6 +119,9 @@ class Traced(unittest.TestCase):
              "reason": "already explained", "link": "kept"},
             {"pattern": "consumer/array/plain/mixed/*", "outcome": "error",
              "reason": "not traced", "link": "old"},
+            # A drafted reason names no cause: retraced too.
+            {"pattern": "consumer/array/plain/lv/batch:1", "outcome": "error",
+             "reason": "cases here ended error", "link": "generic"},
         ]}
         path = os.path.join(self.dir.name, "lib.json")
         write(path, doc)
@@ -129,6 +132,7 @@ class Traced(unittest.TestCase):
         self.assertEqual(got[0]["link"], "../reports/FINDINGS.md#a")
         self.assertEqual(got[1], doc["expectations"][1])
         self.assertEqual(got[2], doc["expectations"][2])
+        self.assertEqual(got[3]["link"], "../reports/FINDINGS.md#a")
 
 
 def expected(entries, report):
