@@ -926,6 +926,12 @@ fn refused(
     if !matches!(limitation, Ended::Limitation(_)) && !panicked {
         return limitation;
     }
+    // The consumer took the data and handed back something broken: no
+    // refusal, so no permission to credit (pyogrio's offset dictionaries
+    // read as garbage were a limitation when the garbage was not UTF-8).
+    if crate::plugin::streamed::read_back_broken(e) {
+        return limitation;
+    }
     // Off the CPU a refusal can come from reading before the data was
     // there (consumer.sync.waits, judged on what the consumer reads); the
     // twins would tell nothing about the encoding.

@@ -63,6 +63,19 @@ fn blocking(mut v: Vec<crate::inspect::Violation>) -> Vec<crate::inspect::Violat
     v
 }
 
+/// How every failure of [`read_back`] begins.
+const READ_BACK: &str = "what the consumer read, handed back as a stream,";
+
+/// Whether `e` is [`read_back`] finding an invalid schema or chunk: the
+/// consumer took the data, said it succeeded, and handed back broken
+/// data. That is never a refusal of the data (a permission used). A
+/// handed-back stream whose get_schema or get_next fails can be one (a
+/// lazy reader refuses there), and is not this.
+pub fn read_back_broken(e: &CallError) -> bool {
+    matches!(e, CallError::Failed { message: Some(m), .. }
+        if m.strip_prefix(READ_BACK).is_some_and(|w| w.starts_with(" has an invalid ")))
+}
+
 /// Reads a stream a consumer handed back (what it read), validating the
 /// schema and every chunk before importing it, and releases it. Returns
 /// the IPC bytes of what it held. A stream that is not valid is the
@@ -72,7 +85,7 @@ pub fn read_back(entry: &'static str, stream: &mut ArrowArrayStream) -> Result<V
         failed(
             entry,
             libc::ENOTRECOVERABLE,
-            format!("what the consumer read, handed back as a stream, {what}"),
+            format!("{READ_BACK} {what}"),
         )
     };
     if stream.release.is_none() {
@@ -139,6 +152,23 @@ pub fn read_back(entry: &'static str, stream: &mut ArrowArrayStream) -> Result<V
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_broken_read_back_is_told_from_a_caught_panic() {
+        use crate::abi::Plain;
+        let mut released = crate::abi::ArrowArrayStream::zeroed();
+        let e = super::read_back("consume", &mut released).unwrap_err();
+        // A released stream, a failing get_next: not this.
+        assert!(!super::read_back_broken(&e), "{e}");
+        let invalid = super::failed(
+            "consume",
+            libc::ENOTRECOVERABLE,
+            format!("{} has an invalid chunk 0 (array.utf8.valid ...)", super::READ_BACK),
+        );
+        assert!(super::read_back_broken(&invalid));
+        let panic = super::failed("consume", libc::ENOTRECOVERABLE, "panicked".into());
+        assert!(!super::read_back_broken(&panic));
+    }
+
     use super::*;
 
     #[test]
