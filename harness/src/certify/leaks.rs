@@ -526,7 +526,11 @@ mod tests {
         let calls = Cell::new(0);
         let m = measure(&fake(&held), || {
             calls.set(calls.get() + 1);
-            let extra = if [WARMUP + 2, WARMUP + 3].contains(&calls.get()) { 824 } else { 0 };
+            let extra = if [WARMUP + 2, WARMUP + 3].contains(&calls.get()) {
+                824
+            } else {
+                0
+            };
             held.set(held.get() + 400 + extra);
             Ok(())
         })
