@@ -93,64 +93,16 @@ pub(in crate::dlpack) fn exported_steps(
 ) -> Result<Ended, String> {
     let expected = l.expected.clone();
     let obj = l.obj();
-    // __dlpack_device__, to compare with the capsule's device.
-    let (_, dev) = bridge.call("device", &[obj], "")?;
-    let device = dev["device"].as_array().map(|d| {
-        (
-            d.first().and_then(|x| x.as_i64()).unwrap_or(-1),
-            d.get(1).and_then(|x| x.as_i64()).unwrap_or(-1),
-        )
-    });
-    if device.is_none() {
-        obs.skip(
-            crate::rule!("dlpack.device.agrees"),
-            "__dlpack_device__ failed or is missing",
-        );
-    }
+    let device = library_device(bridge, obj, obs)?;
     // A first export, held while the case's own export is made (freed, its
     // buffer's address could be given to the second): copy=True and the
     // cross-device copy=False compare with a copy=None export's data (when
     // that is not itself a copy); copy=False with a first copy=False
     // export's (two exports of one array that copy neither share it).
-    let mut first: Option<(Held, bool, reader::Observed)> = None;
-    if request == Request::NoCopy {
-        match export(bridge, obj, Request::NoCopy, obs)? {
-            Ok(f) => first = Some(f),
-            Err(e) if e.is_buffer_error() => {
-                obs.check(crate::rule!("dlpack.copy.false-no-copy"));
-                return Ok(Ended::Limitation(format!(
-                    "__dlpack__(copy=False) declined: {e}"
-                )));
-            }
-            Err(e) if e.is_type_error() => {
-                obs.skip(
-                    crate::rule!("dlpack.copy.false-no-copy"),
-                    format!("__dlpack__ does not take copy ({e})"),
-                );
-                return Ok(Ended::Limitation(format!(
-                    "__dlpack__ does not take copy ({e})"
-                )));
-            }
-            Err(e) => {
-                obs.fail(
-                    crate::rule!("dlpack.copy.false-no-copy"),
-                    "__dlpack__(no-copy)",
-                    format!("copy=False raised {e}, not BufferError"),
-                );
-                return Ok(Ended::Ran);
-            }
-        }
-    }
-    if matches!(request, Request::Copy | Request::CudaNoCopy) {
-        match export(bridge, obj, Request::V1, obs)? {
-            Ok(f) => first = Some(f),
-            Err(e) => {
-                return Ok(Ended::Limitation(format!(
-                    "__dlpack__(max_version=(1, 3)) raised {e}"
-                )))
-            }
-        }
-    }
+    let mut first = match first_export(bridge, obj, request, obs)? {
+        Ok(first) => first,
+        Err(ended) => return Ok(ended),
+    };
     // A copy=None export that copied proves nothing about aliasing.
     let reference = first
         .as_ref()
@@ -159,76 +111,7 @@ pub(in crate::dlpack) fn exported_steps(
     let at = format!("__dlpack__({})", request.name());
     let (mut cap, versioned, o) = match export(bridge, obj, request, obs)? {
         Ok(x) => x,
-        Err(e) => {
-            return Ok(match request {
-                Request::Cuda | Request::CudaNoCopy if e.is_buffer_error() => {
-                    obs.check(crate::rule!("dlpack.device.unsupported-raises"));
-                    if request == Request::CudaNoCopy {
-                        // Right under both rules: whether it refused the
-                        // device or the copy, BufferError is the answer.
-                        obs.check(crate::rule!("dlpack.copy.false-no-copy"));
-                    }
-                    Ended::Ran
-                }
-                // A producer from before the 2023.12 keywords.
-                Request::Cuda | Request::CudaNoCopy if e.is_type_error() => {
-                    obs.skip(
-                        crate::rule!("dlpack.device.unsupported-raises"),
-                        format!("__dlpack__ does not take dl_device ({e})"),
-                    );
-                    Ended::Limitation(format!("__dlpack__ does not take dl_device ({e})"))
-                }
-                // Charged to the device rule alone: a producer that cannot
-                // handle CUDA at all never got as far as the copy.
-                Request::Cuda | Request::CudaNoCopy => {
-                    obs.fail(
-                        crate::rule!("dlpack.device.unsupported-raises"),
-                        &at,
-                        format!(
-                            "dl_device=(kDLCUDA, 0) of a CPU array raised {e}, not BufferError"
-                        ),
-                    );
-                    Ended::Ran
-                }
-                Request::Copy => {
-                    obs.skip(
-                        crate::rule!("dlpack.copy.flag"),
-                        format!("copy=True raised {e}"),
-                    );
-                    Ended::Limitation(format!("__dlpack__(copy=True) raised {e}"))
-                }
-                _ if e.is_buffer_error() => {
-                    obs.check(crate::rule!("dlpack.errors.buffer-error"));
-                    Ended::Limitation(format!("__dlpack__ declined: {e}"))
-                }
-                _ => {
-                    // A TypeError may only say that the keywords are unknown
-                    // (a producer from before max_version): ask without.
-                    let again = if e.is_type_error() && request != Request::Legacy {
-                        Some(export(bridge, obj, Request::Legacy, &mut Obs::default())?)
-                    } else {
-                        None
-                    };
-                    match again {
-                        Some(Ok(_)) => {
-                            Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
-                        }
-                        Some(Err(e2)) if e2.is_buffer_error() => {
-                            obs.check(crate::rule!("dlpack.errors.buffer-error"));
-                            Ended::Limitation(format!("__dlpack__ declined: {e2}"))
-                        }
-                        _ => {
-                            obs.fail(
-                                crate::rule!("dlpack.errors.buffer-error"),
-                                &at,
-                                format!("__dlpack__ refused the array with {e}, not BufferError"),
-                            );
-                            Ended::Limitation(format!("__dlpack__ raised {e}"))
-                        }
-                    }
-                }
-            });
-        }
+        Err(e) => return export_refused(bridge, obj, request, e, &at, obs),
     };
     // The first capsule, read and kept until now: taken and deleted, as a
     // consumer does with what it asked for (dropped untaken, it would judge
@@ -242,6 +125,208 @@ pub(in crate::dlpack) fn exported_steps(
             v.major, v.minor
         )));
     }
+    judge_request(request, versioned, &o, reference, &expected, &at, obs);
+    if !matches!(request, Request::Cuda | Request::CudaNoCopy) {
+        judge_device(device, &o, &at, obs);
+    }
+    // The values.
+    if expected.is_empty() {
+        obs.check(crate::rule!("dlpack.data.zero-size-null"));
+    }
+    let on_device = device_backend(&o);
+    let values = values_of(&o, on_device.as_deref());
+    judge_values(values.as_ref(), &o, dtype, &expected, &at, obs);
+    // Lifetime: taken (renamed, the harness deletes it) or left untaken
+    // (its destructor deletes it).
+    let ptr = capsule_pointer(bridge, cap.id())?;
+    let Some(watch) = trampoline::watch(ptr, versioned) else {
+        obs.skip(
+            crate::rule!("dlpack.capsule.destructor"),
+            "the tensor's deleter is NULL",
+        );
+        return Ok(Ended::Ran);
+    };
+    if consume {
+        let taken = Taken {
+            ptr,
+            versioned,
+            o: &o,
+            values: values.as_ref(),
+            on_device: on_device.as_deref(),
+            expected: &expected,
+        };
+        taken_lifetime(bridge, l, &mut cap, &watch, &taken, &at, obs)?;
+    } else {
+        untaken_lifetime(bridge, l, obj, &mut cap, &watch, &at, obs)?;
+    }
+    Ok(Ended::Ran)
+}
+
+/// `__dlpack_device__` of the library's object, to compare with the
+/// capsule's device; `None` (and `dlpack.device.agrees` not exercised)
+/// when it failed or is missing.
+fn library_device(bridge: &Bridge, obj: u64, obs: &mut Obs) -> Result<Option<(i64, i64)>, String> {
+    let (_, dev) = bridge.call("device", &[obj], "")?;
+    let device = dev["device"].as_array().map(|d| {
+        (
+            d.first().and_then(|x| x.as_i64()).unwrap_or(-1),
+            d.get(1).and_then(|x| x.as_i64()).unwrap_or(-1),
+        )
+    });
+    if device.is_none() {
+        obs.skip(
+            crate::rule!("dlpack.device.agrees"),
+            "__dlpack_device__ failed or is missing",
+        );
+    }
+    Ok(device)
+}
+
+/// What [`first_export`] gives: the first export, if `request` compares
+/// with one, or how the case ended when it could not be made.
+type First<'a> = Result<Option<(Held<'a>, bool, Observed)>, Ended>;
+
+/// The first export `request`'s case compares with (see
+/// [`exported_steps`]): copy=False's own first copy=False export,
+/// copy=True's and the cross-device copy=False's copy=None export.
+fn first_export<'a>(
+    bridge: &'a Bridge,
+    obj: u64,
+    request: Request,
+    obs: &mut Obs,
+) -> Result<First<'a>, String> {
+    if request == Request::NoCopy {
+        match export(bridge, obj, Request::NoCopy, obs)? {
+            Ok(f) => return Ok(Ok(Some(f))),
+            Err(e) if e.is_buffer_error() => {
+                obs.check(crate::rule!("dlpack.copy.false-no-copy"));
+                return Ok(Err(Ended::Limitation(format!(
+                    "__dlpack__(copy=False) declined: {e}"
+                ))));
+            }
+            Err(e) if e.is_type_error() => {
+                obs.skip(
+                    crate::rule!("dlpack.copy.false-no-copy"),
+                    format!("__dlpack__ does not take copy ({e})"),
+                );
+                return Ok(Err(Ended::Limitation(format!(
+                    "__dlpack__ does not take copy ({e})"
+                ))));
+            }
+            Err(e) => {
+                obs.fail(
+                    crate::rule!("dlpack.copy.false-no-copy"),
+                    "__dlpack__(no-copy)",
+                    format!("copy=False raised {e}, not BufferError"),
+                );
+                return Ok(Err(Ended::Ran));
+            }
+        }
+    }
+    if matches!(request, Request::Copy | Request::CudaNoCopy) {
+        match export(bridge, obj, Request::V1, obs)? {
+            Ok(f) => return Ok(Ok(Some(f))),
+            Err(e) => {
+                return Ok(Err(Ended::Limitation(format!(
+                    "__dlpack__(max_version=(1, 3)) raised {e}"
+                ))))
+            }
+        }
+    }
+    Ok(Ok(None))
+}
+
+/// How the case ends when `__dlpack__` with `request`'s keywords raised
+/// `e`: right for a cross-device request that BufferError answers, a
+/// limitation of the producer, or a failure of the rule the request tests.
+fn export_refused(
+    bridge: &Bridge,
+    obj: u64,
+    request: Request,
+    e: PyError,
+    at: &str,
+    obs: &mut Obs,
+) -> Result<Ended, String> {
+    Ok(match request {
+        Request::Cuda | Request::CudaNoCopy if e.is_buffer_error() => {
+            obs.check(crate::rule!("dlpack.device.unsupported-raises"));
+            if request == Request::CudaNoCopy {
+                // Right under both rules: whether it refused the
+                // device or the copy, BufferError is the answer.
+                obs.check(crate::rule!("dlpack.copy.false-no-copy"));
+            }
+            Ended::Ran
+        }
+        // A producer from before the 2023.12 keywords.
+        Request::Cuda | Request::CudaNoCopy if e.is_type_error() => {
+            obs.skip(
+                crate::rule!("dlpack.device.unsupported-raises"),
+                format!("__dlpack__ does not take dl_device ({e})"),
+            );
+            Ended::Limitation(format!("__dlpack__ does not take dl_device ({e})"))
+        }
+        // Charged to the device rule alone: a producer that cannot
+        // handle CUDA at all never got as far as the copy.
+        Request::Cuda | Request::CudaNoCopy => {
+            obs.fail(
+                crate::rule!("dlpack.device.unsupported-raises"),
+                at,
+                format!("dl_device=(kDLCUDA, 0) of a CPU array raised {e}, not BufferError"),
+            );
+            Ended::Ran
+        }
+        Request::Copy => {
+            obs.skip(
+                crate::rule!("dlpack.copy.flag"),
+                format!("copy=True raised {e}"),
+            );
+            Ended::Limitation(format!("__dlpack__(copy=True) raised {e}"))
+        }
+        _ if e.is_buffer_error() => {
+            obs.check(crate::rule!("dlpack.errors.buffer-error"));
+            Ended::Limitation(format!("__dlpack__ declined: {e}"))
+        }
+        _ => {
+            // A TypeError may only say that the keywords are unknown
+            // (a producer from before max_version): ask without.
+            let again = if e.is_type_error() && request != Request::Legacy {
+                Some(export(bridge, obj, Request::Legacy, &mut Obs::default())?)
+            } else {
+                None
+            };
+            match again {
+                Some(Ok(_)) => {
+                    Ended::Limitation(format!("__dlpack__ does not take max_version ({e})"))
+                }
+                Some(Err(e2)) if e2.is_buffer_error() => {
+                    obs.check(crate::rule!("dlpack.errors.buffer-error"));
+                    Ended::Limitation(format!("__dlpack__ declined: {e2}"))
+                }
+                _ => {
+                    obs.fail(
+                        crate::rule!("dlpack.errors.buffer-error"),
+                        at,
+                        format!("__dlpack__ refused the array with {e}, not BufferError"),
+                    );
+                    Ended::Limitation(format!("__dlpack__ raised {e}"))
+                }
+            }
+        }
+    })
+}
+
+/// The rules `request`'s keywords test, on the tensor `o` it exported:
+/// a cross-device request's device, copy=True's flag and data, copy=False's
+/// (`reference` is the first export's data, `expected` the array's values).
+fn judge_request(
+    request: Request,
+    versioned: bool,
+    o: &Observed,
+    reference: Option<usize>,
+    expected: &Logical,
+    at: &str,
+    obs: &mut Obs,
+) {
     match request {
         Request::Cuda | Request::CudaNoCopy => {
             if o.device.device_type == KDL_CUDA {
@@ -255,7 +340,7 @@ pub(in crate::dlpack) fn exported_steps(
                     } else {
                         obs.fail(
                             crate::rule!("dlpack.copy.false-no-copy"),
-                            &at,
+                            at,
                             format!(
                                 "copy=False with dl_device=(kDLCUDA, 0) returned a CUDA tensor at {:#x} (flags {:#x}); the CPU array's data is at {host:#x}: a copy",
                                 o.first_byte(),
@@ -267,7 +352,7 @@ pub(in crate::dlpack) fn exported_steps(
             } else {
                 obs.fail(
                     crate::rule!("dlpack.device.unsupported-raises"),
-                    &at,
+                    at,
                     format!(
                         "dl_device=(kDLCUDA, 0) returned a tensor on device ({}, {}) instead of raising BufferError",
                         o.device.device_type, o.device.device_id
@@ -281,7 +366,7 @@ pub(in crate::dlpack) fn exported_steps(
             } else {
                 obs.fail(
                     crate::rule!("dlpack.copy.flag"),
-                    &at,
+                    at,
                     format!("flags {:#x}: IS_COPIED not set", o.flags),
                 );
             }
@@ -289,7 +374,7 @@ pub(in crate::dlpack) fn exported_steps(
                 if Some(o.first_byte()) == reference {
                     obs.fail(
                         crate::rule!("dlpack.copy.true-copies"),
-                        &at,
+                        at,
                         format!(
                             "the data at {:#x} is the copy=None export's",
                             o.first_byte()
@@ -308,7 +393,7 @@ pub(in crate::dlpack) fn exported_steps(
             if versioned && o.flags & FLAG_IS_COPIED != 0 {
                 obs.fail(
                     crate::rule!("dlpack.copy.false-no-copy"),
-                    &at,
+                    at,
                     format!(
                         "flags {:#x}: copy=False exported a tensor flagged IS_COPIED",
                         o.flags
@@ -318,7 +403,7 @@ pub(in crate::dlpack) fn exported_steps(
                 if first != o.first_byte() {
                     obs.fail(
                         crate::rule!("dlpack.copy.false-no-copy"),
-                        &at,
+                        at,
                         format!(
                             "two copy=False exports of the array point at different data ({first:#x}, then {:#x}, the first still held): at least one is a copy",
                             o.first_byte()
@@ -336,162 +421,198 @@ pub(in crate::dlpack) fn exported_steps(
         }
         _ => {}
     }
-    if !matches!(request, Request::Cuda | Request::CudaNoCopy) {
-        if let Some((t, i)) = device {
-            if (o.device.device_type as i64, o.device.device_id as i64) == (t, i) {
-                obs.check(crate::rule!("dlpack.device.agrees"));
-            } else {
-                obs.fail(
-                    crate::rule!("dlpack.device.agrees"),
-                    &at,
-                    format!(
-                        "__dlpack_device__() is ({t}, {i}) but the tensor is on ({}, {})",
-                        o.device.device_type, o.device.device_id
-                    ),
-                );
-            }
+}
+
+/// `dlpack.device.agrees`: the tensor's device is `__dlpack_device__`'s.
+fn judge_device(device: Option<(i64, i64)>, o: &Observed, at: &str, obs: &mut Obs) {
+    if let Some((t, i)) = device {
+        if (o.device.device_type as i64, o.device.device_id as i64) == (t, i) {
+            obs.check(crate::rule!("dlpack.device.agrees"));
+        } else {
+            obs.fail(
+                crate::rule!("dlpack.device.agrees"),
+                at,
+                format!(
+                    "__dlpack_device__() is ({t}, {i}) but the tensor is on ({}, {})",
+                    o.device.device_type, o.device.device_id
+                ),
+            );
         }
     }
-    // The values.
-    if expected.is_empty() {
-        obs.check(crate::rule!("dlpack.data.zero-size-null"));
-    }
-    let on_device = device_backend(&o);
-    let values = values_of(&o, on_device.as_deref());
-    match &values {
+}
+
+/// `dlpack.tensor.describes`: the values read through the tensor are the
+/// array's (`values` is `None` where the tensor could not be read).
+fn judge_values(
+    values: Option<&Logical>,
+    o: &Observed,
+    dtype: DType,
+    expected: &Logical,
+    at: &str,
+    obs: &mut Obs,
+) {
+    match values {
         Some(got) => compare(
             obs,
             crate::rule!("dlpack.tensor.describes"),
-            &at,
-            &expected,
+            at,
+            expected,
             got,
         ),
         None if o.device.device_type == KDL_CPU && obs.violations.is_empty() => {
             obs.fail(
                 crate::rule!("dlpack.tensor.describes"),
-                &at,
+                at,
                 format!("dtype {:?} is not {}", o.dtype, dtype.name()),
             );
         }
         None => {}
     }
-    // Lifetime: taken (renamed, the harness deletes it) or left untaken
-    // (its destructor deletes it).
-    let ptr = capsule_pointer(bridge, cap.id())?;
-    let Some(watch) = trampoline::watch(ptr, versioned) else {
-        obs.skip(
-            crate::rule!("dlpack.capsule.destructor"),
-            "the tensor's deleter is NULL",
-        );
-        return Ok(Ended::Ran);
-    };
-    if consume {
-        let (_, t) = bridge.call("take", &[cap.id()], "")?;
-        if t["name"].is_null() {
-            return Err("the capsule could not be renamed".into());
-        }
-        cap.release();
-        l.array.release();
-        l.loaded.release();
-        bridge.call("gc", &[], "")?;
-        if watch.calls() == 0 {
-            obs.check(crate::rule!("dlpack.capsule.used-untouched"));
-        } else {
-            obs.fail(
-                crate::rule!("dlpack.capsule.used-untouched"),
-                &at,
-                format!("the deleter ran {} time(s) when the renamed capsule and the array were dropped", watch.calls()),
-            );
-            return Ok(Ended::Ran); // the tensor is gone: nothing more to read
-        }
-        // Only a tensor that described the array is read again: the
-        // memory a wrong one points into is not the producer's to keep.
-        let described = !obs
-            .violations
-            .iter()
-            .any(|v| v.0 == crate::rule!("dlpack.tensor.describes"));
-        if !described {
-            obs.skip(
-                crate::rule!("dlpack.lifetime.until-deleter"),
-                "the tensor did not describe the array",
-            );
-        }
-        if let (Some(before), Some(shape), true) =
-            (&values, &o.shape, !expected.is_empty() && described)
-        {
-            let strides = o
-                .strides
-                .clone()
-                .unwrap_or_else(|| super::super::row_major_strides(shape));
-            let after = match &on_device {
-                Some(dev) => reader::values_on(&o, &**dev).map(|l| l.values),
-                None => reader::gather(o.first_byte(), before.dtype, shape, &strides),
-            };
-            match after {
-                Ok(v) if v == before.values => obs.check(crate::rule!("dlpack.lifetime.until-deleter")),
-                Ok(_) => obs.fail(
-                    crate::rule!("dlpack.lifetime.until-deleter"),
-                    &at,
-                    "the tensor's data changed once the library's array and the capsule were dropped, before the deleter ran",
-                ),
-                Err(e) => obs.fail(
-                    crate::rule!("dlpack.lifetime.until-deleter"),
-                    &at,
-                    format!("once the library's array and the capsule were dropped, before the deleter ran: {e}"),
-                ),
-            }
-        }
-        // SAFETY: the harness took the tensor (renamed its capsule) and
-        // deletes it once, as a consumer does.
-        unsafe { trampoline::delete(ptr, versioned) };
+}
+
+/// What the taken capsule's lifetime is judged on: its tensor (`ptr`,
+/// read as `o`), the values read before, and the array's.
+struct Taken<'a> {
+    ptr: usize,
+    versioned: bool,
+    o: &'a Observed,
+    values: Option<&'a Logical>,
+    on_device: Option<&'a dyn crate::device::Device>,
+    expected: &'a Logical,
+}
+
+/// The capsule taken (renamed, as a consumer does): dropping it and the
+/// library's array must not call the deleter, and the data must stay
+/// until the harness deletes the tensor, which it then does.
+fn taken_lifetime(
+    bridge: &Bridge,
+    l: &mut Loaded<'_>,
+    cap: &mut Held<'_>,
+    watch: &trampoline::Watch,
+    t: &Taken<'_>,
+    at: &str,
+    obs: &mut Obs,
+) -> Result<(), String> {
+    let (o, expected) = (t.o, t.expected);
+    let (_, taken) = bridge.call("take", &[cap.id()], "")?;
+    if taken["name"].is_null() {
+        return Err("the capsule could not be renamed".into());
+    }
+    cap.release();
+    l.array.release();
+    l.loaded.release();
+    bridge.call("gc", &[], "")?;
+    if watch.calls() == 0 {
+        obs.check(crate::rule!("dlpack.capsule.used-untouched"));
     } else {
-        // The library's array, weakly: a destructor may delete the tensor
-        // by calling the deleter function itself rather than through the
-        // member the trampoline sits in; the tensor's manager_ctx holding
-        // the array, the array dies exactly when the tensor is deleted.
-        let (w, _) = bridge.call("weakref", &[obj], "")?;
-        let weak = Held::new(bridge, w);
-        cap.release();
-        bridge.call("gc", &[], "")?;
-        let calls = watch.calls();
-        let array_alive = |bridge: &Bridge| -> Result<Option<bool>, String> {
-            if weak.handle.is_none() {
-                return Ok(None);
-            }
-            let (_, v) = bridge.call("alive", &[weak.id()], "")?;
-            Ok(v["alive"].as_bool())
+        obs.fail(
+            crate::rule!("dlpack.capsule.used-untouched"),
+            at,
+            format!(
+                "the deleter ran {} time(s) when the renamed capsule and the array were dropped",
+                watch.calls()
+            ),
+        );
+        return Ok(()); // the tensor is gone: nothing more to read
+    }
+    // Only a tensor that described the array is read again: the
+    // memory a wrong one points into is not the producer's to keep.
+    let described = !obs
+        .violations
+        .iter()
+        .any(|v| v.0 == crate::rule!("dlpack.tensor.describes"));
+    if !described {
+        obs.skip(
+            crate::rule!("dlpack.lifetime.until-deleter"),
+            "the tensor did not describe the array",
+        );
+    }
+    if let (Some(before), Some(shape), true) =
+        (t.values, &o.shape, !expected.is_empty() && described)
+    {
+        let strides = o
+            .strides
+            .clone()
+            .unwrap_or_else(|| super::super::row_major_strides(shape));
+        let after = match t.on_device {
+            Some(dev) => reader::values_on(o, dev).map(|l| l.values),
+            None => reader::gather(o.first_byte(), before.dtype, shape, &strides),
         };
-        match calls {
-            1 => obs.check(crate::rule!("dlpack.capsule.destructor")),
-            0 => {
-                // Drop the library's own references too: if the array then
-                // lives on, only the undeleted tensor can hold it.
-                l.array.release();
-                l.loaded.release();
-                bridge.call("gc", &[], "")?;
-                match array_alive(bridge)? {
-                    Some(true) => obs.fail(
-                        crate::rule!("dlpack.capsule.destructor"),
-                        &at,
-                        "dropping the untaken capsule did not delete the tensor: its deleter was not called through the member, and the array it holds is still alive once every other reference is gone",
-                    ),
-                    Some(false) => obs.check(crate::rule!("dlpack.capsule.destructor")),
-                    None => obs.skip(
-                        crate::rule!("dlpack.capsule.destructor"),
-                        "the destructor did not call the deleter member, and the array takes no weak reference to see whether the tensor was deleted otherwise",
-                    ),
-                }
-            }
-            n => obs.fail(
-                crate::rule!("dlpack.capsule.destructor"),
-                &at,
-                format!(
-                    "dropping the untaken capsule called the tensor's deleter {n} times, not once"
-                ),
+        match after {
+            Ok(v) if v == before.values => obs.check(crate::rule!("dlpack.lifetime.until-deleter")),
+            Ok(_) => obs.fail(
+                crate::rule!("dlpack.lifetime.until-deleter"),
+                at,
+                "the tensor's data changed once the library's array and the capsule were dropped, before the deleter ran",
+            ),
+            Err(e) => obs.fail(
+                crate::rule!("dlpack.lifetime.until-deleter"),
+                at,
+                format!("once the library's array and the capsule were dropped, before the deleter ran: {e}"),
             ),
         }
     }
-    Ok(Ended::Ran)
+    // SAFETY: the harness took the tensor (renamed its capsule) and
+    // deletes it once, as a consumer does.
+    unsafe { trampoline::delete(t.ptr, t.versioned) };
+    Ok(())
+}
+
+/// The capsule dropped untaken: its destructor must call the tensor's
+/// deleter exactly once.
+fn untaken_lifetime(
+    bridge: &Bridge,
+    l: &mut Loaded<'_>,
+    obj: u64,
+    cap: &mut Held<'_>,
+    watch: &trampoline::Watch,
+    at: &str,
+    obs: &mut Obs,
+) -> Result<(), String> {
+    // The library's array, weakly: a destructor may delete the tensor
+    // by calling the deleter function itself rather than through the
+    // member the trampoline sits in; the tensor's manager_ctx holding
+    // the array, the array dies exactly when the tensor is deleted.
+    let (w, _) = bridge.call("weakref", &[obj], "")?;
+    let weak = Held::new(bridge, w);
+    cap.release();
+    bridge.call("gc", &[], "")?;
+    let calls = watch.calls();
+    let array_alive = |bridge: &Bridge| -> Result<Option<bool>, String> {
+        if weak.handle.is_none() {
+            return Ok(None);
+        }
+        let (_, v) = bridge.call("alive", &[weak.id()], "")?;
+        Ok(v["alive"].as_bool())
+    };
+    match calls {
+        1 => obs.check(crate::rule!("dlpack.capsule.destructor")),
+        0 => {
+            // Drop the library's own references too: if the array then
+            // lives on, only the undeleted tensor can hold it.
+            l.array.release();
+            l.loaded.release();
+            bridge.call("gc", &[], "")?;
+            match array_alive(bridge)? {
+                Some(true) => obs.fail(
+                    crate::rule!("dlpack.capsule.destructor"),
+                    at,
+                    "dropping the untaken capsule did not delete the tensor: its deleter was not called through the member, and the array it holds is still alive once every other reference is gone",
+                ),
+                Some(false) => obs.check(crate::rule!("dlpack.capsule.destructor")),
+                None => obs.skip(
+                    crate::rule!("dlpack.capsule.destructor"),
+                    "the destructor did not call the deleter member, and the array takes no weak reference to see whether the tensor was deleted otherwise",
+                ),
+            }
+        }
+        n => obs.fail(
+            crate::rule!("dlpack.capsule.destructor"),
+            at,
+            format!("dropping the untaken capsule called the tensor's deleter {n} times, not once"),
+        ),
+    }
+    Ok(())
 }
 
 /// How long a deleter called on a native thread may take before the case
