@@ -138,7 +138,7 @@ const AREAS: &[&[Rule]] = &[
     consumer::RULES,
 ];
 
-const ALL: [Rule; count(AREAS)] = join(AREAS);
+static ALL: [Rule; count(AREAS)] = join(AREAS);
 
 /// How many rules the areas hold together.
 const fn count(areas: &[&[Rule]]) -> usize {
