@@ -13,7 +13,7 @@ directory, files a `#[cfg(test)] mod NAME;` names, and every item a
   closing brace;
 - files over 1,000 code lines;
 - string literals outside harness/src/rules/ that equal a rule ID of the
-  catalogue (the IDs are the `id: "..."` fields of harness/src/rules/*.rs);
+  catalogue (the IDs are the `id: "..."` fields of harness/src/rules/**/*.rs);
 - the files touched by the last commits that added a rule to the
   catalogue (`git log`, so the figure is history, not the working tree).
 
@@ -236,10 +236,11 @@ def functions(s):
 
 def rule_ids(rules_dir):
     ids = set()
-    for f in sorted(os.listdir(rules_dir)):
-        if f.endswith(".rs"):
-            with open(os.path.join(rules_dir, f), encoding="utf-8") as fh:
-                ids.update(re.findall(r'\bid:\s*"([^"]+)"', fh.read()))
+    for d, _, files in sorted(os.walk(rules_dir)):
+        for f in sorted(files):
+            if f.endswith(".rs"):
+                with open(os.path.join(d, f), encoding="utf-8") as fh:
+                    ids.update(re.findall(r'\bid:\s*"([^"]+)"', fh.read()))
     return ids
 
 

@@ -200,78 +200,7 @@ pub fn check(top: &Py) -> Judged {
         return j;
     };
     j.check(crate::rule!("cai.dict"), None);
-    let missing = |k: &str| Some((at(k), "missing".to_string()));
-
-    // shape: (integer, ...) "A tuple of int (or long) representing the
-    // size of each dimension."
-    let shape = d.get("shape");
-    j.check(
-        crate::rule!("cai.shape"),
-        match shape {
-            None => missing("shape"),
-            Some(v) if is_int_tuple(v) => None,
-            Some(v) => Some((at("shape"), format!("{}, not a tuple of ints", v.show()))),
-        },
-    );
-    // typestr: str
-    let typestr = d.get("typestr");
-    j.check(
-        crate::rule!("cai.typestr"),
-        match typestr {
-            None => missing("typestr"),
-            Some(Py::Str(_)) => None,
-            Some(v) => Some((
-                at("typestr"),
-                format!("a {} ({}), not a str", v.type_name(), v.show()),
-            )),
-        },
-    );
-    // data: (integer, boolean) "The data is a 2-tuple."
-    let data = d.get("data");
-    j.check(
-        crate::rule!("cai.data"),
-        match data {
-            None => missing("data"),
-            Some(Py::Tuple(t))
-                if t.len() == 2
-                    && t[0].int().is_some_and(|p| p >= 0)
-                    && matches!(t[1], Py::Bool(_)) =>
-            {
-                None
-            }
-            Some(v) => Some((
-                at("data"),
-                format!(
-                    "{}, not a 2-tuple (int pointer, bool read-only flag)",
-                    v.show()
-                ),
-            )),
-        },
-    );
-    // version: integer. "The current version is 3."
-    let version = d.get("version");
-    j.check(
-        crate::rule!("cai.version"),
-        match version {
-            None => missing("version"),
-            Some(Py::Int(_)) => None,
-            Some(v) => Some((
-                at("version"),
-                format!("a {} ({}), not an int", v.type_name(), v.show()),
-            )),
-        },
-    );
-    match version.and_then(Py::int) {
-        Some(3) => j.check(crate::rule!("cai.version.current"), None),
-        Some(v) => j.check(
-            crate::rule!("cai.version.current"),
-            Some((at("version"), format!("{v}, not 3"))),
-        ),
-        None => j.skip(
-            crate::rule!("cai.version.current"),
-            "version is not an int (cai.version)",
-        ),
-    }
+    let (shape, typestr, data) = required_entries(&mut j, d);
     // typestr: "This has the same definition as typestr in the numpy array
     // interface."
     let parsed = match typestr {
@@ -352,49 +281,7 @@ pub fn check(top: &Py) -> Judged {
             )),
         },
     );
-    // stream: None or integer; 0 "is disallowed".
-    let stream = match d.get("stream") {
-        None | Some(Py::None) => {
-            j.check(crate::rule!("cai.stream.type"), None);
-            j.check(crate::rule!("cai.stream.zero"), None);
-            Stream::None
-        }
-        Some(Py::Int(0)) => {
-            j.check(crate::rule!("cai.stream.type"), None);
-            j.check(
-                crate::rule!("cai.stream.zero"),
-                Some((
-                    at("stream"),
-                    "0, which the text disallows (None, 1 or 2 instead)".into(),
-                )),
-            );
-            Stream::Unusable("stream is 0 (cai.stream.zero)".into())
-        }
-        Some(Py::Int(n)) => {
-            j.check(crate::rule!("cai.stream.type"), None);
-            j.check(crate::rule!("cai.stream.zero"), None);
-            match u64::try_from(*n) {
-                Ok(1) => Stream::Default(1),
-                Ok(2) => Stream::Default(2),
-                Ok(h) => Stream::Handle(h),
-                Err(_) => Stream::Unusable(format!("stream {n} is no cudaStream_t")),
-            }
-        }
-        Some(v) => {
-            j.check(
-                crate::rule!("cai.stream.type"),
-                Some((
-                    at("stream"),
-                    format!("a {} ({}), not None or an int", v.type_name(), v.show()),
-                )),
-            );
-            j.skip(
-                crate::rule!("cai.stream.zero"),
-                "stream is not an int (cai.stream.type)",
-            );
-            Stream::Unusable(format!("stream is a {} (cai.stream.type)", v.type_name()))
-        }
-    };
+    let stream = stream_entry(&mut j, d);
 
     // The layout, read leniently (list or tuple alike).
     let shape_v = shape.and_then(ints).filter(|s| s.iter().all(|n| *n >= 0));
@@ -474,6 +361,137 @@ pub fn check(top: &Py) -> Judged {
         stream,
     });
     j
+}
+
+/// The entries the dict "must contain" (`cai.shape`, `cai.typestr`,
+/// `cai.data`, `cai.version`, `cai.version.current`): their values, as
+/// found, for the checks that read them.
+fn required_entries<'a>(
+    j: &mut Judged,
+    d: &'a std::collections::BTreeMap<String, Py>,
+) -> (Option<&'a Py>, Option<&'a Py>, Option<&'a Py>) {
+    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
+    let missing = |k: &str| Some((at(k), "missing".to_string()));
+
+    // shape: (integer, ...) "A tuple of int (or long) representing the
+    // size of each dimension."
+    let shape = d.get("shape");
+    j.check(
+        crate::rule!("cai.shape"),
+        match shape {
+            None => missing("shape"),
+            Some(v) if is_int_tuple(v) => None,
+            Some(v) => Some((at("shape"), format!("{}, not a tuple of ints", v.show()))),
+        },
+    );
+    // typestr: str
+    let typestr = d.get("typestr");
+    j.check(
+        crate::rule!("cai.typestr"),
+        match typestr {
+            None => missing("typestr"),
+            Some(Py::Str(_)) => None,
+            Some(v) => Some((
+                at("typestr"),
+                format!("a {} ({}), not a str", v.type_name(), v.show()),
+            )),
+        },
+    );
+    // data: (integer, boolean) "The data is a 2-tuple."
+    let data = d.get("data");
+    j.check(
+        crate::rule!("cai.data"),
+        match data {
+            None => missing("data"),
+            Some(Py::Tuple(t))
+                if t.len() == 2
+                    && t[0].int().is_some_and(|p| p >= 0)
+                    && matches!(t[1], Py::Bool(_)) =>
+            {
+                None
+            }
+            Some(v) => Some((
+                at("data"),
+                format!(
+                    "{}, not a 2-tuple (int pointer, bool read-only flag)",
+                    v.show()
+                ),
+            )),
+        },
+    );
+    // version: integer. "The current version is 3."
+    let version = d.get("version");
+    j.check(
+        crate::rule!("cai.version"),
+        match version {
+            None => missing("version"),
+            Some(Py::Int(_)) => None,
+            Some(v) => Some((
+                at("version"),
+                format!("a {} ({}), not an int", v.type_name(), v.show()),
+            )),
+        },
+    );
+    match version.and_then(Py::int) {
+        Some(3) => j.check(crate::rule!("cai.version.current"), None),
+        Some(v) => j.check(
+            crate::rule!("cai.version.current"),
+            Some((at("version"), format!("{v}, not 3"))),
+        ),
+        None => j.skip(
+            crate::rule!("cai.version.current"),
+            "version is not an int (cai.version)",
+        ),
+    }
+    (shape, typestr, data)
+}
+
+/// `cai.stream.type` and `cai.stream.zero`: the dict's stream entry, and
+/// the stream it names. "stream: None or integer"; 0 "is disallowed".
+fn stream_entry(j: &mut Judged, d: &std::collections::BTreeMap<String, Py>) -> Stream {
+    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
+    match d.get("stream") {
+        None | Some(Py::None) => {
+            j.check(crate::rule!("cai.stream.type"), None);
+            j.check(crate::rule!("cai.stream.zero"), None);
+            Stream::None
+        }
+        Some(Py::Int(0)) => {
+            j.check(crate::rule!("cai.stream.type"), None);
+            j.check(
+                crate::rule!("cai.stream.zero"),
+                Some((
+                    at("stream"),
+                    "0, which the text disallows (None, 1 or 2 instead)".into(),
+                )),
+            );
+            Stream::Unusable("stream is 0 (cai.stream.zero)".into())
+        }
+        Some(Py::Int(n)) => {
+            j.check(crate::rule!("cai.stream.type"), None);
+            j.check(crate::rule!("cai.stream.zero"), None);
+            match u64::try_from(*n) {
+                Ok(1) => Stream::Default(1),
+                Ok(2) => Stream::Default(2),
+                Ok(h) => Stream::Handle(h),
+                Err(_) => Stream::Unusable(format!("stream {n} is no cudaStream_t")),
+            }
+        }
+        Some(v) => {
+            j.check(
+                crate::rule!("cai.stream.type"),
+                Some((
+                    at("stream"),
+                    format!("a {} ({}), not None or an int", v.type_name(), v.show()),
+                )),
+            );
+            j.skip(
+                crate::rule!("cai.stream.zero"),
+                "stream is not an int (cai.stream.type)",
+            );
+            Stream::Unusable(format!("stream is a {} (cai.stream.type)", v.type_name()))
+        }
+    }
 }
 
 /// The rules [`check`] judges (each skipped when the attribute is no dict).

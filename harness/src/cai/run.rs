@@ -454,34 +454,16 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
         Stream::Unusable(why) => s.skip(crate::rule!("cai.stream.lifetime"), why.clone()),
     }
     let Some(size) = l.itemsize else {
-        for r in [
-            crate::rule!("cai.values"),
-            crate::rule!("cai.producer.sync"),
-            crate::rule!("cai.data.lifetime"),
-        ] {
-            s.skip(r, "typestr cannot be read");
-        }
+        skip_reads(s, "typestr cannot be read");
         return;
     };
     let Some((lo, nbytes)) = l.extent(size) else {
-        for r in [
-            crate::rule!("cai.values"),
-            crate::rule!("cai.producer.sync"),
-            crate::rule!("cai.data.lifetime"),
-        ] {
-            s.skip(r, "the array has no elements");
-        }
+        skip_reads(s, "the array has no elements");
         return;
     };
     let at_data = "__cuda_array_interface__[\"data\"]";
     if l.ptr == 0 {
-        for r in [
-            crate::rule!("cai.values"),
-            crate::rule!("cai.producer.sync"),
-            crate::rule!("cai.data.lifetime"),
-        ] {
-            s.skip(r, "the data pointer is 0 (cai.data.accessible)");
-        }
+        skip_reads(s, "the data pointer is 0 (cai.data.accessible)");
         return;
     }
     let start = (l.ptr as i64).wrapping_add(lo);
@@ -493,13 +475,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
                 at_data,
                 format!("[{start:#x}, +{nbytes}) (what shape, strides and typestr reach from pointer {:#x}) is not in a live allocation of the device", l.ptr),
             );
-            for r in [
-                crate::rule!("cai.values"),
-                crate::rule!("cai.producer.sync"),
-                crate::rule!("cai.data.lifetime"),
-            ] {
-                s.skip(r, "the data is not device-accessible (cai.data.accessible)");
-            }
+            skip_reads(s, "the data is not device-accessible (cai.data.accessible)");
             return;
         }
         Err(e) => {
@@ -510,13 +486,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
         }
     }
     let Some((kind, size)) = l.element else {
-        for r in [
-            crate::rule!("cai.values"),
-            crate::rule!("cai.producer.sync"),
-            crate::rule!("cai.data.lifetime"),
-        ] {
-            s.skip(r, "the harness compares b1, i/u 1-8, f4 and f8 in little-endian or byte-order-free typestrs only");
-        }
+        skip_reads(s, "the harness compares b1, i/u 1-8, f4 and f8 in little-endian or byte-order-free typestrs only");
         return;
     };
     let want = spec.expected(kind, size);
@@ -546,45 +516,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
         .as_ref()
         .is_ok_and(|g| difference(g, &want).is_none());
     if spec.pending {
-        match (&synced, settled_ok, &first) {
-            (Err(why), _, _) => s.skip(
-                crate::rule!("cai.producer.sync"),
-                format!("the harness could not synchronize on the exported stream: {why}"),
-            ),
-            (_, false, _) => s.skip(
-                crate::rule!("cai.producer.sync"),
-                "the values are wrong even with no work pending (cai.values)",
-            ),
-            (Ok(()), true, Ok(got)) => match difference(got, &want) {
-                None => s.j.checked.push(crate::rule!("cai.producer.sync")),
-                Some(d) => {
-                    let how = match &l.stream {
-                        Stream::None => {
-                            "with stream None the harness synchronized on nothing, and".to_string()
-                        }
-                        Stream::Default(n) => {
-                            format!("after synchronizing on the exported stream {n} only,")
-                        }
-                        Stream::Handle(h) => {
-                            format!("after synchronizing on the exported stream {h:#x} only,")
-                        }
-                        Stream::Unusable(w) => format!("({w})"),
-                    };
-                    s.fail(
-                        crate::rule!("cai.producer.sync"),
-                        at_data,
-                        format!(
-                            "{how} {d}; after synchronizing the whole device the values are right"
-                        ),
-                    )
-                }
-            },
-            (Ok(()), true, Err(e)) => s.fail(
-                crate::rule!("cai.producer.sync"),
-                at_data,
-                format!("before synchronizing the whole device the data could not be read: {e}"),
-            ),
-        }
+        producer_sync(s, &l, &synced, settled_ok, &first, &want);
     }
     // cai.data.lifetime: drop the dict, collect, read again.
     if !settled_ok {
@@ -612,6 +544,69 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
             Some(d) => s.fail(crate::rule!("cai.data.lifetime"), at_data, format!("once the dict is dropped, while the object is alive: {d}")),
             None => s.j.checked.push(crate::rule!("cai.data.lifetime")),
         },
+    }
+}
+
+/// Skips the rules that read the data (`cai.values`, `cai.producer.sync`,
+/// `cai.data.lifetime`), with why.
+fn skip_reads(s: &mut Steps, why: &str) {
+    for r in [
+        crate::rule!("cai.values"),
+        crate::rule!("cai.producer.sync"),
+        crate::rule!("cai.data.lifetime"),
+    ] {
+        s.skip(r, why);
+    }
+}
+
+/// `cai.producer.sync`: the values read after synchronizing on the
+/// exported stream only (`first`) are right, where those read with no work
+/// pending (`settled_ok`) are.
+fn producer_sync(
+    s: &mut Steps,
+    l: &Layout,
+    synced: &Result<(), String>,
+    settled_ok: bool,
+    first: &Result<Vec<Vec<u8>>, String>,
+    want: &[Vec<u8>],
+) {
+    let at_data = "__cuda_array_interface__[\"data\"]";
+    match (synced, settled_ok, first) {
+        (Err(why), _, _) => s.skip(
+            crate::rule!("cai.producer.sync"),
+            format!("the harness could not synchronize on the exported stream: {why}"),
+        ),
+        (_, false, _) => s.skip(
+            crate::rule!("cai.producer.sync"),
+            "the values are wrong even with no work pending (cai.values)",
+        ),
+        (Ok(()), true, Ok(got)) => match difference(got, want) {
+            None => s.j.checked.push(crate::rule!("cai.producer.sync")),
+            Some(d) => {
+                let how = match &l.stream {
+                    Stream::None => {
+                        "with stream None the harness synchronized on nothing, and".to_string()
+                    }
+                    Stream::Default(n) => {
+                        format!("after synchronizing on the exported stream {n} only,")
+                    }
+                    Stream::Handle(h) => {
+                        format!("after synchronizing on the exported stream {h:#x} only,")
+                    }
+                    Stream::Unusable(w) => format!("({w})"),
+                };
+                s.fail(
+                    crate::rule!("cai.producer.sync"),
+                    at_data,
+                    format!("{how} {d}; after synchronizing the whole device the values are right"),
+                )
+            }
+        },
+        (Ok(()), true, Err(e)) => s.fail(
+            crate::rule!("cai.producer.sync"),
+            at_data,
+            format!("before synchronizing the whole device the data could not be read: {e}"),
+        ),
     }
 }
 

@@ -916,76 +916,11 @@ fn array_case(
         "array",
         obs,
     );
-    if let Some(mut child) = child {
-        let mut intact = true;
-        if let Some(child_schema) = child_schema {
-            let found = probe::check_array(child_schema, &child);
-            // MUST findings only: a SHOULD one (alignment) is no broken move.
-            let must = crate::inspect::any_must(&found);
-            let mut problems: Vec<String> = found
-                .iter()
-                .filter(|v| must && crate::inspect::any_must(std::slice::from_ref(v)))
-                .map(|v| v.to_string())
-                .take(3)
-                .collect();
-            if let (false, Some(before)) = (must, before) {
-                match probe::read_array(child_schema, &child) {
-                    Ok(after) => {
-                        compare::column("column 0", &before, &after, &mut problems);
-                        problems.truncate(3);
-                    }
-                    Err(e) => problems.push(format!("arrow-rs can no longer read it: {e}")),
-                }
-            }
-            intact = problems.is_empty();
-            obs.check(crate::rule!("array.move.child"), intact, "array.children[0]", || {
-                format!(
-                    "after the parent's release the moved child no longer holds what it held before: {}",
-                    problems.join("; ")
-                )
-            });
-        }
-        if intact {
-            release_walked(
-                &mut child,
-                |a| walk::watch_array(a, "array.children[0]"),
-                crate::rule!("array.release.marks-released"),
-                crate::rule!("array.release.walks-children"),
-                "array.children[0]",
-                obs,
-            );
-        } else {
-            // What the parent's release left behind may be freed memory.
-            child.mark_released();
-        }
+    if let Some(child) = child {
+        moved_child(child, child_schema, before, obs);
     }
     if let Some((copy, first)) = kept.take() {
-        // "Both the producer and the consumer SHOULD consider the exported
-        // data ... to be immutable": after a second export (taken apart and
-        // released), the first still holds what it held.
-        let now = buffer_bytes(&first);
-        let changed = copy
-            .iter()
-            .zip(&now)
-            .enumerate()
-            .find_map(|(i, (was, is))| {
-                let at = was.iter().zip(is.iter()).position(|(a, b)| a != b)?;
-                Some(format!(
-                    "buffer {i} of the export (in tree order), byte {at}: was {:#04x}, now {:#04x}",
-                    was[at], is[at]
-                ))
-            });
-        obs.check(
-            crate::rule!("array.buffers.immutable"),
-            changed.is_none(),
-            "array",
-            || {
-                format!(
-                    "the first export's bytes changed while the producer made a second export: {}",
-                    changed.clone().unwrap_or_default()
-                )
-            },
-        );
+        buffers_unchanged(&copy, &first, obs);
     }
     if spec.path == Path::Array && spec.batch == Some(0) && spec.slice.is_none() {
         repeated_exports(producer, scenario, spec, &schema, obs);
@@ -1023,6 +958,89 @@ fn array_case(
         obs,
     );
     Ended::Ran
+}
+
+/// `array.move.child`: the child moved out of an export (`child`, of
+/// `child_schema`) still holds what it held (`before`) once the parent was
+/// released; then it is released itself, if intact.
+fn moved_child(
+    mut child: Guard<ArrowArray>,
+    child_schema: Option<&ArrowSchema>,
+    before: Option<arrow_array::ArrayRef>,
+    obs: &mut Observations,
+) {
+    let mut intact = true;
+    if let Some(child_schema) = child_schema {
+        let found = probe::check_array(child_schema, &child);
+        // MUST findings only: a SHOULD one (alignment) is no broken move.
+        let must = crate::inspect::any_must(&found);
+        let mut problems: Vec<String> = found
+            .iter()
+            .filter(|v| must && crate::inspect::any_must(std::slice::from_ref(v)))
+            .map(|v| v.to_string())
+            .take(3)
+            .collect();
+        if let (false, Some(before)) = (must, before) {
+            match probe::read_array(child_schema, &child) {
+                Ok(after) => {
+                    compare::column("column 0", &before, &after, &mut problems);
+                    problems.truncate(3);
+                }
+                Err(e) => problems.push(format!("arrow-rs can no longer read it: {e}")),
+            }
+        }
+        intact = problems.is_empty();
+        obs.check(crate::rule!("array.move.child"), intact, "array.children[0]", || {
+            format!(
+                "after the parent's release the moved child no longer holds what it held before: {}",
+                problems.join("; ")
+            )
+        });
+    }
+    if intact {
+        release_walked(
+            &mut child,
+            |a| walk::watch_array(a, "array.children[0]"),
+            crate::rule!("array.release.marks-released"),
+            crate::rule!("array.release.walks-children"),
+            "array.children[0]",
+            obs,
+        );
+    } else {
+        // What the parent's release left behind may be freed memory.
+        child.mark_released();
+    }
+}
+
+/// `array.buffers.immutable`: the first export (`first`, whose bytes were
+/// `copy`) still holds what it held after the producer's second export.
+fn buffers_unchanged(copy: &[Vec<u8>], first: &RecordBatch, obs: &mut Observations) {
+    // "Both the producer and the consumer SHOULD consider the exported
+    // data ... to be immutable": after a second export (taken apart and
+    // released), the first still holds what it held.
+    let now = buffer_bytes(first);
+    let changed = copy
+        .iter()
+        .zip(&now)
+        .enumerate()
+        .find_map(|(i, (was, is))| {
+            let at = was.iter().zip(is.iter()).position(|(a, b)| a != b)?;
+            Some(format!(
+                "buffer {i} of the export (in tree order), byte {at}: was {:#04x}, now {:#04x}",
+                was[at], is[at]
+            ))
+        });
+    obs.check(
+        crate::rule!("array.buffers.immutable"),
+        changed.is_none(),
+        "array",
+        || {
+            format!(
+                "the first export's bytes changed while the producer made a second export: {}",
+                changed.clone().unwrap_or_default()
+            )
+        },
+    );
 }
 
 #[cfg(test)]

@@ -578,7 +578,10 @@ mod tests {
         assert_eq!(m.uneven, vec![vec![400, -600, 400]]);
         assert!(m.leaks(), "{m:?}");
         let e = m.evidence("export and release");
-        assert!(e.contains("grew in most repetitions but not all (400, -600, 400 bytes)"), "{e}");
+        assert!(
+            e.contains("grew in most repetitions but not all (400, -600, 400 bytes)"),
+            "{e}"
+        );
         // Clean, with one repetition's noise: measured again, no leak.
         let calls = Cell::new(0);
         let m = measure(&fake(&held), || {
@@ -602,7 +605,11 @@ mod tests {
         let calls = Cell::new(0);
         let m = measure(&fake(&held), || {
             calls.set(calls.get() + 1);
-            let extra = if [WARMUP + 2, WARMUP + 3].contains(&calls.get()) { 824 } else { 0 };
+            let extra = if [WARMUP + 2, WARMUP + 3].contains(&calls.get()) {
+                824
+            } else {
+                0
+            };
             held.set(held.get() + 400 + extra);
             Ok(())
         })

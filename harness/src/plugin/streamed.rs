@@ -81,13 +81,7 @@ pub fn read_back_broken(e: &CallError) -> bool {
 /// the IPC bytes of what it held. A stream that is not valid is the
 /// library's failure, not a refusal of the data (ENOTRECOVERABLE).
 pub fn read_back(entry: &'static str, stream: &mut ArrowArrayStream) -> Result<Vec<u8>, CallError> {
-    let broken = |what: String| {
-        failed(
-            entry,
-            libc::ENOTRECOVERABLE,
-            format!("{READ_BACK} {what}"),
-        )
-    };
+    let broken = |what: String| failed(entry, libc::ENOTRECOVERABLE, format!("{READ_BACK} {what}"));
     if stream.release.is_none() {
         return Err(broken("is a released stream".into()));
     }
@@ -162,7 +156,10 @@ mod tests {
         let invalid = super::failed(
             "consume",
             libc::ENOTRECOVERABLE,
-            format!("{} has an invalid chunk 0 (array.utf8.valid ...)", super::READ_BACK),
+            format!(
+                "{} has an invalid chunk 0 (array.utf8.valid ...)",
+                super::READ_BACK
+            ),
         );
         assert!(super::read_back_broken(&invalid));
         let panic = super::failed("consume", libc::ENOTRECOVERABLE, "panicked".into());

@@ -248,6 +248,12 @@ fn unhashed_identity(role: &str, p: &Plugin) -> PluginIdentity {
     }
 }
 
+/// Tells the orchestrator of a fatal error; the worker's exit code.
+fn fatal(stream: &mut UnixStream, message: String) -> i32 {
+    let _ = send(stream, &FromWorker::Fatal { message });
+    2
+}
+
 /// Runs the worker; returns the process exit code.
 pub fn run(args: WorkerArgs) -> i32 {
     let mut stream = match UnixStream::connect(&args.socket) {
@@ -260,49 +266,8 @@ pub fn run(args: WorkerArgs) -> i32 {
             return 2;
         }
     };
-    // Ends with the orchestrator, however it ends, before any plugin code
-    // runs (a plugin may hang this process in a call forever). Only a run's
-    // own scratch directory is ever removed (never whatever directory a
-    // hand-given --socket happens to be in).
-    let scratch = args
-        .socket
-        .parent()
-        .filter(|d| {
-            d.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(proc::SCRATCH_PREFIX))
-        })
-        .map(PathBuf::from);
-    if let Err(e) = proc::die_with_parent(scratch) {
-        let _ = send(
-            &mut stream,
-            &FromWorker::Fatal {
-                message: format!("cannot watch the orchestrator: {e}"),
-            },
-        );
-        return 2;
-    }
-    // Into the run's pids cgroup before any plugin code runs (where the
-    // orchestrator could make one).
-    if let Some(dir) = std::env::var_os(proc::PIDS_CGROUP_ENV) {
-        if let Err(e) = proc::join_pids_cgroup(std::path::Path::new(&dir)) {
-            let _ = send(
-                &mut stream,
-                &FromWorker::Fatal {
-                    message: format!("cannot join the pids cgroup {}: {e}", dir.to_string_lossy()),
-                },
-            );
-            return 2;
-        }
-    }
-    if let Err(e) = args.limits.apply() {
-        let _ = send(
-            &mut stream,
-            &FromWorker::Fatal {
-                message: format!("cannot set resource limits: {e}"),
-            },
-        );
-        return 2;
+    if let Err(message) = set_up_process(&args) {
+        return fatal(&mut stream, message);
     }
     let load = |p: &Option<PathBuf>| p.as_ref().map(|p| Plugin::load(p)).transpose();
     // A round trip's consumer given as deferred is loaded by the first case
@@ -320,15 +285,7 @@ pub fn run(args: WorkerArgs) -> i32 {
     });
     let (producer, consumer) = match loaded {
         Ok(pc) => pc,
-        Err(e) => {
-            let _ = send(
-                &mut stream,
-                &FromWorker::Fatal {
-                    message: e.to_string(),
-                },
-            );
-            return 2;
-        }
+        Err(e) => return fatal(&mut stream, e.to_string()),
     };
     // The suite: the IDs of its planned cases, and how to run one.
     let certify_opts = certify::Options {
@@ -356,49 +313,11 @@ pub fn run(args: WorkerArgs) -> i32 {
     let page = proc::CrumbPage::map(&crumb_path(&args.socket))
         .ok()
         .map(std::sync::Arc::new);
-    if let Some(page) = page.clone() {
-        let writer = std::sync::Mutex::new(());
-        crate::abi::breadcrumb::install(move |step| {
-            if std::process::id() != me {
-                return; // a forked child of a plugin: not ours to report
-            }
-            let _serialized = writer.lock();
-            page.write(step);
-        });
-    } else if let Ok(crumbs) = stream.try_clone() {
-        let crumbs = std::sync::Mutex::new(crumbs);
-        crate::abi::breadcrumb::install(move |step| {
-            if std::process::id() != me {
-                return; // a forked child of a plugin: not ours to report
-            }
-            let msg = FromWorker::Step {
-                step: step.to_string(),
-            };
-            if let Ok(mut s) = crumbs.lock() {
-                let _ = send(&mut s, &msg);
-            }
-        });
-    }
+    install_breadcrumbs(page.clone(), &stream, me);
     // A panic of arrowcert's code that cannot unwind to the case (one in
     // a callback a plugin called aborts) is told to the orchestrator
     // first, so the worker's death is a harness error, not a crash.
-    super::panic::install_hook();
-    if let Ok(notes) = stream.try_clone() {
-        let notes = std::sync::Mutex::new(notes);
-        super::panic::set_notify(move |text| {
-            if std::process::id() != me {
-                return;
-            }
-            if let Ok(mut s) = notes.lock() {
-                let _ = send(
-                    &mut s,
-                    &FromWorker::HarnessPanic {
-                        message: text.to_string(),
-                    },
-                );
-            }
-        });
-    }
+    install_panic_notes(&stream, me);
     let mut reader = match stream.try_clone() {
         Ok(s) => BufReader::new(s),
         Err(_) => return 2,
@@ -428,14 +347,12 @@ pub fn run(args: WorkerArgs) -> i32 {
         (Mode::Dlpack, Some(plan), Some(open)) => match open(plan) {
             Ok(s) => Some(s),
             Err(message) => {
-                let _ = send(&mut stream, &FromWorker::Fatal { message });
-                return 2;
+                return fatal(&mut stream, message);
             }
         },
         (Mode::Dlpack, _, _) => {
             let message = "a dlpack worker needs --plan".to_string();
-            let _ = send(&mut stream, &FromWorker::Fatal { message });
-            return 2;
+            return fatal(&mut stream, message);
         }
         _ => None,
     };
@@ -448,8 +365,7 @@ pub fn run(args: WorkerArgs) -> i32 {
         let scenarios = match sources.load() {
             Ok(s) => s,
             Err(message) => {
-                let _ = send(&mut stream, &FromWorker::Fatal { message });
-                return 2;
+                return fatal(&mut stream, message);
             }
         };
         // The suite of this run: a runner answers None for a case it does
@@ -477,8 +393,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
             (Mode::Roundtrip, _) => {
                 let message = "a roundtrip worker needs --producer and --consumer".to_string();
-                let _ = send(&mut stream, &FromWorker::Fatal { message });
-                return 2;
+                return fatal(&mut stream, message);
             }
             (Mode::Certify, _) => {
                 let sides = certify::Sides {
@@ -538,13 +453,7 @@ pub fn run(args: WorkerArgs) -> i32 {
             let msg: ToWorker = match serde_json::from_str(&line) {
                 Ok(m) => m,
                 Err(e) => {
-                    let _ = send(
-                        &mut stream,
-                        &FromWorker::Fatal {
-                            message: format!("bad request: {e}"),
-                        },
-                    );
-                    return 2;
+                    return fatal(&mut stream, format!("bad request: {e}"));
                 }
             };
             let (index, id) = match msg {
@@ -562,13 +471,10 @@ pub fn run(args: WorkerArgs) -> i32 {
                 page.clear(); // the last case's crumbs are not this one's
             }
             let Some(case) = suite.run(index, &id) else {
-                let _ = send(
+                return fatal(
                     &mut stream,
-                    &FromWorker::Fatal {
-                        message: format!("case {index} is not {id} in this worker's plan"),
-                    },
+                    format!("case {index} is not {id} in this worker's plan"),
                 );
-                return 2;
             };
             if std::process::id() != me {
                 // A plugin forked and its child came back into our code: it
@@ -580,21 +486,8 @@ pub fn run(args: WorkerArgs) -> i32 {
             // Late writes into structures earlier cases' calls had filled:
             // those cases' results are amended (the plugin's threads still
             // run, so the worker ends after this case).
-            let mut amended: Vec<Case> = Vec::new();
             let late = crate::abi::outslot::take_earlier();
-            for d in &late {
-                let Some(earlier) = recent.iter().find(|c| c.id == d.case) else {
-                    continue;
-                };
-                let at = match amended.iter().position(|c| c.id == d.case) {
-                    Some(i) => i,
-                    None => {
-                        amended.push(earlier.clone());
-                        amended.len() - 1
-                    }
-                };
-                crate::run::late::charge(&mut amended[at], std::slice::from_ref(d));
-            }
+            let amended = amended(&recent, &late);
             let retire = restored
                 .stuck
                 .clone()
@@ -654,4 +547,118 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
         }
     }
+}
+
+/// Readies the worker process before any plugin code runs: it dies with the
+/// orchestrator, joins the run's pids cgroup, and takes the run's resource
+/// limits; `Err` is the message of the fatal error.
+fn set_up_process(args: &WorkerArgs) -> Result<(), String> {
+    // Ends with the orchestrator, however it ends, before any plugin code
+    // runs (a plugin may hang this process in a call forever). Only a run's
+    // own scratch directory is ever removed (never whatever directory a
+    // hand-given --socket happens to be in).
+    let scratch = args
+        .socket
+        .parent()
+        .filter(|d| {
+            d.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(proc::SCRATCH_PREFIX))
+        })
+        .map(PathBuf::from);
+    if let Err(e) = proc::die_with_parent(scratch) {
+        return Err(format!("cannot watch the orchestrator: {e}"));
+    }
+    // Into the run's pids cgroup before any plugin code runs (where the
+    // orchestrator could make one).
+    if let Some(dir) = std::env::var_os(proc::PIDS_CGROUP_ENV) {
+        if let Err(e) = proc::join_pids_cgroup(std::path::Path::new(&dir)) {
+            return Err(format!(
+                "cannot join the pids cgroup {}: {e}",
+                dir.to_string_lossy()
+            ));
+        }
+    }
+    if let Err(e) = args.limits.apply() {
+        return Err(format!("cannot set resource limits: {e}"));
+    }
+    Ok(())
+}
+
+/// Where the breadcrumbs of plugin calls go: the orchestrator's page
+/// (`page`), or, for a worker started by hand without one, messages on
+/// `stream`. A forked child of a plugin reports none (`me` is this process).
+fn install_breadcrumbs(
+    page: Option<std::sync::Arc<proc::CrumbPage>>,
+    stream: &UnixStream,
+    me: u32,
+) {
+    if let Some(page) = page {
+        let writer = std::sync::Mutex::new(());
+        crate::abi::breadcrumb::install(move |step| {
+            if std::process::id() != me {
+                return; // a forked child of a plugin: not ours to report
+            }
+            let _serialized = writer.lock();
+            page.write(step);
+        });
+    } else if let Ok(crumbs) = stream.try_clone() {
+        let crumbs = std::sync::Mutex::new(crumbs);
+        crate::abi::breadcrumb::install(move |step| {
+            if std::process::id() != me {
+                return; // a forked child of a plugin: not ours to report
+            }
+            let msg = FromWorker::Step {
+                step: step.to_string(),
+            };
+            if let Ok(mut s) = crumbs.lock() {
+                let _ = send(&mut s, &msg);
+            }
+        });
+    }
+}
+
+/// The panic hook, telling the orchestrator of a panic on `stream` (not
+/// from a forked child of a plugin: `me` is this process).
+fn install_panic_notes(stream: &UnixStream, me: u32) {
+    super::panic::install_hook();
+    if let Ok(notes) = stream.try_clone() {
+        let notes = std::sync::Mutex::new(notes);
+        super::panic::set_notify(move |text| {
+            if std::process::id() != me {
+                return;
+            }
+            if let Ok(mut s) = notes.lock() {
+                let _ = send(
+                    &mut s,
+                    &FromWorker::HarnessPanic {
+                        message: text.to_string(),
+                    },
+                );
+            }
+        });
+    }
+}
+
+/// The earlier cases (of `recent`) that the late writes `late` amend,
+/// each charged with its late writes.
+fn amended(
+    recent: &std::collections::VecDeque<Case>,
+    late: &[crate::abi::outslot::Damage],
+) -> Vec<Case> {
+    let mut amended: Vec<Case> = Vec::new();
+    for d in late {
+        let Some(earlier) = recent.iter().find(|c| c.id == d.case) else {
+            continue;
+        };
+        let at = match amended.iter().position(|c| c.id == d.case) {
+            Some(i) => i,
+            None => {
+                amended.push(earlier.clone());
+                amended.len() - 1
+            }
+        };
+        crate::run::late::charge(&mut amended[at], std::slice::from_ref(d));
+    }
+    amended
 }

@@ -308,380 +308,398 @@ fn column(f: &Field, a: &ArrayRef, ids: &mut i64, dicts: &mut Vec<Value>) -> R<V
     let mut c = Map::new();
     c.insert("name".into(), json!(f.name()));
     c.insert("count".into(), json!(a.len()));
-    let name = f.name().as_str();
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };
-    match a.data_type() {
-        DataType::Null => {}
-        DataType::Boolean => {
-            let b = a.as_boolean();
-            put("VALIDITY", validity(a));
-            put(
-                "DATA",
-                Value::Array(
-                    (0..b.len())
-                        .map(|i| json!(b.is_valid(i) && b.value(i)))
-                        .collect(),
-                ),
-            );
-        }
-        DataType::Int8 => data(&mut put, a, prim::<Int8Type>(a, num, json!(0))?),
-        DataType::Int16 => data(&mut put, a, prim::<Int16Type>(a, num, json!(0))?),
-        DataType::Int32 => data(&mut put, a, prim::<Int32Type>(a, num, json!(0))?),
-        DataType::Int64 => data(&mut put, a, prim::<Int64Type>(a, text, json!("0"))?),
-        DataType::UInt8 => data(&mut put, a, prim::<UInt8Type>(a, num, json!(0))?),
-        DataType::UInt16 => data(&mut put, a, prim::<UInt16Type>(a, num, json!(0))?),
-        DataType::UInt32 => data(&mut put, a, prim::<UInt32Type>(a, num, json!(0))?),
-        DataType::UInt64 => data(&mut put, a, prim::<UInt64Type>(a, text, json!("0"))?),
+    match primitive(a, f.name())? {
+        Some(values) => data(&mut put, a, values),
+        None => match a.data_type() {
+            DataType::Null => {}
+            DataType::Boolean => boolean_col(&mut put, a)?,
+            DataType::Utf8 => bytes_col::<i32>(&mut put, a, true),
+            DataType::LargeUtf8 => bytes_col::<i64>(&mut put, a, true),
+            DataType::Binary => bytes_col::<i32>(&mut put, a, false),
+            DataType::LargeBinary => bytes_col::<i64>(&mut put, a, false),
+            DataType::FixedSizeBinary(w) => fixed_binary_col(&mut put, a, w)?,
+            DataType::Utf8View | DataType::BinaryView => view_col(&mut put, a)?,
+            DataType::Struct(fields) => {
+                let s = a.as_struct();
+                put("VALIDITY", validity(a));
+                let children = fields
+                    .iter()
+                    .zip(s.columns())
+                    .map(|(f, c)| column(f, c, ids, dicts))
+                    .collect::<R<Vec<_>>>()?;
+                put("children", Value::Array(children));
+            }
+            DataType::List(child) | DataType::Map(child, _) => {
+                let (offsets, values) = match a.data_type() {
+                    DataType::List(_) => {
+                        let l = a.as_list::<i32>();
+                        (l.value_offsets().to_vec(), l.values().clone())
+                    }
+                    _ => {
+                        let m = a.as_map();
+                        (
+                            m.value_offsets().to_vec(),
+                            std::sync::Arc::new(m.entries().clone()) as ArrayRef,
+                        )
+                    }
+                };
+                list_like(
+                    &mut put,
+                    a,
+                    child,
+                    offsets.iter().map(|&o| o as i64).collect(),
+                    values,
+                    false,
+                    ids,
+                    dicts,
+                )?;
+            }
+            DataType::LargeList(child) => {
+                let l = a.as_list::<i64>();
+                list_like(
+                    &mut put,
+                    a,
+                    child,
+                    l.value_offsets().to_vec(),
+                    l.values().clone(),
+                    true,
+                    ids,
+                    dicts,
+                )?;
+            }
+            DataType::ListView(child) | DataType::LargeListView(child) => {
+                list_view_col(&mut put, a, child, ids, dicts)?
+            }
+            DataType::FixedSizeList(child, _) => {
+                let l = a.as_fixed_size_list();
+                put("VALIDITY", validity(a));
+                put("children", json!([column(child, l.values(), ids, dicts)?]));
+            }
+            DataType::Union(fields, mode) => union_col(&mut put, a, fields, mode, ids, dicts)?,
+            DataType::RunEndEncoded(run_ends, values) => {
+                run_end_col(&mut put, a, run_ends, values, ids, dicts)?
+            }
+            DataType::Dictionary(_, value_type) => {
+                dictionary_col(&mut put, f, a, value_type, ids, dicts)?
+            }
+            // The primitive types: done above.
+            _ => {}
+        },
+    }
+    Ok(Value::Object(c))
+}
+
+/// The DATA of a column of a primitive (fixed-width, non-nested) type,
+/// or `None` for every other type.
+fn primitive(a: &ArrayRef, name: &str) -> R<Option<Value>> {
+    Ok(Some(match a.data_type() {
+        DataType::Int8 => prim::<Int8Type>(a, num, json!(0))?,
+        DataType::Int16 => prim::<Int16Type>(a, num, json!(0))?,
+        DataType::Int32 => prim::<Int32Type>(a, num, json!(0))?,
+        DataType::Int64 => prim::<Int64Type>(a, text, json!("0"))?,
+        DataType::UInt8 => prim::<UInt8Type>(a, num, json!(0))?,
+        DataType::UInt16 => prim::<UInt16Type>(a, num, json!(0))?,
+        DataType::UInt32 => prim::<UInt32Type>(a, num, json!(0))?,
+        DataType::UInt64 => prim::<UInt64Type>(a, text, json!("0"))?,
         DataType::Float16 => {
             let f = float(name);
-            data(
-                &mut put,
-                a,
-                prim::<Float16Type>(a, |v| f(v.to_f64()), json!(0.0))?,
-            )
+            prim::<Float16Type>(a, |v| f(v.to_f64()), json!(0.0))?
         }
         DataType::Float32 => {
             let f = float(name);
-            data(
-                &mut put,
-                a,
-                prim::<Float32Type>(a, |v| f(f64::from(v)), json!(0.0))?,
-            )
+            prim::<Float32Type>(a, |v| f(f64::from(v)), json!(0.0))?
         }
-        DataType::Float64 => data(
-            &mut put,
-            a,
-            prim::<Float64Type>(a, float(name), json!(0.0))?,
-        ),
-        DataType::Decimal32(_, _) => data(&mut put, a, prim::<Decimal32Type>(a, text, json!("0"))?),
-        DataType::Decimal64(_, _) => data(&mut put, a, prim::<Decimal64Type>(a, text, json!("0"))?),
-        DataType::Decimal128(_, _) => {
-            data(&mut put, a, prim::<Decimal128Type>(a, text, json!("0"))?)
+        DataType::Float64 => prim::<Float64Type>(a, float(name), json!(0.0))?,
+        DataType::Decimal32(_, _) => prim::<Decimal32Type>(a, text, json!("0"))?,
+        DataType::Decimal64(_, _) => prim::<Decimal64Type>(a, text, json!("0"))?,
+        DataType::Decimal128(_, _) => prim::<Decimal128Type>(a, text, json!("0"))?,
+        DataType::Decimal256(_, _) => prim::<Decimal256Type>(a, text, json!("0"))?,
+        DataType::Date32 => prim::<Date32Type>(a, num, json!(0))?,
+        DataType::Date64 => prim::<Date64Type>(a, text, json!("0"))?,
+        DataType::Time32(TimeUnit::Second) => prim::<Time32SecondType>(a, num, json!(0))?,
+        DataType::Time32(_) => prim::<Time32MillisecondType>(a, num, json!(0))?,
+        DataType::Time64(TimeUnit::Microsecond) => {
+            prim::<Time64MicrosecondType>(a, text, json!("0"))?
         }
-        DataType::Decimal256(_, _) => {
-            data(&mut put, a, prim::<Decimal256Type>(a, text, json!("0"))?)
+        DataType::Time64(_) => prim::<Time64NanosecondType>(a, text, json!("0"))?,
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            prim::<TimestampSecondType>(a, text, json!("0"))?
         }
-        DataType::Date32 => data(&mut put, a, prim::<Date32Type>(a, num, json!(0))?),
-        DataType::Date64 => data(&mut put, a, prim::<Date64Type>(a, text, json!("0"))?),
-        DataType::Time32(TimeUnit::Second) => {
-            data(&mut put, a, prim::<Time32SecondType>(a, num, json!(0))?)
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            prim::<TimestampMillisecondType>(a, text, json!("0"))?
         }
-        DataType::Time32(_) => data(
-            &mut put,
-            a,
-            prim::<Time32MillisecondType>(a, num, json!(0))?,
-        ),
-        DataType::Time64(TimeUnit::Microsecond) => data(
-            &mut put,
-            a,
-            prim::<Time64MicrosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Time64(_) => data(
-            &mut put,
-            a,
-            prim::<Time64NanosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Timestamp(TimeUnit::Second, _) => data(
-            &mut put,
-            a,
-            prim::<TimestampSecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => data(
-            &mut put,
-            a,
-            prim::<TimestampMillisecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => data(
-            &mut put,
-            a,
-            prim::<TimestampMicrosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => data(
-            &mut put,
-            a,
-            prim::<TimestampNanosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Duration(TimeUnit::Second) => data(
-            &mut put,
-            a,
-            prim::<DurationSecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Duration(TimeUnit::Millisecond) => data(
-            &mut put,
-            a,
-            prim::<DurationMillisecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Duration(TimeUnit::Microsecond) => data(
-            &mut put,
-            a,
-            prim::<DurationMicrosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Duration(TimeUnit::Nanosecond) => data(
-            &mut put,
-            a,
-            prim::<DurationNanosecondType>(a, text, json!("0"))?,
-        ),
-        DataType::Interval(IntervalUnit::YearMonth) => data(
-            &mut put,
-            a,
-            prim::<IntervalYearMonthType>(a, num, json!(0))?,
-        ),
-        DataType::Interval(IntervalUnit::DayTime) => data(
-            &mut put,
-            a,
-            prim::<IntervalDayTimeType>(
-                a,
-                |v| Ok(json!({"days": v.days, "milliseconds": v.milliseconds})),
-                json!({"days": 0, "milliseconds": 0}),
-            )?,
-        ),
-        DataType::Interval(IntervalUnit::MonthDayNano) => data(
-            &mut put,
-            a,
-            prim::<IntervalMonthDayNanoType>(
-                a,
-                |v| Ok(json!({"months": v.months, "days": v.days, "nanoseconds": v.nanoseconds})),
-                json!({"months": 0, "days": 0, "nanoseconds": 0}),
-            )?,
-        ),
-        DataType::Utf8 => bytes_col::<i32>(&mut put, a, true),
-        DataType::LargeUtf8 => bytes_col::<i64>(&mut put, a, true),
-        DataType::Binary => bytes_col::<i32>(&mut put, a, false),
-        DataType::LargeBinary => bytes_col::<i64>(&mut put, a, false),
-        DataType::FixedSizeBinary(w) => {
-            let b = a.as_fixed_size_binary();
-            put("VALIDITY", validity(a));
-            let zero = hex(&vec![0u8; (*w).max(0) as usize]);
-            put(
-                "DATA",
-                Value::Array(
-                    (0..b.len())
-                        .map(|i| {
-                            json!(if b.is_valid(i) {
-                                hex(b.value(i))
-                            } else {
-                                zero.clone()
-                            })
-                        })
-                        .collect(),
-                ),
-            );
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            prim::<TimestampMicrosecondType>(a, text, json!("0"))?
         }
-        DataType::Utf8View | DataType::BinaryView => {
-            let utf8 = matches!(a.data_type(), DataType::Utf8View);
-            let values: Vec<Option<&[u8]>> = if utf8 {
-                let v = a.as_string_view();
-                (0..v.len())
-                    .map(|i| v.is_valid(i).then(|| v.value(i).as_bytes()))
-                    .collect()
-            } else {
-                let v = a.as_binary_view();
-                (0..v.len())
-                    .map(|i| v.is_valid(i).then(|| v.value(i)))
-                    .collect()
-            };
-            put("VALIDITY", validity(a));
-            // Laid out afresh: every value longer than 12 bytes in one
-            // variadic buffer, in order.
-            let mut buffer = Vec::new();
-            let mut views = Vec::with_capacity(values.len());
-            for v in values {
-                let v = v.unwrap_or(&[]);
-                if v.len() <= 12 {
-                    let inlined = if utf8 {
-                        json!(std::str::from_utf8(v).unwrap_or_default())
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            prim::<TimestampNanosecondType>(a, text, json!("0"))?
+        }
+        DataType::Duration(TimeUnit::Second) => prim::<DurationSecondType>(a, text, json!("0"))?,
+        DataType::Duration(TimeUnit::Millisecond) => {
+            prim::<DurationMillisecondType>(a, text, json!("0"))?
+        }
+        DataType::Duration(TimeUnit::Microsecond) => {
+            prim::<DurationMicrosecondType>(a, text, json!("0"))?
+        }
+        DataType::Duration(TimeUnit::Nanosecond) => {
+            prim::<DurationNanosecondType>(a, text, json!("0"))?
+        }
+        DataType::Interval(IntervalUnit::YearMonth) => {
+            prim::<IntervalYearMonthType>(a, num, json!(0))?
+        }
+        DataType::Interval(IntervalUnit::DayTime) => prim::<IntervalDayTimeType>(
+            a,
+            |v| Ok(json!({"days": v.days, "milliseconds": v.milliseconds})),
+            json!({"days": 0, "milliseconds": 0}),
+        )?,
+        DataType::Interval(IntervalUnit::MonthDayNano) => prim::<IntervalMonthDayNanoType>(
+            a,
+            |v| Ok(json!({"months": v.months, "days": v.days, "nanoseconds": v.nanoseconds})),
+            json!({"months": 0, "days": 0, "nanoseconds": 0}),
+        )?,
+        _ => return Ok(None),
+    }))
+}
+
+/// A boolean column's validity and values.
+fn boolean_col(put: &mut impl FnMut(&str, Value), a: &ArrayRef) -> R<()> {
+    let b = a.as_boolean();
+    put("VALIDITY", validity(a));
+    put(
+        "DATA",
+        Value::Array(
+            (0..b.len())
+                .map(|i| json!(b.is_valid(i) && b.value(i)))
+                .collect(),
+        ),
+    );
+    Ok(())
+}
+
+/// A fixed-size binary column of width `w`: null slots as `w` zero bytes.
+fn fixed_binary_col(put: &mut impl FnMut(&str, Value), a: &ArrayRef, w: &i32) -> R<()> {
+    let b = a.as_fixed_size_binary();
+    put("VALIDITY", validity(a));
+    let zero = hex(&vec![0u8; (*w).max(0) as usize]);
+    put(
+        "DATA",
+        Value::Array(
+            (0..b.len())
+                .map(|i| {
+                    json!(if b.is_valid(i) {
+                        hex(b.value(i))
                     } else {
-                        json!(hex(v))
-                    };
-                    views.push(json!({"SIZE": v.len(), "INLINED": inlined}));
-                } else {
-                    views.push(json!({
-                        "SIZE": v.len(),
-                        "PREFIX_HEX": hex(&v[..4]),
-                        "BUFFER_INDEX": 0,
-                        "OFFSET": buffer.len(),
-                    }));
-                    buffer.extend_from_slice(v);
-                }
-            }
-            put("VIEWS", Value::Array(views));
-            put(
-                "VARIADIC_DATA_BUFFERS",
-                if buffer.is_empty() {
-                    json!([])
-                } else {
-                    json!([hex(&buffer)])
-                },
-            );
-        }
-        DataType::Struct(fields) => {
-            let s = a.as_struct();
-            put("VALIDITY", validity(a));
-            let children = fields
-                .iter()
-                .zip(s.columns())
-                .map(|(f, c)| column(f, c, ids, dicts))
-                .collect::<R<Vec<_>>>()?;
-            put("children", Value::Array(children));
-        }
-        DataType::List(child) | DataType::Map(child, _) => {
-            let (offsets, values) = match a.data_type() {
-                DataType::List(_) => {
-                    let l = a.as_list::<i32>();
-                    (l.value_offsets().to_vec(), l.values().clone())
-                }
-                _ => {
-                    let m = a.as_map();
-                    (
-                        m.value_offsets().to_vec(),
-                        std::sync::Arc::new(m.entries().clone()) as ArrayRef,
-                    )
-                }
-            };
-            list_like(
-                &mut put,
-                a,
-                child,
-                offsets.iter().map(|&o| o as i64).collect(),
-                values,
-                false,
-                ids,
-                dicts,
-            )?;
-        }
-        DataType::LargeList(child) => {
-            let l = a.as_list::<i64>();
-            list_like(
-                &mut put,
-                a,
-                child,
-                l.value_offsets().to_vec(),
-                l.values().clone(),
-                true,
-                ids,
-                dicts,
-            )?;
-        }
-        DataType::ListView(child) | DataType::LargeListView(child) => {
-            let large = matches!(a.data_type(), DataType::LargeListView(_));
-            let (offsets, sizes, values): (Vec<i64>, Vec<i64>, ArrayRef) = if large {
-                let l = a.as_list_view::<i64>();
-                (
-                    l.value_offsets().to_vec(),
-                    l.value_sizes().to_vec(),
-                    l.values().clone(),
-                )
+                        zero.clone()
+                    })
+                })
+                .collect(),
+        ),
+    );
+    Ok(())
+}
+
+/// A string or binary view column, its variadic buffer laid out afresh.
+fn view_col(put: &mut impl FnMut(&str, Value), a: &ArrayRef) -> R<()> {
+    let utf8 = matches!(a.data_type(), DataType::Utf8View);
+    let values: Vec<Option<&[u8]>> = if utf8 {
+        let v = a.as_string_view();
+        (0..v.len())
+            .map(|i| v.is_valid(i).then(|| v.value(i).as_bytes()))
+            .collect()
+    } else {
+        let v = a.as_binary_view();
+        (0..v.len())
+            .map(|i| v.is_valid(i).then(|| v.value(i)))
+            .collect()
+    };
+    put("VALIDITY", validity(a));
+    // Laid out afresh: every value longer than 12 bytes in one
+    // variadic buffer, in order.
+    let mut buffer = Vec::new();
+    let mut views = Vec::with_capacity(values.len());
+    for v in values {
+        let v = v.unwrap_or(&[]);
+        if v.len() <= 12 {
+            let inlined = if utf8 {
+                json!(std::str::from_utf8(v).unwrap_or_default())
             } else {
-                let l = a.as_list_view::<i32>();
-                (
-                    l.value_offsets().iter().map(|&o| o as i64).collect(),
-                    l.value_sizes().iter().map(|&o| o as i64).collect(),
-                    l.values().clone(),
-                )
+                json!(hex(v))
             };
-            put("VALIDITY", validity(a));
-            let n = |v: i64| {
-                if large {
-                    json!(v.to_string())
-                } else {
-                    json!(v)
-                }
-            };
-            let valid = |i: usize| a.is_valid(i);
-            put(
-                "OFFSET",
-                Value::Array(
-                    (0..a.len())
-                        .map(|i| n(if valid(i) { offsets[i] } else { 0 }))
-                        .collect(),
-                ),
-            );
-            put(
-                "SIZE",
-                Value::Array(
-                    (0..a.len())
-                        .map(|i| n(if valid(i) { sizes[i] } else { 0 }))
-                        .collect(),
-                ),
-            );
-            put("children", json!([column(child, &values, ids, dicts)?]));
-        }
-        DataType::FixedSizeList(child, _) => {
-            let l = a.as_fixed_size_list();
-            put("VALIDITY", validity(a));
-            put("children", json!([column(child, l.values(), ids, dicts)?]));
-        }
-        DataType::Union(fields, mode) => {
-            let u = a.as_union();
-            put(
-                "TYPE_ID",
-                Value::Array(u.type_ids().iter().map(|t| json!(t)).collect()),
-            );
-            if *mode == UnionMode::Dense {
-                let offsets = u.offsets().map(|o| o.to_vec()).unwrap_or_default();
-                put(
-                    "OFFSET",
-                    Value::Array(offsets.iter().map(|o| json!(o)).collect()),
-                );
-            }
-            let children = fields
-                .iter()
-                .map(|(id, f)| column(f, u.child(id), ids, dicts))
-                .collect::<R<Vec<_>>>()?;
-            put("children", Value::Array(children));
-        }
-        DataType::RunEndEncoded(run_ends, values) => {
-            let (ends, vals) = match run_ends.data_type() {
-                DataType::Int16 => run_end::<Int16Type>(a),
-                DataType::Int32 => run_end::<Int32Type>(a),
-                _ => run_end::<Int64Type>(a),
-            };
-            let ends_col = match run_ends.data_type() {
-                DataType::Int16 => ends.iter().map(|&e| json!(e)).collect(),
-                DataType::Int32 => ends.iter().map(|&e| json!(e)).collect(),
-                _ => ends.iter().map(|&e| json!(e.to_string())).collect(),
-            };
-            let ends_json = json!({
-                "name": run_ends.name(),
-                "count": ends.len(),
-                "VALIDITY": vec![1; ends.len()],
-                "DATA": Value::Array(ends_col),
-            });
-            put(
-                "children",
-                json!([ends_json, column(values, &vals, ids, dicts)?]),
-            );
-        }
-        DataType::Dictionary(_, value_type) => {
-            let id = *ids;
-            *ids += 1;
-            let d = a.as_any_dictionary();
-            let keys = d.keys();
-            put("VALIDITY", validity(a));
-            let key_data = match keys.data_type() {
-                DataType::Int8 => prim::<Int8Type>(keys, num, json!(0))?,
-                DataType::Int16 => prim::<Int16Type>(keys, num, json!(0))?,
-                DataType::Int32 => prim::<Int32Type>(keys, num, json!(0))?,
-                DataType::Int64 => prim::<Int64Type>(keys, text, json!("0"))?,
-                DataType::UInt8 => prim::<UInt8Type>(keys, num, json!(0))?,
-                DataType::UInt16 => prim::<UInt16Type>(keys, num, json!(0))?,
-                DataType::UInt32 => prim::<UInt32Type>(keys, num, json!(0))?,
-                DataType::UInt64 => prim::<UInt64Type>(keys, text, json!("0"))?,
-                t => return Err(Unsupported(format!("dictionary keys of type {t}"))),
-            };
-            put("DATA", key_data);
-            let values = d.values();
-            let vf = Field::new(f.name(), value_type.as_ref().clone(), true);
-            let col = column(&vf, values, ids, dicts)?;
-            dicts.push(json!({
-                "id": id,
-                "data": {"count": values.len(), "columns": [col]},
+            views.push(json!({"SIZE": v.len(), "INLINED": inlined}));
+        } else {
+            views.push(json!({
+                "SIZE": v.len(),
+                "PREFIX_HEX": hex(&v[..4]),
+                "BUFFER_INDEX": 0,
+                "OFFSET": buffer.len(),
             }));
+            buffer.extend_from_slice(v);
         }
     }
-    Ok(Value::Object(c))
+    put("VIEWS", Value::Array(views));
+    put(
+        "VARIADIC_DATA_BUFFERS",
+        if buffer.is_empty() {
+            json!([])
+        } else {
+            json!([hex(&buffer)])
+        },
+    );
+    Ok(())
+}
+
+/// A list view or large list view column: offsets and sizes, null slots 0.
+fn list_view_col(
+    put: &mut impl FnMut(&str, Value),
+    a: &ArrayRef,
+    child: &Field,
+    ids: &mut i64,
+    dicts: &mut Vec<Value>,
+) -> R<()> {
+    let large = matches!(a.data_type(), DataType::LargeListView(_));
+    let (offsets, sizes, values): (Vec<i64>, Vec<i64>, ArrayRef) = if large {
+        let l = a.as_list_view::<i64>();
+        (
+            l.value_offsets().to_vec(),
+            l.value_sizes().to_vec(),
+            l.values().clone(),
+        )
+    } else {
+        let l = a.as_list_view::<i32>();
+        (
+            l.value_offsets().iter().map(|&o| o as i64).collect(),
+            l.value_sizes().iter().map(|&o| o as i64).collect(),
+            l.values().clone(),
+        )
+    };
+    put("VALIDITY", validity(a));
+    let n = |v: i64| {
+        if large {
+            json!(v.to_string())
+        } else {
+            json!(v)
+        }
+    };
+    let valid = |i: usize| a.is_valid(i);
+    put(
+        "OFFSET",
+        Value::Array(
+            (0..a.len())
+                .map(|i| n(if valid(i) { offsets[i] } else { 0 }))
+                .collect(),
+        ),
+    );
+    put(
+        "SIZE",
+        Value::Array(
+            (0..a.len())
+                .map(|i| n(if valid(i) { sizes[i] } else { 0 }))
+                .collect(),
+        ),
+    );
+    put("children", json!([column(child, &values, ids, dicts)?]));
+    Ok(())
+}
+
+/// A sparse or dense union column: type ids, offsets when dense, children.
+fn union_col(
+    put: &mut impl FnMut(&str, Value),
+    a: &ArrayRef,
+    fields: &arrow_schema::UnionFields,
+    mode: &UnionMode,
+    ids: &mut i64,
+    dicts: &mut Vec<Value>,
+) -> R<()> {
+    let u = a.as_union();
+    put(
+        "TYPE_ID",
+        Value::Array(u.type_ids().iter().map(|t| json!(t)).collect()),
+    );
+    if *mode == UnionMode::Dense {
+        let offsets = u.offsets().map(|o| o.to_vec()).unwrap_or_default();
+        put(
+            "OFFSET",
+            Value::Array(offsets.iter().map(|o| json!(o)).collect()),
+        );
+    }
+    let children = fields
+        .iter()
+        .map(|(id, f)| column(f, u.child(id), ids, dicts))
+        .collect::<R<Vec<_>>>()?;
+    put("children", Value::Array(children));
+    Ok(())
+}
+
+/// A run-end encoded column: the run ends and the values as children.
+fn run_end_col(
+    put: &mut impl FnMut(&str, Value),
+    a: &ArrayRef,
+    run_ends: &Field,
+    values: &Field,
+    ids: &mut i64,
+    dicts: &mut Vec<Value>,
+) -> R<()> {
+    let (ends, vals) = match run_ends.data_type() {
+        DataType::Int16 => run_end::<Int16Type>(a),
+        DataType::Int32 => run_end::<Int32Type>(a),
+        _ => run_end::<Int64Type>(a),
+    };
+    let ends_col = match run_ends.data_type() {
+        DataType::Int16 => ends.iter().map(|&e| json!(e)).collect(),
+        DataType::Int32 => ends.iter().map(|&e| json!(e)).collect(),
+        _ => ends.iter().map(|&e| json!(e.to_string())).collect(),
+    };
+    let ends_json = json!({
+        "name": run_ends.name(),
+        "count": ends.len(),
+        "VALIDITY": vec![1; ends.len()],
+        "DATA": Value::Array(ends_col),
+    });
+    put(
+        "children",
+        json!([ends_json, column(values, &vals, ids, dicts)?]),
+    );
+    Ok(())
+}
+
+/// A dictionary column: its keys as data, its values as a new dictionary
+/// batch in `dicts` under the next id.
+fn dictionary_col(
+    put: &mut impl FnMut(&str, Value),
+    f: &Field,
+    a: &ArrayRef,
+    value_type: &DataType,
+    ids: &mut i64,
+    dicts: &mut Vec<Value>,
+) -> R<()> {
+    let id = *ids;
+    *ids += 1;
+    let d = a.as_any_dictionary();
+    let keys = d.keys();
+    put("VALIDITY", validity(a));
+    let key_data = match keys.data_type() {
+        DataType::Int8 => prim::<Int8Type>(keys, num, json!(0))?,
+        DataType::Int16 => prim::<Int16Type>(keys, num, json!(0))?,
+        DataType::Int32 => prim::<Int32Type>(keys, num, json!(0))?,
+        DataType::Int64 => prim::<Int64Type>(keys, text, json!("0"))?,
+        DataType::UInt8 => prim::<UInt8Type>(keys, num, json!(0))?,
+        DataType::UInt16 => prim::<UInt16Type>(keys, num, json!(0))?,
+        DataType::UInt32 => prim::<UInt32Type>(keys, num, json!(0))?,
+        DataType::UInt64 => prim::<UInt64Type>(keys, text, json!("0"))?,
+        t => return Err(Unsupported(format!("dictionary keys of type {t}"))),
+    };
+    put("DATA", key_data);
+    let values = d.values();
+    let vf = Field::new(f.name(), value_type.clone(), true);
+    let col = column(&vf, values, ids, dicts)?;
+    dicts.push(json!({
+        "id": id,
+        "data": {"count": values.len(), "columns": [col]},
+    }));
+    Ok(())
 }
 
 fn data(put: &mut impl FnMut(&str, Value), a: &dyn Array, values: Value) {
