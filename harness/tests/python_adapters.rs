@@ -250,6 +250,74 @@ def load(data):
     }
 }
 
+/// A read() that raises leaves what it read to its traceback's frames;
+/// when a collection during the call moved them to the oldest generation,
+/// only a full collection frees them. The bridge runs one after a call
+/// that raised, so the data handed over is released by the time the call
+/// returns (pandas' "year out of range" read as "never released" in some
+/// runs only, by how many objects the call made).
+#[test]
+fn what_a_raising_read_held_in_old_cycles_is_released() {
+    let Some(py) = python() else { return };
+    let dir = scratch("py-adapters");
+    let adapter = dir.join("raises_old.py");
+    std::fs::write(
+        &adapter,
+        r#"import gc
+
+import nanoarrow as na
+
+NAME = "raises holding the data in an old cycle (test adapter)"
+
+
+class _Cycle:
+    pass
+
+
+def read(data):
+    a = na.Array(data)
+    if a.schema.n_fields == 1 and a.schema.field(0).name == "x":
+        return a  # the bridge's probe (one int64 column "x"): served
+    c = _Cycle()
+    c.me = c  # garbage only the collector frees once this frame goes
+    c.array = a
+    del a
+    gc.collect(0)
+    gc.collect(1)  # c survives two collections: the oldest generation
+    raise ValueError("year 14302 is out of range")
+"#,
+    )
+    .unwrap();
+    let report = dir.join("raises_old.json");
+    let _ = std::fs::remove_file(&report);
+    let out = arrowcert(&py)
+        .args([
+            "certify",
+            "--consumer",
+            &format!("py:{}", adapter.display()),
+        ])
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .args(["--exact", "consumer/stream/plain/primitive"])
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = arrowcert::report::read(&report).expect("a report");
+    let case = r
+        .cases
+        .iter()
+        .find(|c| c.id == "consumer/stream/plain/primitive")
+        .unwrap_or_else(|| panic!("the case ran: {stdout}"));
+    assert!(
+        !case.violations.iter().any(|v| v.rule == "consumer.release.once"),
+        "{stdout}\n{case:?}"
+    );
+    assert!(
+        matches!(case.verdict, Verdict::Error | Verdict::Limitation),
+        "{stdout}\n{case:?}"
+    );
+}
+
 /// One unsupported column hides a whole scenario no more: a library that
 /// declines one column of a mixed generated scenario is shown every
 /// column of it alone (`gen/<i>~col:<k>`), and every type family has a
