@@ -309,7 +309,10 @@ def read(data):
         .find(|c| c.id == "consumer/stream/plain/primitive")
         .unwrap_or_else(|| panic!("the case ran: {stdout}"));
     assert!(
-        !case.violations.iter().any(|v| v.rule == "consumer.release.once"),
+        !case
+            .violations
+            .iter()
+            .any(|v| v.rule == "consumer.release.once"),
         "{stdout}\n{case:?}"
     );
     assert!(

@@ -48,8 +48,8 @@ pub const WARMUP: usize = 2;
 pub const MEASURED: usize = 3;
 /// The lengths of the long rounds run when the short one suggests a leak.
 pub const LONG: [usize; 3] = [16, 32, 64];
-/// Measurements taken again when a long round's drop was memory of
-/// something else ([`Measurement::foreign`]).
+/// Measurements taken again, at most, when one was spoiled by memory of
+/// something else ([`Measurement::foreign`], [`Measurement::uneven`]).
 pub const RETRIES: usize = 2;
 /// Every round of a leak grows by at least this share of the short round's
 /// smallest growth per repetition, times its length.
@@ -137,8 +137,8 @@ pub fn consistent_growth(growth: &[i64]) -> bool {
 /// True when the long rounds' growth (`long`, one per [`LONG`] round) goes
 /// on at the rate of the short round's (`short`, per repetition): every
 /// round grew by at least [`LINEAR_SHARE`] of the short round's smallest
-/// growth per repetition times its length. A bounded cache cannot: over a round longer
-/// than its period it adds at most one period's entries.
+/// growth per repetition times its length. A bounded cache cannot: over a
+/// round longer than its period it adds at most one period's entries.
 pub fn linear(short: &[i64], long: &[i64]) -> bool {
     consistent_growth(short) && long.len() == LONG.len() && steady(short, long)
 }

@@ -911,7 +911,8 @@ pub fn crash_confirmed_alone(case: &Case) -> bool {
         && case
             .message
             .as_deref()
-            .is_some_and(|m| m.ends_with(&format!("{CRASHED_ALONE_TOO})")))
+            .and_then(|m| m.strip_suffix(')'))
+            .is_some_and(|m| m.ends_with(CRASHED_ALONE_TOO))
 }
 
 /// How the note on a case that crashed only after other cases begins.

@@ -39,15 +39,13 @@ pub(super) fn refused(
     // A panic a binding caught (ENOTRECOVERABLE) is an error, unless the
     // twins below show it refused only what the spec permits refusing:
     // "Consumers MAY decide not to support unaligned memory" (and
-    // "non-0-offset arrays") says nothing of how a consumer refuses.
-    let panicked = e.code() == Some(libc::ENOTRECOVERABLE);
+    // "non-0-offset arrays") says nothing of how a consumer refuses. A
+    // broken read-back has that code too but is no refusal: the consumer
+    // took the data (pyogrio's offset dictionaries read as garbage were a
+    // limitation when the garbage was not UTF-8).
+    let panicked =
+        e.code() == Some(libc::ENOTRECOVERABLE) && !crate::plugin::streamed::read_back_broken(e);
     if !matches!(limitation, Ended::Limitation(_)) && !panicked {
-        return limitation;
-    }
-    // The consumer took the data and handed back something broken: no
-    // refusal, so no permission to credit (pyogrio's offset dictionaries
-    // read as garbage were a limitation when the garbage was not UTF-8).
-    if crate::plugin::streamed::read_back_broken(e) {
         return limitation;
     }
     // Off the CPU a refusal can come from reading before the data was
