@@ -5,20 +5,17 @@
 
 use std::cell::RefCell;
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime};
 
 use super::progress::Progress;
 use super::words::{counts, resume_command, shell_word, verdict_word};
 use super::BadInput;
 use crate::certify::{self, summary};
 use crate::device::Kind as DeviceKind;
-use crate::engine::certify::{shrink_all, Engine};
-use crate::generate::{self, shrink};
-use crate::plugin::Plugin;
+use crate::engine::certification;
+use crate::generate::shrink;
 use crate::report::{self, outcome, Case, PluginIdentity, Report, Verdict};
 use crate::roundtrip::Filter;
 use crate::run;
-use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 use crate::sources::Sources;
 
 /// A plugin under test: where it is, and how the user named it.
@@ -132,11 +129,6 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     let sources = &args.sources;
     let scenarios = sources.load().map_err(BadInput)?;
     let data = sources.describe();
-    let opts = certify::Options {
-        replay_prefix: replay_prefix(&args),
-        ..Default::default()
-    };
-    let sides = args.sides();
     let (devices, left_out) = devices_of(&args)?;
     // Before the certification runs: a missing reference producer is bad
     // input, not the end of a long run.
@@ -150,34 +142,35 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         ),
         _ => None,
     };
-    let mut plan = certify::plan(&scenarios, sides, sources.seed);
-    let planned = plan.len();
-    // An async case ID that is not planned (a shrunk schedule) spells out
-    // its schedule: run it as asked.
-    for p in &args.filter.patterns {
-        if !plan.iter().any(|s| &s.id == p) {
-            if let Some(spec) = certify::spec_for(&[], &scenarios, p) {
-                plan.push(spec);
-            }
-        }
-    }
-    if args.all_variations && sides.consumer {
-        // The full product of the single-variation cases, after the
-        // planned ones (workers plan the default, `planned` cases, and find
-        // these by their IDs: certify::spec_for).
-        let have: std::collections::HashSet<String> = plan.iter().map(|s| s.id.clone()).collect();
-        let more: Vec<_> = certify::consumer::variation_plan(&scenarios, true)
-            .into_iter()
-            .filter(|s| !have.contains(&s.id))
-            .collect();
-        plan.extend(more);
-    }
+    let request = certification::Request {
+        sources,
+        scenarios: &scenarios,
+        sides: args.sides(),
+        devices: &devices,
+        filter: &args.filter,
+        all_variations: args.all_variations,
+        replay: args.replay,
+        resume: args.resume.as_deref(),
+        report: args.report.clone(),
+        invocation: args.invocation.clone(),
+        producer: args.producer.as_ref().map(|l| l.path.as_path()),
+        consumer: args.consumer.as_ref().map(|l| l.path.as_path()),
+        jobs: args.jobs,
+        case_timeout_ms: args.case_timeout_ms,
+        max_memory_mb: args.max_memory_mb,
+        wrapper: args.wrapper.clone(),
+        opts: certify::Options {
+            replay_prefix: replay_prefix(&args),
+            ..Default::default()
+        },
+        repeat: args.repeat,
+        shrink: args.shrink,
+        expectations: args.expectations.as_ref(),
+    };
+    let plan = certification::plan(&request);
     if args.list {
-        for spec in plan
-            .iter()
-            .filter(|s| devices.contains(&s.device) && args.filter.selects(&s.id))
-        {
-            println!("{}: case", spec.id);
+        for i in &plan.selected {
+            println!("{}: case", plan.specs[*i].id);
         }
         if args.malformed {
             for spec in crate::malformed::plan()
@@ -189,296 +182,52 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         }
         return Ok(0);
     }
-    let selected: Vec<usize> = (0..plan.len())
-        .filter(|&i| devices.contains(&plan[i].device) && args.filter.selects(&plan[i].id))
-        .collect();
-    let previous = match &args.resume {
-        Some(path) => {
-            let mut plugins: Vec<(&str, &std::path::Path)> = Vec::new();
-            if let Some(p) = &args.producer {
-                plugins.push(("producer", &p.path));
-            }
-            if let Some(c) = &args.consumer {
-                plugins.push(("consumer", &c.path));
-            }
-            Some(resumable(path, "certify", &data, &plugins).map_err(BadInput)?)
-        }
-        None => None,
-    };
-    let todo = not_yet_run(previous.as_ref(), &selected, |i| &plan[i].id);
-    if args.replay && selected.is_empty() {
+    if args.replay && plan.selected.is_empty() {
         return Err(BadInput(format!(
             "no case of {} matches {}",
             data,
             args.filter.patterns.join(" ")
         )));
     }
-
-    let started = SystemTime::now();
-    let clock = Instant::now();
-    let path = match (args.report.as_ref().or(args.resume.as_ref()), args.replay) {
-        (Some(p), _) => Some(p.clone()),
-        (None, true) => None,
-        (None, false) => Some(
-            PathBuf::from("reports")
-                .join(format!("certify-{}.json", report::time::compact(started))),
+    let mut printer = Printer {
+        args: &args,
+        header: format!(
+            "({} cases over {} scenarios from {data}, {})",
+            plan.selected.len(),
+            scenarios.len(),
+            if args.jobs == 0 {
+                "in this process".to_string()
+            } else {
+                format!("{} worker processes", args.jobs)
+            }
         ),
-    };
-    let checkpoint = RefCell::new(Checkpoint {
-        report: Report {
-            planned: selected.len() as u64,
-            devices: devices.iter().map(|d| d.name().to_string()).collect(),
-            // Kept cases stay; the start and invocation become this run's.
-            cases: previous.map(|r| r.cases).unwrap_or_default(),
-            seed: scenarios
+        devices: format!(
+            "devices: {}{}",
+            devices
                 .iter()
-                .any(|s| s.name.starts_with(generate::PREFIX))
-                .then_some(sources.seed),
-            ..Report::begun(
-                if args.replay { "replay" } else { "certify" },
-                args.invocation.clone(),
-                started,
-                data.clone(),
-            )
-        },
-        path: path.clone().unwrap_or_default(),
-        position: plan
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.clone(), i))
-            .collect(),
-        last: Instant::now(),
-        error: None,
-        disabled: path.is_none(),
-        added: Default::default(),
-    });
-    if todo.len() < selected.len() {
-        println!(
-            "resuming {}: {} of {} cases already ran",
-            path.as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            selected.len() - todo.len(),
-            selected.len()
-        );
-    }
-    run::proc::catch_interrupts();
-    let load = |lib: &Option<Lib>| -> Result<Option<Plugin>, BadInput> {
-        match lib {
-            Some(l) if args.jobs == 0 => Plugin::load(&l.path)
+                .map(|d| d.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if left_out.is_empty() {
+                String::new()
+            } else {
+                format!(" (not covered: {})", left_out.join("; "))
+            }
+        ),
+        progress: None,
+    };
+    let ran = certification::run(request, plan, &mut printer, |interrupted| {
+        match (&args.consumer, malformed_base) {
+            (Some(consumer), Some(base)) if !interrupted => run_malformed(&args, consumer, base)
                 .map(Some)
-                .map_err(|e| BadInput(e.to_string())),
+                .map_err(|e| e.0),
             _ => Ok(None),
         }
-    };
-    let mut engine = Engine {
-        jobs: args.jobs,
-        producer_path: args.producer.as_ref().map(|l| l.path.clone()),
-        consumer_path: args.consumer.as_ref().map(|l| l.path.clone()),
-        case_timeout_ms: args.case_timeout_ms,
-        max_memory_mb: args.max_memory_mb,
-        opts,
-        producer: load(&args.producer)?,
-        consumer: load(&args.consumer)?,
-        kept: Default::default(),
-        wrapper: args.wrapper.clone(),
-    };
-    let how = if args.jobs == 0 {
-        "in this process".to_string()
-    } else {
-        format!("{} worker processes", args.jobs)
-    };
-    let progress = RefCell::new(Progress::new(todo.len()));
-    let mut ready = |plugins: &[PluginIdentity]| {
-        let who: Vec<String> = plugins
-            .iter()
-            .map(|p| format!("{} {}", p.role, p.name))
-            .collect();
-        println!(
-            "arrowcert {}: {} ({} cases over {} scenarios from {data}, {how})",
-            if args.replay { "replay" } else { "certify" },
-            who.join(", "),
-            selected.len(),
-            scenarios.len()
-        );
-        if !args.replay {
-            println!(
-                "devices: {}{}",
-                devices
-                    .iter()
-                    .map(|d| d.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if left_out.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (not covered: {})", left_out.join("; "))
-                }
-            );
-        }
-        checkpoint.borrow_mut().report.plugins = plugins.to_vec();
-    };
-    let mut on_case = |c: &Case| {
-        let failed = !matches!(
-            c.verdict,
-            Verdict::Pass | Verdict::Skip | Verdict::Limitation
-        );
-        if args.verbose || args.replay || failed {
-            progress.borrow_mut().clear();
-            println!("case {} ... {}", c.id, verdict_word(c));
-            if args.replay {
-                print_evidence(c);
-            }
-        }
-        // A second result for a case amends the first (a late write found
-        // after it ended): it is not another case done.
-        if !checkpoint.borrow().added.contains(&c.id) {
-            progress.borrow_mut().tick(failed);
-        }
-        checkpoint.borrow_mut().add(c);
-    };
-    let interrupted = engine
-        .run(
-            sources,
-            &scenarios,
-            &plan,
-            planned,
-            &todo,
-            &mut ready,
-            &mut on_case,
-        )
-        .map_err(BadInput)?;
-    progress.borrow_mut().clear();
-
-    // Refusals of mixed generated scenarios: every column again alone, each
-    // result placed after the case it splits.
-    if interrupted.is_none() && !args.replay {
-        let so_far = checkpoint.borrow().report.clone();
-        crate::engine::certify::split_refusals(
-            &engine,
-            &so_far,
-            &scenarios,
-            sources,
-            sides,
-            &mut |c: &Case| {
-                if args.verbose
-                    || !matches!(
-                        c.verdict,
-                        Verdict::Pass | Verdict::Skip | Verdict::Limitation
-                    )
-                {
-                    println!("case {} ... {}", c.id, verdict_word(c));
-                }
-                let mut cp = checkpoint.borrow_mut();
-                if let Some(at) = crate::engine::certify::parent_case_id(&c.id, &c.scenario)
-                    .and_then(|p| cp.position.get(&p).copied())
-                {
-                    cp.position.insert(c.id.clone(), at);
-                }
-                cp.add(c);
-            },
-        )
-        .map_err(BadInput)?;
-        // Single-variation pairs planned on a path the consumer does not
-        // serve: on a path it does, each result after the case it moves.
-        let so_far = checkpoint.borrow().report.clone();
-        crate::engine::certify::move_variations(
-            &engine,
-            &so_far,
-            &scenarios,
-            sources,
-            sides,
-            &mut |c: &Case, original: &str| {
-                if args.verbose
-                    || !matches!(
-                        c.verdict,
-                        Verdict::Pass | Verdict::Skip | Verdict::Limitation
-                    )
-                {
-                    println!("case {} ... {}", c.id, verdict_word(c));
-                }
-                let mut cp = checkpoint.borrow_mut();
-                if let Some(at) = cp.position.get(original).copied() {
-                    cp.position.insert(c.id.clone(), at);
-                }
-                cp.add(c);
-            },
-        )
-        .map_err(BadInput)?;
-    }
-
-    // `--repeat`: what did not pass runs again; a verdict that changes
-    // makes the case flaky.
-    if interrupted.is_none() && !args.replay && args.repeat > 0 {
-        let so_far = checkpoint.borrow().report.clone();
-        let seen = crate::engine::certify::rerun_unsettled(
-            &mut engine,
-            &so_far,
-            &scenarios,
-            &plan,
-            planned,
-            sources,
-            sides,
-            args.repeat,
-        )
-        .map_err(BadInput)?;
-        let mut cp = checkpoint.borrow_mut();
-        for c in cp.report.cases.iter_mut() {
-            if let Some(reruns) = seen.get(&c.id) {
-                c.flaky = crate::engine::certify::flaky_outcomes(c.verdict, reruns);
-                if !c.flaky.is_empty() {
-                    let words: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
-                    println!("case {} ... flaky ({})", c.id, words.join(", "));
-                }
-            }
-        }
-    }
-
-    // Shrink what failed on generated scenarios, then write the report.
-    let shrunk = if interrupted.is_none() && !args.replay && args.shrink.candidates > 0 {
-        let report = &checkpoint.borrow().report;
-        shrink_all(
-            &engine,
-            report,
-            &scenarios,
-            &plan,
-            sources,
-            args.shrink,
-            sides,
-        )
-        .map_err(BadInput)?
-    } else {
-        Vec::new()
-    };
-    // The certification's workers go first: the malformed runs make pools
-    // of their own in the same scratch directory.
-    drop(engine);
-    let robustness = match (&args.consumer, malformed_base) {
-        (Some(consumer), Some(base)) if interrupted.is_none() => {
-            Some(run_malformed(&args, consumer, base)?)
-        }
-        _ => None,
-    };
-    let interrupted = interrupted.or_else(run::proc::interrupted);
-    let report = checkpoint
-        .into_inner()
-        .finish(interrupted, clock, |r| {
-            r.robustness = robustness;
-            r.rules = summary::rule_verdicts(&r.cases, sides);
-            r.shrunk = shrunk;
-            if !args.replay {
-                r.coverage = crate::engine::coverage::of(&r.cases, &scenarios);
-            }
-            crate::engine::judge(
-                r,
-                outcome::DATA_RULES,
-                args.expectations.as_ref(),
-                args.filter.narrows(),
-            );
-        })
-        .map_err(BadInput)?;
+    })
+    .map_err(BadInput)?;
+    let report = &ran.report;
     let judgement = report.outcome.clone().expect("finish judged the run");
-    print_result(&report, &judgement, args.replay);
+    print_result(report, &judgement, args.replay);
     if let Some(junit) = &args.junit {
         let suite = format!("arrowcert certify {}", args.subjects());
         let xml = summary::junit(&report.rules, &report.cases, &suite);
@@ -489,17 +238,17 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
     }
-    if let Some(path) = &path {
+    if let Some(path) = &ran.path {
         println!("report: {}", path.display());
     }
-    if let Some(sig) = interrupted {
+    if let Some(sig) = ran.interrupted {
         println!(
             "interrupted by {}: {} of {} cases ran; the report is marked incomplete",
             run::proc::signal_name(sig),
             report.cases.len(),
-            selected.len()
+            ran.selected
         );
-        if let Some(path) = &path {
+        if let Some(path) = &ran.path {
             println!(
                 "resume with: {} --resume {}",
                 resume_command(&args.invocation),
@@ -514,6 +263,89 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
     // Crashes, hangs and errors are failures too; nothing exercised is
     // not a pass (report::outcome).
     Ok(judgement.exit_code())
+}
+
+/// What `certify` and `replay` print as a run goes: the header once the
+/// plugins are loaded, a progress bar, and the cases that did not pass
+/// (every case when verbose; with their evidence for a replay).
+struct Printer<'a> {
+    args: &'a Args,
+    /// The header's tail: cases, scenarios, data, where cases run.
+    header: String,
+    /// The devices line (not for a replay).
+    devices: String,
+    progress: Option<Progress>,
+}
+
+impl Printer<'_> {
+    fn progress(&mut self) -> &mut Progress {
+        self.progress.get_or_insert_with(|| Progress::new(0))
+    }
+}
+
+fn failed(c: &Case) -> bool {
+    !matches!(
+        c.verdict,
+        Verdict::Pass | Verdict::Skip | Verdict::Limitation
+    )
+}
+
+impl crate::engine::session::Events for Printer<'_> {
+    fn start(&mut self, todo: usize, resuming: Option<&str>) {
+        if let Some(words) = resuming {
+            println!("{words}");
+        }
+        self.progress = Some(Progress::new(todo));
+    }
+
+    fn ready(&mut self, plugins: &[PluginIdentity]) {
+        let who: Vec<String> = plugins
+            .iter()
+            .map(|p| format!("{} {}", p.role, p.name))
+            .collect();
+        println!(
+            "arrowcert {}: {} {}",
+            if self.args.replay {
+                "replay"
+            } else {
+                "certify"
+            },
+            who.join(", "),
+            self.header
+        );
+        if !self.args.replay {
+            println!("{}", self.devices);
+        }
+    }
+
+    fn case(&mut self, c: &Case, new: bool) {
+        let failed = failed(c);
+        if self.args.verbose || self.args.replay || failed {
+            self.progress().clear();
+            println!("case {} ... {}", c.id, verdict_word(c));
+            if self.args.replay {
+                print_evidence(c);
+            }
+        }
+        if new {
+            self.progress().tick(failed);
+        }
+    }
+
+    fn cases_done(&mut self) {
+        self.progress().clear();
+    }
+
+    fn follow_up(&mut self, c: &Case) {
+        if self.args.verbose || failed(c) {
+            println!("case {} ... {}", c.id, verdict_word(c));
+        }
+    }
+
+    fn flaky(&mut self, c: &Case) {
+        let words: Vec<&str> = c.flaky.iter().map(|v| v.as_str()).collect();
+        println!("case {} ... flaky ({})", c.id, words.join(", "));
+    }
 }
 
 /// Whether the filter selects a malformed case: filters that name no

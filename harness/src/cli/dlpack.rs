@@ -2,22 +2,46 @@
 //! through its adapter file (docs/DLPACK.md), its cases run by the one
 //! runner (`crate::run`, `worker --mode dlpack`), and `dlpack-matrix`.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use super::progress::Progress;
 use super::words::{resume_command, shell_word};
 use super::BadInput;
 use crate::dlpack::run::{self, RunArgs, Sides};
+use crate::engine::dlpack as engine;
 use crate::registry::dlpack_bundled as bundled;
 use crate::report::{self, Report};
 use crate::roundtrip::Filter;
-use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 
-/// The `command` of a DLPack certification's report (what `--resume`
-/// checks) and its `data`.
-const COMMAND: &str = "certify --dlpack";
-const DATA: &str = "dlpack built-in cases";
+/// The progress bar of a DLPack run (and the line a resumed run starts
+/// with).
+#[derive(Default)]
+struct Bar(Option<Progress>);
+
+impl crate::engine::session::Events for Bar {
+    fn start(&mut self, todo: usize, resuming: Option<&str>) {
+        if let Some(words) = resuming {
+            println!("{words}");
+        }
+        self.0 = Some(Progress::new(todo));
+    }
+
+    fn case(&mut self, c: &report::Case, new: bool) {
+        let failed = !matches!(
+            c.verdict,
+            report::Verdict::Pass | report::Verdict::Skip | report::Verdict::Limitation
+        );
+        if let (Some(p), true) = (&mut self.0, new) {
+            p.tick(failed);
+        }
+    }
+
+    fn cases_done(&mut self) {
+        if let Some(p) = &mut self.0 {
+            p.clear();
+        }
+    }
+}
 
 /// What `certify --dlpack` was given.
 pub struct Args {
@@ -46,14 +70,6 @@ pub struct Args {
     /// The command line, for the report and the resume command.
     pub invocation: Vec<String>,
 }
-
-/// The value rules: a DLPack case that checked one compared data.
-const DATA_RULES: &[&str] = &[
-    crate::rule!("dlpack.tensor.describes"),
-    crate::rule!("dlpack.consumer.values"),
-    crate::rule!("dlpack.consumer.strides"),
-    crate::rule!("dlpack.consumer.byte-offset"),
-];
 
 /// The adapter both sides name (DLPack certification takes one library).
 fn adapter(args: &Args) -> Result<String, BadInput> {
@@ -116,7 +132,6 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
     if let Some(c) = &args.consumer {
         prefix.push_str(&format!(" --consumer {c}"));
     }
-    let started = std::time::SystemTime::now();
     let path = args
         .report
         .clone()
@@ -124,34 +139,28 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         .unwrap_or_else(|| {
             PathBuf::from("reports").join(format!(
                 "certify-dlpack-{}.json",
-                report::time::compact(started)
+                report::time::compact(std::time::SystemTime::now())
             ))
         });
-    let previous = match &args.resume {
-        Some(p) => {
-            let file =
-                std::fs::canonicalize(&adapter).map_err(|e| BadInput(format!("{adapter}: {e}")))?;
-            Some(resumable(p, COMMAND, DATA, &[("dlpack", file.as_path())]).map_err(BadInput)?)
-        }
-        None => None,
-    };
-    crate::run::proc::catch_interrupts();
-    let (mut r, interrupted) = certified(
-        &adapter,
-        sides,
-        &args.filter,
-        &gen,
-        args.case_timeout_ms,
-        args.max_memory_mb,
-        args.expectations.as_ref(),
-        prefix.clone(),
-        Kept {
-            path: Some(path.clone()),
-            previous,
+    let (r, interrupted) = engine::certify(
+        engine::Request {
+            adapter: &adapter,
+            sides,
+            filter: &args.filter,
+            generated: gen,
+            case_timeout_ms: args.case_timeout_ms,
+            max_memory_mb: args.max_memory_mb,
+            expectations: args.expectations.as_ref(),
+            replay_prefix: prefix,
+            report: Some(path.clone()),
+            resume: args.resume.as_deref(),
             invocation: args.invocation.clone(),
             seed: (args.cases > 0).then_some(args.seed),
+            shrink_candidates: args.shrink_candidates,
         },
-    )?;
+        &mut Bar::default(),
+    )
+    .map_err(BadInput)?;
     if let Some(sig) = interrupted {
         println!("report: {}", path.display());
         println!(
@@ -167,18 +176,6 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         );
         return Ok(128 + sig);
     }
-    if args.shrink_candidates > 0 {
-        r.shrunk = shrink(
-            &adapter,
-            &r,
-            &gen,
-            args.shrink_candidates,
-            &prefix,
-            args.case_timeout_ms,
-            args.max_memory_mb,
-        )?;
-    }
-
     let judgement = r.outcome.clone().expect("judged");
     print!(
         "{}",
@@ -208,12 +205,8 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         println!("  {}", report::printable(reason));
     }
     super::certify::print_unused_expectations(&r);
-    // Written again: the shrunk failures came after the checkpoint's
-    // final write.
-    report::write(&r, &path)
-        .map_err(|e| BadInput(format!("{}: cannot write the report: {e}", path.display())))?;
     if let Some(junit) = &args.junit {
-        let suite = format!("arrowcert {COMMAND} py:{adapter}");
+        let suite = format!("arrowcert {} py:{adapter}", engine::COMMAND);
         let xml = crate::certify::summary::junit(&r.rules, &r.cases, &suite);
         std::fs::write(junit, xml)
             .map_err(|e| BadInput(format!("{}: cannot write JUnit XML: {e}", junit.display())))?;
@@ -228,160 +221,6 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         return Ok(code);
     }
     Ok(judgement.exit_code())
-}
-
-/// What a certification keeps on disk as it goes: its report's path
-/// (checkpoints; none: only in memory), the report of the interrupted run
-/// it resumes, the command line and the seed the report names.
-struct Kept {
-    path: Option<PathBuf>,
-    previous: Option<Report>,
-    invocation: Vec<String>,
-    seed: Option<u64>,
-}
-
-/// Certifies `adapter` on `sides`: every case in worker processes (those
-/// `kept.previous` has not), the report with rule verdicts, judged (with
-/// `expectations`), checkpointed to `kept.path` as cases end. Returns the
-/// report and the signal that interrupted the run, if any.
-#[allow(clippy::too_many_arguments)]
-fn certified(
-    adapter: &str,
-    sides: Sides,
-    filter: &Filter,
-    gen: &run::Generated,
-    case_timeout_ms: u64,
-    max_memory_mb: u64,
-    expectations: Option<&(PathBuf, report::expectations::Expectations)>,
-    replay_prefix: String,
-    kept: Kept,
-) -> Result<(Report, Option<i32>), BadInput> {
-    let planned = run::planned(sides, false, filter, gen);
-    let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
-    let started = std::time::SystemTime::now();
-    let clock = std::time::Instant::now();
-    let all: Vec<usize> = (0..planned.len()).collect();
-    let todo = not_yet_run(kept.previous.as_ref(), &all, |i| &planned[i].id);
-    let checkpoint = RefCell::new(Checkpoint {
-        report: Report {
-            planned: planned.len() as u64,
-            plugins: vec![identity(&bridge, adapter)],
-            devices: std::iter::once("cpu".to_string())
-                .chain(
-                    sides
-                        .device
-                        .filter(|d| *d != crate::device::Kind::Cpu)
-                        .map(|d| d.name().to_string()),
-                )
-                .collect(),
-            // Kept cases stay; the start and invocation become this run's.
-            cases: kept.previous.map(|r| r.cases).unwrap_or_default(),
-            seed: kept.seed,
-            ..Report::begun(COMMAND, kept.invocation, started, DATA.into())
-        },
-        path: kept.path.clone().unwrap_or_default(),
-        position: planned
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.id.clone(), i))
-            .collect(),
-        last: std::time::Instant::now(),
-        error: None,
-        disabled: kept.path.is_none(),
-        added: Default::default(),
-    });
-    if todo.len() < planned.len() {
-        println!(
-            "resuming {}: {} of {} cases already ran",
-            checkpoint.borrow().path.display(),
-            planned.len() - todo.len(),
-            planned.len()
-        );
-    }
-    let progress = RefCell::new(Progress::new(todo.len()));
-    let ran = run::run(
-        &RunArgs {
-            bridge: bridge.clone(),
-            pair_consumer: None,
-            generated: gen.clone(),
-            sides,
-            filter: filter.clone(),
-            max_memory_mb,
-            case_timeout_ms,
-            replay_prefix,
-        },
-        Some(&todo),
-        &mut |c| {
-            let failed = !matches!(
-                c.verdict,
-                report::Verdict::Pass | report::Verdict::Skip | report::Verdict::Limitation
-            );
-            if !checkpoint.borrow().added.contains(&c.id) {
-                progress.borrow_mut().tick(failed);
-            }
-            checkpoint.borrow_mut().add(c);
-        },
-    )
-    .map_err(BadInput)?;
-    progress.borrow_mut().clear();
-    let r = checkpoint
-        .into_inner()
-        .finish(ran.interrupted, clock, |r| {
-            // The Arrow rules the cases across the protocols judged
-            // (to-arrow, from-arrow) join the DLPack ones; those no case
-            // touched are not the run's.
-            let touched: std::collections::BTreeSet<&str> = r
-                .cases
-                .iter()
-                .flat_map(|c| {
-                    c.checked
-                        .iter()
-                        .map(String::as_str)
-                        .chain(c.violations.iter().map(|v| v.rule.as_str()))
-                })
-                .collect();
-            let arrow_rules = crate::rules::RULES
-                .iter()
-                .filter(|rule| touched.contains(rule.id));
-            r.rules = crate::certify::summary::verdicts_of(
-                &r.cases,
-                crate::rules::dlpack::DLPACK_RULES
-                    .iter()
-                    .filter(|rule| match rule.side {
-                        crate::rules::Side::Producer => sides.producer,
-                        crate::rules::Side::Consumer => sides.consumer,
-                        crate::rules::Side::Both => true,
-                    })
-                    .chain(arrow_rules),
-            );
-            // Declined by the library itself (the adapter's, whichever side).
-            let library = r.plugins.first().map(|p| p.name.clone());
-            for l in r.limitations.iter_mut() {
-                if let Some(name) = &library {
-                    l.library.clone_from(name);
-                }
-            }
-            crate::engine::judge(r, DATA_RULES, expectations, filter.narrows());
-        })
-        .map_err(BadInput)?;
-    Ok((r, ran.interrupted))
-}
-
-fn identity(bridge: &std::path::Path, adapter: &str) -> report::PluginIdentity {
-    let name = crate::dlpack::bridge::Bridge::open(bridge)
-        .map(|b| b.name.clone())
-        .unwrap_or_else(|e| format!("{adapter} ({e})"));
-    report::PluginIdentity {
-        role: "dlpack".into(),
-        path: format!("py:{adapter}"),
-        name,
-        sha256: std::fs::canonicalize(adapter)
-            .ok()
-            .and_then(|p| report::sha256_file(&p).ok())
-            .unwrap_or_default(),
-        abi_version: 0,
-        entry_points: Vec::new(),
-    }
 }
 
 /// The flags of `arrowcert dlpack-matrix` (their help is the command's).
@@ -485,27 +324,31 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             }
             _ => None,
         };
-        let r = certified(
-            adapter,
-            both,
-            &Filter::default(),
-            &run::Generated {
-                seed: f.seed,
-                count: f.cases,
-                extra: Vec::new(),
-            },
-            f.case_timeout_ms,
-            f.max_memory_mb,
-            expectations.as_ref(),
-            format!("arrowcert certify --dlpack --producer {spec} --consumer {spec}"),
-            Kept {
-                path: None,
-                previous: None,
+        let (r, _) = engine::certify(
+            engine::Request {
+                adapter,
+                sides: both,
+                filter: &Filter::default(),
+                generated: run::Generated {
+                    seed: f.seed,
+                    count: f.cases,
+                    extra: Vec::new(),
+                },
+                case_timeout_ms: f.case_timeout_ms,
+                max_memory_mb: f.max_memory_mb,
+                expectations: expectations.as_ref(),
+                replay_prefix: format!(
+                    "arrowcert certify --dlpack --producer {spec} --consumer {spec}"
+                ),
+                report: None,
+                resume: None,
                 invocation: std::env::args().collect(),
                 seed: None,
+                shrink_candidates: 0,
             },
-        )?;
-        let r = r.0;
+            &mut Bar::default(),
+        )
+        .map_err(BadInput)?;
         let path = dir.join(format!("{name}.json"));
         report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
         let j = r.outcome.clone().expect("judged");
@@ -744,128 +587,4 @@ fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
         }
     }
     md
-}
-
-/// Shrinks the first failure of each rule (and of crashes) among the
-/// generated cases (of either side): proptest's walk over the case's value tree,
-/// each candidate run in a worker like any case, at most `budget` of them.
-fn shrink(
-    adapter: &str,
-    r: &Report,
-    gen: &run::Generated,
-    budget: usize,
-    prefix: &str,
-    case_timeout_ms: u64,
-    max_memory_mb: u64,
-) -> Result<Vec<report::ShrunkFailure>, BadInput> {
-    use crate::dlpack::engine;
-    let bridge = crate::plugin::python::prepare(adapter).map_err(BadInput)?;
-    let index: std::collections::HashMap<String, (u64, engine::GenSide)> =
-        [engine::GenSide::Consumer, engine::GenSide::Producer]
-            .into_iter()
-            .flat_map(|side| {
-                engine::generated(gen.seed, gen.count, side)
-                    .into_iter()
-                    .map(move |(i, c)| (c.id, (i, side)))
-            })
-            .collect();
-    let target_of = |c: &report::Case| -> Option<String> {
-        match c.verdict {
-            report::Verdict::Crash | report::Verdict::Timeout => Some("crash".into()),
-            _ => c.violations.first().map(|v| v.rule.clone()),
-        }
-    };
-    let shows = |c: &report::Case, target: &str| match target {
-        "crash" => matches!(c.verdict, report::Verdict::Crash | report::Verdict::Timeout),
-        rule => c.violations.iter().any(|v| v.rule == rule),
-    };
-    let mut done = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
-    for c in r
-        .cases
-        .iter()
-        .filter(|c| engine::GenSide::of(&c.id).is_some())
-    {
-        let (Some(target), Some(&(i, side))) = (target_of(c), index.get(&c.id)) else {
-            continue;
-        };
-        if !done.insert(target.clone()) || done.len() > 5 {
-            continue;
-        }
-        let run_one = |id: &str| -> Result<Option<report::Case>, BadInput> {
-            let cases = run::run(
-                &RunArgs {
-                    bridge: bridge.clone(),
-                    pair_consumer: None,
-                    generated: run::Generated {
-                        seed: gen.seed,
-                        count: 0,
-                        extra: vec![id.to_string()],
-                    },
-                    sides: Sides {
-                        producer: side == engine::GenSide::Producer,
-                        consumer: side == engine::GenSide::Consumer,
-                        device: None,
-                    },
-                    filter: Filter {
-                        patterns: vec![id.to_string()],
-                        exact: true,
-                        skip: Vec::new(),
-                    },
-                    max_memory_mb,
-                    case_timeout_ms,
-                    replay_prefix: prefix.to_string(),
-                },
-                None,
-                &mut |_| {},
-            )
-            .map_err(BadInput)?
-            .cases;
-            Ok(cases.into_iter().next())
-        };
-        let mut tree = engine::generated_tree(gen.seed, i, side);
-        let mut best = c.clone();
-        let (mut tried, mut steps) = (0u64, 0u64);
-        let mut exhausted = false;
-        if tree.simplify() {
-            loop {
-                // An interrupt ends the search where it is (the report
-                // was already written complete).
-                if tried as usize >= budget || crate::run::proc::interrupted().is_some() {
-                    exhausted = true;
-                    break;
-                }
-                tried += 1;
-                let id = tree.current();
-                let still = run_one(&id)?.filter(|x| shows(x, &target));
-                if let Some(x) = still {
-                    best = x;
-                    steps += 1;
-                    if !tree.simplify() {
-                        break;
-                    }
-                } else if !tree.complicate() {
-                    break;
-                }
-            }
-        }
-        out.push(report::ShrunkFailure {
-            target: target.clone(),
-            from_case: c.id.clone(),
-            case: best.id.clone(),
-            scenario: best.scenario.clone(),
-            evidence: best
-                .violations
-                .iter()
-                .find(|v| v.rule == target)
-                .map(|v| v.evidence.clone())
-                .or(best.message.clone())
-                .unwrap_or_default(),
-            tried,
-            steps,
-            exhausted,
-            replay: run::replay_of(prefix, &best.id),
-        });
-    }
-    Ok(out)
 }

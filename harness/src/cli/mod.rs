@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 /// Exit code for bad input (a path that is not a plugin, a wrong ABI
 /// version, an unreadable data directory, a usage error).
-pub const EXIT_BAD_INPUT: i32 = 2;
+pub const EXIT_BAD_INPUT: i32 = crate::report::outcome::EXIT_BAD_INPUT;
 /// Exit code when a run found failures.
 pub const EXIT_FAILURES: i32 = 1;
 

@@ -1,13 +1,11 @@
 //! `arrowcert roundtrip`: producer -> harness -> consumer on every path.
 
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime};
 
 use crate::engine;
 use crate::report::{self, Case, PluginIdentity, Report, Verdict};
 use crate::roundtrip::{self, Filter, Options};
 use crate::run;
-use crate::run::checkpoint::{not_yet_run, resumable, Checkpoint};
 use crate::scenario::Scenario;
 
 use super::words::{counts, resume_command, shell_word, verdict_word};
@@ -83,65 +81,29 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         return Ok(0);
     }
 
-    let previous = match &args.resume {
-        Some(path) => Some(
-            resumable(
-                path,
-                "roundtrip",
-                &data,
-                &[("producer", &args.producer), ("consumer", &args.consumer)],
-            )
-            .map_err(BadInput)?,
-        ),
-        None => None,
-    };
     let selected: Vec<usize> = plan
         .iter()
         .enumerate()
         .filter(|(_, s)| args.filter.selects(&s.id))
         .map(|(i, _)| i)
         .collect();
-    let position = plan
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.clone(), i))
-        .collect();
-    let todo = not_yet_run(previous.as_ref(), &selected, |i| &plan[i].id);
-
-    let started = SystemTime::now();
-    let clock = Instant::now();
-    let path = args
-        .report
-        .clone()
-        .or_else(|| args.resume.clone())
-        .unwrap_or_else(|| {
-            PathBuf::from("reports")
-                .join(format!("roundtrip-{}.json", report::time::compact(started)))
-        });
-    // Kept cases stay; the run's start and invocation become this run's.
-    let kept = previous.map(|r| r.cases).unwrap_or_default();
-    let checkpoint = std::cell::RefCell::new(Checkpoint {
-        report: Report {
-            planned: selected.len() as u64,
-            devices: vec!["cpu".into()],
-            cases: kept,
-            seed: (args.cases > 0).then_some(args.seed),
-            ..Report::begun("roundtrip", args.invocation.clone(), started, data.clone())
-        },
-        path: path.clone(),
-        position,
-        last: Instant::now(),
-        error: None,
-        disabled: false,
-        added: Default::default(),
-    });
-    if todo.len() < selected.len() {
-        println!(
-            "resuming {}: {} of {} cases already ran",
-            path.display(),
-            selected.len() - todo.len(),
-            selected.len()
-        );
+    let session = engine::session::Session::open(engine::session::Opening {
+        command: "roundtrip",
+        invocation: args.invocation.clone(),
+        data: data.clone(),
+        plan: plan.iter().map(|s| s.id.clone()).collect(),
+        selected,
+        resume: args.resume.as_deref(),
+        files: vec![("producer", &args.producer), ("consumer", &args.consumer)],
+        report: args.report.clone(),
+        default_stem: Some("roundtrip"),
+        devices: vec!["cpu".into()],
+        seed: (args.cases > 0).then_some(args.seed),
+        plugins: Vec::new(),
+    })
+    .map_err(BadInput)?;
+    if let Some(words) = session.resuming_words() {
+        println!("{words}");
     }
     run::proc::catch_interrupts();
     let engine = engine::roundtrip::Engine {
@@ -172,21 +134,29 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             &data,
             &how,
         );
-        checkpoint.borrow_mut().report.plugins = plugins.to_vec();
+        session.name_plugins(plugins);
     };
     let verbose = args.verbose;
     let mut on_case = |c: &Case| {
         if verbose || c.verdict != Verdict::Pass {
             println!("case {} ... {}", c.id, verdict_word(c));
         }
-        checkpoint.borrow_mut().add(c);
+        session.add(c);
     };
     let interrupted = engine
-        .run(&sources, &scenarios, &plan, &todo, &mut ready, &mut on_case)
+        .run(
+            &sources,
+            &scenarios,
+            &plan,
+            &session.todo,
+            &mut ready,
+            &mut on_case,
+        )
         .map_err(BadInput)?;
-    let report = checkpoint
-        .into_inner()
-        .finish(interrupted, clock, |r| {
+    let path = session.path.clone().unwrap_or_default();
+    let selected = session.selected;
+    let report = session
+        .finish(interrupted, |r| {
             // Every pass of a round trip compared data (no data rules needed).
             engine::judge(r, &[], args.expectations.as_ref(), args.filter.narrows());
         })
@@ -198,7 +168,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
             "interrupted by {}: {} of {} cases ran; the report is marked incomplete.\nresume with: {} --resume {}",
             run::proc::signal_name(sig),
             report.cases.len(),
-            selected.len(),
+            selected,
             resume_command(&args.invocation),
             shell_word(&path.display().to_string())
         );

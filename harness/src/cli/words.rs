@@ -3,16 +3,7 @@
 
 use crate::report::{self, Case, Verdict};
 
-/// `s` as one shell word: as it is when that is safe, else single-quoted.
-pub fn shell_word(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use crate::report::shell_word;
 
 /// The invocation without any earlier `--resume`, quoted for a shell.
 pub fn resume_command(invocation: &[String]) -> String {

@@ -9,10 +9,14 @@ use std::path::PathBuf;
 use crate::report::{self, expectations::Expectations, Case, PluginIdentity, Report};
 use crate::run;
 
+pub mod certification;
 pub mod certify;
 pub mod coverage;
+pub mod dlpack;
 pub mod malformed;
+pub mod matrix;
 pub mod roundtrip;
+pub mod session;
 
 /// Judges a finished run's report: the outcome from its cases and rule
 /// verdicts (`data_rules`: the rules a pass must have exercised on data;

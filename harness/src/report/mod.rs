@@ -620,6 +620,17 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
     Ok(digest)
 }
 
+/// `s` as one shell word: as it is when that is safe, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

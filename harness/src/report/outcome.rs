@@ -28,6 +28,9 @@ use super::{Case, RuleSummary, Verdict};
 pub const EXIT_PASS: i32 = 0;
 /// Exit code of a run that failed.
 pub const EXIT_FAIL: i32 = 1;
+/// Exit code of bad input (a path that is not a plugin, a wrong ABI
+/// version, an unreadable data directory, a usage error).
+pub const EXIT_BAD_INPUT: i32 = 2;
 /// Exit code of a run that could not certify anything.
 pub const EXIT_NOT_CERTIFIED: i32 = 3;
 /// Exit code of a run in which arrowcert itself failed.
