@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use super::progress::Progress;
 use super::words::{resume_command, shell_word};
 use super::BadInput;
-use crate::dlpack::run::{self, RunArgs, Sides};
+use crate::dlpack::run::{self, Sides};
 use crate::engine::dlpack as engine;
+use crate::engine::dlpack_matrix;
 use crate::registry::dlpack_bundled as bundled;
 use crate::report::{self, Report};
 use crate::roundtrip::Filter;
@@ -256,40 +257,6 @@ pub struct MatrixFlags {
     pub seed: u64,
 }
 
-/// One library's line of the matrix.
-#[derive(serde::Serialize)]
-struct LibraryRow {
-    name: String,
-    adapter: String,
-    identity: String,
-    outcome: String,
-    reasons: Vec<String>,
-    produces: bool,
-    consumes: bool,
-    /// Across the protocols: `to Arrow` (DLPack in, Arrow out), `from
-    /// Arrow`, both or neither, with the cases that passed of those run.
-    across: String,
-    passed: u64,
-    limitations: u64,
-    failed: u64,
-    crashed: u64,
-    /// Rules that failed, with their level.
-    findings: Vec<String>,
-    report: String,
-}
-
-/// One producer -> consumer pair.
-#[derive(serde::Serialize)]
-struct PairRow {
-    producer: String,
-    consumer: String,
-    passed: u64,
-    limitations: u64,
-    failed: u64,
-    crashed: u64,
-    first_failure: Option<String>,
-}
-
 /// `arrowcert dlpack-matrix`: every library certified on its own (both
 /// sides it serves), then every producer's arrays into every consumer.
 pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
@@ -305,286 +272,47 @@ pub fn matrix_command(f: MatrixFlags) -> Result<i32, BadInput> {
             })
             .collect::<Result<_, _>>()?
     };
-    let dir = f.out.join("dlpack");
-    std::fs::create_dir_all(&dir).map_err(|e| BadInput(format!("{}: {e}", dir.display())))?;
-    let both = Sides {
-        producer: true,
-        consumer: true,
-        device: None,
+    let request = dlpack_matrix::Request {
+        out: f.out,
+        expectations: f.expectations,
+        case_timeout_ms: f.case_timeout_ms,
+        max_memory_mb: f.max_memory_mb,
+        cases: f.cases,
+        seed: f.seed,
     };
-    let mut rows = Vec::new();
-    let mut failed_run = false;
-    for (name, spec) in &libraries {
-        let adapter = spec
-            .strip_prefix("py:")
-            .ok_or_else(|| BadInput(format!("{name}: {spec} is not a py: adapter")))?;
-        let expectations = match &f.expectations {
-            Some(d) if d.join(format!("dlpack-{name}.json")).is_file() => {
-                super::read_expectations(Some(d.join(format!("dlpack-{name}.json"))))?
-            }
-            _ => None,
-        };
-        let (r, _) = engine::certify(
-            engine::Request {
-                adapter,
-                sides: both,
-                filter: &Filter::default(),
-                generated: run::Generated {
-                    seed: f.seed,
-                    count: f.cases,
-                    extra: Vec::new(),
-                },
-                case_timeout_ms: f.case_timeout_ms,
-                max_memory_mb: f.max_memory_mb,
-                expectations: expectations.as_ref(),
-                replay_prefix: format!(
-                    "arrowcert certify --dlpack --producer {spec} --consumer {spec}"
-                ),
-                report: None,
-                resume: None,
-                invocation: std::env::args().collect(),
-                seed: None,
-                shrink_candidates: 0,
-            },
-            &mut Bar::default(),
-        )
-        .map_err(BadInput)?;
-        let path = dir.join(format!("{name}.json"));
-        report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-        let j = r.outcome.clone().expect("judged");
-        failed_run |= j.exit_code() != 0;
-        let served = |p: &str| {
-            r.cases
-                .iter()
-                .any(|c| c.path == p && c.verdict != report::Verdict::Skip)
-        };
-        rows.push(LibraryRow {
-            name: name.clone(),
-            adapter: spec.clone(),
-            identity: r
-                .plugins
-                .first()
-                .map(|p| p.name.clone())
-                .unwrap_or_default(),
-            outcome: j.outcome.words().to_string(),
-            reasons: j.reasons.clone(),
-            produces: served("dlpack_producer"),
-            consumes: served("dlpack_consumer"),
-            across: across(&r.cases),
-            passed: r.summary.passed,
-            limitations: r.summary.limitations,
-            failed: r.summary.failed,
-            crashed: r.summary.crashed,
-            findings: r
-                .rules
-                .iter()
-                .filter(|x| x.verdict == report::Verdict::Fail)
-                .map(|x| format!("{} {} ({} cases)", x.level, x.rule, x.failed))
-                .collect(),
-            report: format!("dlpack/{name}.json"),
-        });
+    let (failed, [json, md]) =
+        dlpack_matrix::run(&request, &libraries, &mut MatrixPrinter::default())
+            .map_err(BadInput)?;
+    println!("dlpack matrix: {} and {}", json.display(), md.display());
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// What `dlpack-matrix` prints: a line per library and per pair, and each
+/// library's progress bar.
+#[derive(Default)]
+struct MatrixPrinter(Bar);
+
+impl dlpack_matrix::Events for MatrixPrinter {
+    fn bar(&mut self) -> &mut dyn crate::engine::session::Events {
+        &mut self.0
+    }
+
+    fn library(&mut self, name: &str, judged: &report::outcome::Judgement, r: &Report) {
         println!(
             "{name}: {} ({})",
-            j.outcome.words(),
+            judged.outcome.words(),
             super::words::counts(&r.summary, r.duration_ms)
         );
     }
-    let mut pairs = Vec::new();
-    for p in rows.iter().filter(|r| r.produces) {
-        for c in rows.iter().filter(|r| r.consumes) {
-            let a = crate::plugin::python::prepare(p.adapter.trim_start_matches("py:"))
-                .map_err(BadInput)?;
-            let b = crate::plugin::python::prepare(c.adapter.trim_start_matches("py:"))
-                .map_err(BadInput)?;
-            let cases = run::run(
-                &RunArgs {
-                    bridge: a,
-                    pair_consumer: Some(b),
-                    generated: run::Generated::default(),
-                    sides: both,
-                    filter: Filter::default(),
-                    max_memory_mb: f.max_memory_mb,
-                    case_timeout_ms: f.case_timeout_ms,
-                    replay_prefix: format!(
-                        "arrowcert dlpack-matrix --library {}={} --library {}={}",
-                        p.name, p.adapter, c.name, c.adapter
-                    ),
-                },
-                None,
-                &mut |_| {},
-            )
-            .map_err(BadInput)?
-            .cases;
-            let s = report::Summary::of(&cases);
-            let first_failure = cases
-                .iter()
-                .find(|x| {
-                    matches!(
-                        x.verdict,
-                        report::Verdict::Fail
-                            | report::Verdict::Crash
-                            | report::Verdict::Timeout
-                            | report::Verdict::Error
-                    )
-                })
-                .map(|x| format!("{}: {}", x.id, x.message.as_deref().unwrap_or("")));
-            // A pair's known failures: expectations/dlpack-pair-P-C.json.
-            let file = format!("dlpack-pair-{}-{}.json", p.name, c.name);
-            let expectations = match &f.expectations {
-                Some(d) if d.join(&file).is_file() => {
-                    super::read_expectations(Some(d.join(&file)))?
-                }
-                _ => None,
-            };
-            let mut r = Report::begun(
-                "dlpack-matrix",
-                std::env::args().collect(),
-                std::time::SystemTime::now(),
-                "dlpack pairs".into(),
-            );
-            r.planned = cases.len() as u64;
-            r.complete = true;
-            r.summary = s.clone();
-            r.cases = cases;
-            crate::engine::judge(&mut r, &[], expectations.as_ref(), false);
-            let j = r.outcome.clone().expect("judged");
-            if j.exit_code() != 0 && j.outcome != report::outcome::Outcome::NotCertified {
-                failed_run = true;
-                println!("  {} -> {}: {}", p.name, c.name, j.reasons.join("; "));
-            }
-            let path = dir.join(format!("pair-{}-{}.json", p.name, c.name));
-            report::write(&r, &path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-            println!("{} -> {}: {}", p.name, c.name, super::words::counts(&s, 0));
-            pairs.push(PairRow {
-                producer: p.name.clone(),
-                consumer: c.name.clone(),
-                passed: s.passed,
-                limitations: s.limitations,
-                failed: s.failed,
-                crashed: s.crashed + s.timed_out,
-                first_failure,
-            });
-        }
-    }
-    // `tool`: the versions `arrowcert --version` prints, as in every report.
-    let json =
-        serde_json::json!({"tool": report::Tool::default(), "libraries": rows, "pairs": pairs});
-    let jpath = f.out.join("dlpack-matrix.json");
-    report::write_atomic(
-        &jpath,
-        &serde_json::to_string_pretty(&json).expect("serialisable"),
-    )
-    .map_err(|e| BadInput(format!("{}: {e}", jpath.display())))?;
-    let mpath = f.out.join("dlpack-matrix.md");
-    report::write_atomic(&mpath, &markdown(&rows, &pairs))
-        .map_err(|e| BadInput(format!("{}: {e}", mpath.display())))?;
-    println!("dlpack matrix: {} and {}", jpath.display(), mpath.display());
-    Ok(if failed_run { 1 } else { 0 })
-}
 
-/// The matrix's word for a library's cases across the protocols: which
-/// directions it serves, each with passed / run (skipped cases not run).
-fn across(cases: &[report::Case]) -> String {
-    let words: Vec<String> = [
-        ("dlpack_to_arrow", "to Arrow"),
-        ("dlpack_from_arrow", "from Arrow"),
-    ]
-    .iter()
-    .filter_map(|(path, word)| {
-        let run: Vec<&report::Case> = cases
-            .iter()
-            .filter(|c| c.path == *path && c.verdict != report::Verdict::Skip)
-            .collect();
-        (!run.is_empty()).then(|| {
-            let passed = run
-                .iter()
-                .filter(|c| c.verdict == report::Verdict::Pass)
-                .count();
-            format!("{word} {passed}/{}", run.len())
-        })
-    })
-    .collect();
-    if words.is_empty() {
-        "no".into()
-    } else {
-        words.join(", ")
+    fn pair(&mut self, producer: &str, consumer: &str, summary: &report::Summary) {
+        println!(
+            "{producer} -> {consumer}: {}",
+            super::words::counts(summary, 0)
+        );
     }
-}
 
-fn markdown(rows: &[LibraryRow], pairs: &[PairRow]) -> String {
-    let mut md = String::from(
-        "# DLPack matrix\n\nWritten by `arrowcert dlpack-matrix` (`just dlpack-matrix`); \
-         the rules are `arrowcert rules 'dlpack.*'`, the findings are explained in \
-         reports/FINDINGS.md. Each library is certified on its own (the harness as \
-         consumer of its `__dlpack__` and as producer for its `from_dlpack`), then \
-         every producer's arrays go into every consumer's `from_dlpack` and are read \
-         back. \"across\" is the library's crossing of the two protocols (docs/DLPACK.md): \
-         DLPack in and Arrow out (\"to Arrow\"), Arrow in and DLPack out (\"from \
-         Arrow\"), judged by both rule sets, with the cases that passed of those run. \
-         \"outcome\" is the run judged against the library's expectations file \
-         (expectations/dlpack-<library>.json): ok means every result is the one \
-         expected, known failures included; \"rules broken\" lists them.\n\n\
-         ## Libraries\n\n| library | outcome | produces | consumes | across | passed | limitations | failed | crashed | rules broken |\n|---|---|---|---|---|---:|---:|---:|---:|---|\n",
-    );
-    for r in rows {
-        md.push_str(&format!(
-            "| {} ({}) | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.name,
-            r.identity,
-            r.outcome,
-            if r.produces { "yes" } else { "no" },
-            if r.consumes { "yes" } else { "no" },
-            r.across,
-            r.passed,
-            r.limitations,
-            r.failed,
-            r.crashed,
-            if r.findings.is_empty() {
-                "none".to_string()
-            } else {
-                r.findings.join("; ")
-            }
-        ));
+    fn pair_failed(&mut self, producer: &str, consumer: &str, judged: &report::outcome::Judgement) {
+        println!("  {producer} -> {consumer}: {}", judged.reasons.join("; "));
     }
-    md.push_str("\n## Pairs (producer -> consumer): cases whose values arrived / declined / wrong / crashed\n\n| producer \\ consumer |");
-    let consumers: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.consumes)
-        .map(|r| r.name.as_str())
-        .collect();
-    for c in &consumers {
-        md.push_str(&format!(" {c} |"));
-    }
-    md.push_str("\n|---|");
-    md.push_str(&"---|".repeat(consumers.len()));
-    md.push('\n');
-    for p in rows.iter().filter(|r| r.produces) {
-        md.push_str(&format!("| {} |", p.name));
-        for c in &consumers {
-            match pairs
-                .iter()
-                .find(|x| x.producer == p.name && x.consumer == *c)
-            {
-                Some(x) => md.push_str(&format!(
-                    " {} / {} / {} / {} |",
-                    x.passed, x.limitations, x.failed, x.crashed
-                )),
-                None => md.push_str(" - |"),
-            }
-        }
-        md.push('\n');
-    }
-    let failures: Vec<&PairRow> = pairs.iter().filter(|p| p.first_failure.is_some()).collect();
-    if !failures.is_empty() {
-        md.push_str("\nFirst failure of each failing pair:\n\n");
-        for p in failures {
-            md.push_str(&format!(
-                "- {} -> {}: {}\n",
-                p.producer,
-                p.consumer,
-                p.first_failure.as_deref().unwrap_or("")
-            ));
-        }
-    }
-    md
 }

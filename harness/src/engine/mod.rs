@@ -9,10 +9,12 @@ use std::path::PathBuf;
 use crate::report::{self, expectations::Expectations, Case, PluginIdentity, Report};
 use crate::run;
 
+pub mod cai;
 pub mod certification;
 pub mod certify;
 pub mod coverage;
 pub mod dlpack;
+pub mod dlpack_matrix;
 pub mod malformed;
 pub mod matrix;
 pub mod roundtrip;

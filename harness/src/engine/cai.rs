@@ -1,0 +1,199 @@
+//! The CUDA Array Interface certification engine: a library's CAI cases
+//! (through its adapter, in this process) run under a session
+//! (checkpoints, interrupts), judged on the CAI rules. `arrowcert certify
+//! --cai` (`cli::cai`) parses and prints.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use super::session::{Events, Opening, Session};
+use crate::cai::run::{self, CaseSpec, Reach};
+use crate::dlpack::bridge::Bridge;
+use crate::report::{self, expectations::Expectations, Report};
+use crate::roundtrip::Filter;
+
+/// The `command` of a CAI certification's report, and its `data`.
+pub const COMMAND: &str = "certify --cai";
+pub const DATA: &str = "cai built-in cases";
+
+/// What to certify, and how.
+pub struct Request<'a> {
+    /// The library as named (`py:ADAPTER.py`).
+    pub spec: &'a str,
+    /// Its adapter file (`spec` without `py:`).
+    pub adapter: &'a str,
+    pub produces: bool,
+    pub consumes: bool,
+    pub filter: &'a Filter,
+    pub expectations: Option<&'a (PathBuf, Expectations)>,
+    /// The report file, checkpointed as cases end (`None`: in memory).
+    pub report: Option<PathBuf>,
+    pub invocation: Vec<String>,
+}
+
+/// The planned cases: the producer's, then the consumer's.
+pub struct Plan {
+    pub producer: Vec<&'static CaseSpec>,
+    pub consumer: Vec<&'static CaseSpec>,
+}
+
+impl Plan {
+    /// Every case ID, producer cases first.
+    pub fn ids(&self) -> Vec<String> {
+        self.producer
+            .iter()
+            .map(|c| c.id())
+            .chain(
+                self.consumer
+                    .iter()
+                    .map(|c| crate::cai::consumer::consumer_id(c)),
+            )
+            .collect()
+    }
+}
+
+/// The cases the filter selects on the sides certified.
+pub fn plan(req: &Request) -> Plan {
+    Plan {
+        producer: run::CASES
+            .iter()
+            .filter(|c| req.produces && req.filter.selects(&c.id()))
+            .collect(),
+        consumer: run::CASES
+            .iter()
+            .filter(|c| {
+                req.consumes
+                    && c.pending
+                    && req.filter.selects(&crate::cai::consumer::consumer_id(c))
+            })
+            .collect(),
+    }
+}
+
+/// A finished (or interrupted) certification.
+pub struct Ran {
+    pub report: Report,
+    /// The device the adapter's arrays live on, and whether the harness
+    /// reaches it.
+    pub device: String,
+    pub reach: Reach,
+    pub interrupted: Option<i32>,
+}
+
+/// Certifies the library: its adapter's offers checked (bad input when it
+/// lacks what a side needs), every planned case run in this process, the
+/// report judged on the CAI rules.
+pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran, String> {
+    let path = crate::plugin::python::prepare(req.adapter)?;
+    let bridge = Bridge::open(&path).map_err(|e| format!("{}: {e}", req.spec))?;
+    let (_, offers) = bridge
+        .call("cai_offers", &[], "")
+        .map_err(|e| format!("{}: {e}", req.spec))?;
+    let served: Vec<&str> = offers["offers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str()).collect())
+        .unwrap_or_default();
+    if req.produces && !served.contains(&"cai_object") {
+        return Err(format!(
+            "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
+            req.spec
+        ));
+    }
+    if req.consumes && !served.contains(&"cai_consume") {
+        return Err(format!(
+            "{}: the adapter defines no cai_consume(obj) (docs/CAI.md)",
+            req.spec
+        ));
+    }
+    let device_arrays = (!served.contains(&"cai_device_array")).then_some(
+        "the harness makes a consumer's arrays on the software device only (the adapter's cai_device_array(spec)); CUDA arrays with delayed work are not built yet (SKIPPED: needs a GPU, issue 42 item 5)",
+    );
+    let device = offers["device"].as_str().unwrap_or("cuda").to_string();
+    let reach = Reach::of(&device);
+    let mut prefix = "arrowcert certify --cai".to_string();
+    if req.produces {
+        prefix.push_str(&format!(" --producer {}", req.spec));
+    }
+    if req.consumes {
+        prefix.push_str(&format!(" --consumer {}", req.spec));
+    }
+    let ids = plan.ids();
+    let session = Session::open(Opening {
+        command: COMMAND,
+        invocation: req.invocation.clone(),
+        data: DATA.into(),
+        selected: (0..ids.len()).collect(),
+        plan: ids,
+        resume: None,
+        files: Vec::new(),
+        report: req.report.clone(),
+        default_stem: None,
+        devices: vec![device.clone()],
+        seed: None,
+        plugins: vec![report::PluginIdentity {
+            role: "cai".into(),
+            path: req.spec.to_string(),
+            name: bridge.name.clone(),
+            sha256: std::fs::canonicalize(req.adapter)
+                .ok()
+                .and_then(|p| report::sha256_file(&p).ok())
+                .unwrap_or_default(),
+            abi_version: 0,
+            entry_points: Vec::new(),
+        }],
+    })?;
+    events.start(session.todo.len(), None);
+    crate::run::proc::catch_interrupts();
+    let producer_cases = plan.producer.len();
+    for &i in &session.todo {
+        if crate::run::proc::interrupted().is_some() {
+            break;
+        }
+        let c = match i.checked_sub(producer_cases) {
+            None => run::run_case(&bridge, plan.producer[i], &reach, &prefix),
+            Some(j) => crate::cai::consumer::run_consumer_case(
+                &bridge,
+                plan.consumer[j],
+                device_arrays,
+                &prefix,
+            ),
+        };
+        events.case(&c, true);
+        session.add(&c);
+    }
+    events.cases_done();
+    let interrupted = crate::run::proc::interrupted();
+    let (produces, consumes) = (req.produces, req.consumes);
+    let report = session.finish(interrupted, |r| {
+        r.rules = crate::certify::summary::verdicts_of(
+            &r.cases,
+            crate::rules::cai::CAI_RULES
+                .iter()
+                .filter(|r| match r.side {
+                    crate::rules::Side::Producer => produces,
+                    crate::rules::Side::Consumer => consumes,
+                    crate::rules::Side::Both => true,
+                }),
+        );
+        // Declined by the library itself (the adapter's, whichever side).
+        let library = r.plugins.first().map(|p| p.name.clone());
+        for l in r.limitations.iter_mut() {
+            if let Some(name) = &library {
+                l.library.clone_from(name);
+            }
+        }
+        super::judge(
+            r,
+            &[crate::rule!("cai.values")],
+            req.expectations,
+            req.filter.narrows(),
+        );
+    })?;
+    Ok(Ran {
+        report,
+        device,
+        reach,
+        interrupted,
+    })
+}
