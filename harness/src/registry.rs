@@ -611,6 +611,36 @@ mod tests {
     }
 
     #[test]
+    fn a_plugin_argument_goes_to_the_source_its_prefix_or_shape_names() {
+        let picked = |arg: &str| {
+            SOURCES
+                .iter()
+                .position(|s| s.claims(arg))
+                .expect("the last source claims every argument")
+        };
+        assert_eq!(picked("py:adapters/pyarrow.py"), 0);
+        assert_eq!(picked("adbc:/x/libadbc_driver_sqlite.so"), 1);
+        // A path: by its slash, by `.so`; before a bundled name.
+        assert_eq!(picked("./libplugin.so"), 2);
+        assert_eq!(picked("libplugin.so"), 2);
+        assert_eq!(picked("reference"), 3);
+        // What follows the prefix is what the source prepares.
+        assert_eq!(
+            resolve_plugin("py:", "producer").unwrap_err(),
+            "py: needs an adapter file or module (py:adapters/pyarrow.py)"
+        );
+        let why = resolve_plugin("adbc:/no/such/driver.so", "consumer").unwrap_err();
+        assert_eq!(
+            why,
+            "adbc:/no/such/driver.so: /no/such/driver.so: no such driver library"
+        );
+        assert_eq!(
+            resolve_plugin("/no/such/plugin.so", "producer"),
+            Ok(PathBuf::from("/no/such/plugin.so"))
+        );
+    }
+
+    #[test]
     fn an_unknown_name_is_refused_with_the_names_bundled_in_its_role() {
         let why = resolve_plugin("nosuchplugin", "consumer").unwrap_err();
         assert!(

@@ -1,6 +1,7 @@
-//! The async device stream's entry points, on either side: a producer's
-//! async export, a consumer's start, cancel and finish, and one whole stream
-//! from a producer into a consumer.
+//! The async device stream's calls, on either side: a producer's async
+//! export, a consumer's start, cancel and finish (handed to the plugin's
+//! backend, [`super::backend`]), and one whole stream from a producer into
+//! a consumer, which the harness drives over those calls.
 
 use super::*;
 

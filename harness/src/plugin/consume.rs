@@ -1,5 +1,5 @@
-//! Calling a consumer's entry points: arrays, device arrays and streams
-//! handed to it, and what it read back.
+//! A consumer's calls: arrays, device arrays and streams handed to it, and
+//! what it read back, handed to the plugin's backend ([`super::backend`]).
 
 use super::*;
 

@@ -1,5 +1,7 @@
-//! Calling a producer's entry points: schemas, arrays, device arrays,
-//! streams and library objects, each from the IPC bytes of the data asked for.
+//! A producer's calls: schemas, arrays, device arrays, streams and library
+//! objects, each from the IPC bytes of the data asked for, handed to the
+//! plugin's backend ([`super::backend`]; the native one calls the entry
+//! points).
 
 use super::*;
 

@@ -246,3 +246,77 @@ pub trait Source: Sync {
     /// (`producer` or `consumer`); `Err` is one line saying why not.
     fn prepare(&self, spec: &str, role: &str) -> Result<PathBuf, String>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::Plain;
+    use crate::plugin::SYMBOLS;
+
+    /// A backend that overrides nothing: every call is its default.
+    #[derive(Debug)]
+    struct Bare;
+    impl Backend for Bare {}
+
+    /// The entry point a `Missing` names, which must be the contract's.
+    fn missing<T>(r: Result<T, CallError>) -> &'static str {
+        match r {
+            Err(CallError::Missing(e)) => e,
+            Err(e) => panic!("not Missing: {e}"),
+            Ok(_) => panic!("a default call succeeded"),
+        }
+    }
+
+    #[test]
+    fn a_backend_lacking_an_operation_answers_as_a_plugin_that_does_not_export_it() {
+        let b = Bare;
+        let ipc: &[u8] = &[];
+        let mut schema = ArrowSchema::zeroed();
+        let mut array = ArrowArray::zeroed();
+        let mut device_array = ArrowDeviceArray::zeroed();
+        let mut stream = ArrowArrayStream::zeroed();
+        let mut device_stream = ArrowDeviceArrayStream::zeroed();
+        let cpu = crate::abi::device::CPU;
+        let sent =
+            arrow_array::RecordBatch::new_empty(std::sync::Arc::new(arrow_schema::Schema::empty()));
+        let handler = std::ptr::null_mut();
+        let named = [
+            missing(b.produce_schema(ipc, &mut schema)),
+            missing(b.produce_device_array(ipc, 0, 0, -1, cpu, 0, &mut device_array)),
+            missing(b.produce_device_stream(ipc, cpu, 0, &mut device_stream)),
+            missing(b.produce_array(ipc, 0, 0, -1, &mut array)),
+            missing(b.produce_array_schema(ipc, 0, 0, -1, &mut schema)),
+            missing(b.produce_object(ipc, 0, 0, -1)),
+            missing(b.produce_stream(ipc, &mut stream)),
+            missing(b.produce_sliced_stream(ipc, 0, -1, &mut stream)),
+            missing(b.produce_sliced_device_stream(ipc, 0, -1, cpu, 0, &mut device_stream)),
+            // SAFETY: the default never touches the handler.
+            missing(unsafe { b.produce_async(ipc, cpu, 0, handler) }),
+            // SAFETY: as above.
+            missing(unsafe { b.produce_sliced_async(ipc, 0, -1, cpu, 0, handler) }),
+            missing(b.consume_device_array(&mut schema, &mut device_array)),
+            missing(b.consume_device_stream(&mut device_stream)),
+            missing(b.consume_array(&mut schema, &mut array, &sent)),
+            missing(b.consume_stream(&mut stream)),
+            // SAFETY: as above.
+            missing(unsafe { b.consume_async_start(handler) }),
+            missing(
+                b.consume_async_finish(0, 0, std::time::Duration::ZERO)
+                    .expect("answered at once"),
+            ),
+        ];
+        // Each names its own entry point of the contract, as the native
+        // backend does when the library does not export it.
+        let distinct: std::collections::BTreeSet<_> = named.iter().collect();
+        assert_eq!(distinct.len(), named.len(), "{named:?}");
+        for e in named {
+            assert!(SYMBOLS.iter().any(|(s, _)| *s == e), "{e}");
+        }
+        assert!(b.supports_device(cpu) && !b.supports_device(crate::abi::device::CUDA));
+        assert_eq!(b.bytes_allocated(), None);
+        assert_eq!(b.adapts(), None);
+        assert_eq!(b.consumed_values(), None);
+        assert!(!b.consumes_async() && !b.cancels_async());
+        assert!(b.async_canceller(0).is_none());
+    }
+}
