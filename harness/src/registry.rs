@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::plugin::backend::Source;
+
 /// Where a bundled plugin's library is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
@@ -466,69 +468,94 @@ impl Bundled {
     }
 }
 
-/// Resolves a plugin argument: a path, or the short name of a bundled
-/// plugin (`reference`, `arrow-cpp`, ...) found where it is built.
+/// Where a plugin argument is turned into a library, in the order they are
+/// asked: the first that claims the argument prepares it. `py:` and `adbc:`
+/// by their prefix (docs/PYTHON_ADAPTERS.md, docs/ADBC.md), a path by its
+/// shape, and any other argument is a bundled name.
+pub const SOURCES: &[&dyn Source] = &[
+    &crate::plugin::python::Python,
+    &crate::plugin::adbc::Adbc,
+    &crate::plugin::backend::file::File,
+    &Named,
+];
+
+/// Resolves a plugin argument: `py:`/`adbc:` adapters, a path, or the short
+/// name of a bundled plugin (`reference`, `arrow-cpp`, ...) found where it
+/// is built ([`SOURCES`]).
 pub fn resolve_plugin(arg: &str, role: &str) -> Result<PathBuf, String> {
-    // A Python adapter (docs/PYTHON_ADAPTERS.md): the bridge's copy for it.
-    if let Some(spec) = arg.strip_prefix("py:") {
-        return crate::plugin::python::prepare(spec);
+    let source = SOURCES
+        .iter()
+        .find(|s| s.claims(arg))
+        .copied()
+        .unwrap_or(&Named);
+    let spec = arg.strip_prefix(source.prefix()).unwrap_or(arg);
+    source.prepare(spec, role)
+}
+
+/// A bundled plugin's short name: its library where it is built, or the
+/// `py:` / `adbc:` copy for the adapter or driver it names.
+pub struct Named;
+
+impl Source for Named {
+    fn prefix(&self) -> &'static str {
+        ""
     }
-    // An ADBC driver (docs/ADBC.md): the ADBC adapter's copy for it.
-    if let Some(spec) = arg.strip_prefix("adbc:") {
-        return crate::plugin::adbc::prepare(spec);
+
+    fn claims(&self, _arg: &str) -> bool {
+        true
     }
-    let looks_like_path = arg.contains('/') || arg.ends_with(".so") || Path::new(arg).exists();
-    if looks_like_path {
-        return Ok(PathBuf::from(arg));
-    }
-    let entry = bundled_plugin(arg, role).ok_or_else(|| {
-        let names: Vec<&str> = BUNDLED
-            .iter()
-            .filter(|b| b.role == role)
-            .map(|b| b.name)
-            .collect();
-        format!(
-            "{arg}: no such file, and not a bundled {role} (bundled: {})",
-            names.join(", ")
-        )
-    })?;
-    if entry.place == Place::Adapter {
-        // The cache the carried adapters are written to must be there: say
-        // why not, rather than that the adapter is missing.
-        let file = entry.file.split('#').next().unwrap_or(entry.file);
-        crate::assets::path(file)?;
-    }
-    let path = entry.location();
-    if !entry.exists() {
-        let how = match entry.place {
-            Place::Workspace => {
-                "build it with `cargo build --workspace` (same profile as arrowcert)"
+
+    fn prepare(&self, arg: &str, role: &str) -> Result<PathBuf, String> {
+        let entry = bundled_plugin(arg, role).ok_or_else(|| {
+            let names: Vec<&str> = BUNDLED
+                .iter()
+                .filter(|b| b.role == role)
+                .map(|b| b.name)
+                .collect();
+            format!(
+                "{arg}: no such file, and not a bundled {role} (bundled: {})",
+                names.join(", ")
+            )
+        })?;
+        if entry.place == Place::Adapter {
+            // The cache the carried adapters are written to must be there: say
+            // why not, rather than that the adapter is missing.
+            let file = entry.file.split('#').next().unwrap_or(entry.file);
+            crate::assets::path(file)?;
+        }
+        let path = entry.location();
+        if !entry.exists() {
+            let how = match entry.place {
+                Place::Workspace => {
+                    "build it with `cargo build --workspace` (same profile as arrowcert)"
+                }
+                Place::Real | Place::Adapter | Place::Adbc => {
+                    "build the real-library adapters with `just real` (scripts/real/build.sh)"
+                }
+            };
+            let looked: Vec<String> = entry
+                .candidates()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(format!(
+                "bundled {role} `{arg}` not found (looked at {}): {how}",
+                looked.join(" and ")
+            ));
+        }
+        match entry.place {
+            Place::Adapter => crate::plugin::python::Python.prepare(&path.to_string_lossy(), role),
+            Place::Adbc => {
+                let entrypoint = entry
+                    .file
+                    .rsplit_once(':')
+                    .map_or("AdbcDriverInit", |(_, e)| e);
+                let spec = format!("{}:{entrypoint}", path.display());
+                crate::plugin::adbc::Adbc.prepare(&spec, role)
             }
-            Place::Real | Place::Adapter | Place::Adbc => {
-                "build the real-library adapters with `just real` (scripts/real/build.sh)"
-            }
-        };
-        let looked: Vec<String> = entry
-            .candidates()
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        return Err(format!(
-            "bundled {role} `{arg}` not found (looked at {}): {how}",
-            looked.join(" and ")
-        ));
+            Place::Workspace | Place::Real => Ok(path),
+        }
     }
-    if entry.place == Place::Adapter {
-        return crate::plugin::python::prepare(&path.to_string_lossy());
-    }
-    if entry.place == Place::Adbc {
-        let entrypoint = entry
-            .file
-            .rsplit_once(':')
-            .map_or("AdbcDriverInit", |(_, e)| e);
-        return crate::plugin::adbc::prepare(&format!("{}:{entrypoint}", path.display()));
-    }
-    Ok(path)
 }
 
 /// The bundled DLPack adapters (`adapters/dlpack/<file>.py`), in the order
@@ -581,6 +608,36 @@ mod tests {
             let file = format!("adapters/dlpack/{n}.py");
             assert!(checkout().join(&file).is_file(), "{file}");
         }
+    }
+
+    #[test]
+    fn a_plugin_argument_goes_to_the_source_its_prefix_or_shape_names() {
+        let picked = |arg: &str| {
+            SOURCES
+                .iter()
+                .position(|s| s.claims(arg))
+                .expect("the last source claims every argument")
+        };
+        assert_eq!(picked("py:adapters/pyarrow.py"), 0);
+        assert_eq!(picked("adbc:/x/libadbc_driver_sqlite.so"), 1);
+        // A path: by its slash, by `.so`; before a bundled name.
+        assert_eq!(picked("./libplugin.so"), 2);
+        assert_eq!(picked("libplugin.so"), 2);
+        assert_eq!(picked("reference"), 3);
+        // What follows the prefix is what the source prepares.
+        assert_eq!(
+            resolve_plugin("py:", "producer").unwrap_err(),
+            "py: needs an adapter file or module (py:adapters/pyarrow.py)"
+        );
+        let why = resolve_plugin("adbc:/no/such/driver.so", "consumer").unwrap_err();
+        assert_eq!(
+            why,
+            "adbc:/no/such/driver.so: /no/such/driver.so: no such driver library"
+        );
+        assert_eq!(
+            resolve_plugin("/no/such/plugin.so", "producer"),
+            Ok(PathBuf::from("/no/such/plugin.so"))
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn run(plugin: &Plugin, json: bool) -> i32 {
             .collect(),
         devices,
         devices_declared: plugin.has("arrowcert_plugin_supports_device"),
-        integration_entry_points: plugin.integration().map(|l| l.entry_points()),
+        integration_entry_points: plugin.adapts(),
     };
     if json {
         println!(

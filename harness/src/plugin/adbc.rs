@@ -85,6 +85,20 @@ fn libpython() -> Option<String> {
     Path::new(&p).exists().then_some(p)
 }
 
+/// `adbc:`: an ADBC driver behind a copy of the ADBC adapter
+/// ([`prepare`]).
+pub struct Adbc;
+
+impl super::backend::Source for Adbc {
+    fn prefix(&self) -> &'static str {
+        "adbc:"
+    }
+
+    fn prepare(&self, spec: &str, _role: &str) -> Result<PathBuf, String> {
+        prepare(spec)
+    }
+}
+
 /// Prepares the plugin for `spec` (what follows `adbc:`):
 /// `DRIVER.so[:ENTRYPOINT]`.
 pub fn prepare(spec: &str) -> Result<PathBuf, String> {

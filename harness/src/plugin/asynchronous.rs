@@ -1,6 +1,7 @@
-//! The async device stream's entry points, on either side: a producer's
-//! async export, a consumer's start, cancel and finish, and one whole stream
-//! from a producer into a consumer.
+//! The async device stream's calls, on either side: a producer's async
+//! export, a consumer's start, cancel and finish (handed to the plugin's
+//! backend, [`super::backend`]), and one whole stream from a producer into
+//! a consumer, which the harness drives over those calls.
 
 use super::*;
 
@@ -19,21 +20,12 @@ impl Plugin {
         device_id: i64,
         handler: *mut ArrowAsyncDeviceStreamHandler,
     ) -> Result<(), CallError> {
-        const E: &str = "arrowcert_produce_async";
-        let f = self.entries.produce_async.ok_or(CallError::Missing(E))?;
-        crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` is valid for the call; `handler` as the caller
-        // guarantees.
-        let rc = unsafe {
-            f(
-                ipc.as_ptr(),
-                ipc.len() as i64,
-                device_type,
-                device_id,
-                handler,
-            )
-        };
-        self.check(E, rc)
+        // SAFETY: the caller guarantees what the backend's call requires
+        // (this function's `# Safety`, which is the trait's).
+        unsafe {
+            self.backend
+                .produce_async(ipc, device_type, device_id, handler)
+        }
     }
 
     /// `arrowcert_produce_sliced_async`: as [`Plugin::produce_async`], the
@@ -51,31 +43,23 @@ impl Plugin {
         device_id: i64,
         handler: *mut ArrowAsyncDeviceStreamHandler,
     ) -> Result<(), CallError> {
-        const E: &str = "arrowcert_produce_sliced_async";
-        let f = self
-            .entries
-            .produce_sliced_async
-            .ok_or(CallError::Missing(E))?;
-        crate::abi::breadcrumb::step(E);
-        // SAFETY: `ipc` is valid for the call; `handler` as the caller
-        // guarantees.
-        let rc = unsafe {
-            f(
-                ipc.as_ptr(),
-                ipc.len() as i64,
+        // SAFETY: the caller guarantees what the backend's call requires
+        // (this function's `# Safety`, which is the trait's).
+        unsafe {
+            self.backend.produce_sliced_async(
+                ipc,
                 slice_offset,
                 slice_length,
                 device_type,
                 device_id,
                 handler,
             )
-        };
-        self.check(E, rc)
+        }
     }
 
     /// True when the plugin exports both async consumer entry points.
     pub fn consumes_async(&self) -> bool {
-        self.entries.consume_async_start.is_some() && self.entries.consume_async_finish.is_some()
+        self.backend.consumes_async()
     }
 
     /// `arrowcert_consume_async_start`: the consumer initialises `handler`
@@ -88,32 +72,22 @@ impl Plugin {
         &self,
         handler: *mut ArrowAsyncDeviceStreamHandler,
     ) -> Result<usize, CallError> {
-        const E: &str = "arrowcert_consume_async_start";
-        let f = self
-            .entries
-            .consume_async_start
-            .ok_or(CallError::Missing(E))?;
-        crate::abi::breadcrumb::step(E);
-        let mut token: *mut c_void = std::ptr::null_mut();
-        // SAFETY: handler as the caller guarantees; token is writable.
-        let rc = unsafe { f(handler, &mut token) };
-        self.check(E, rc)?;
-        Ok(token as usize)
+        // SAFETY: the caller guarantees what the backend's call requires
+        // (this function's `# Safety`, which is the trait's).
+        unsafe { self.backend.consume_async_start(handler) }
     }
 
     /// True when the consumer exports the optional
     /// `arrowcert_consume_async_cancel`.
     pub fn cancels_async(&self) -> bool {
-        self.entries.consume_async_cancel.is_some()
+        self.backend.cancels_async()
     }
 
     /// The optional `arrowcert_consume_async_cancel` for a token from
     /// [`Plugin::consume_async_start`] (before its finish): `None` when the
     /// consumer does not export it.
     pub fn async_canceller(&self, token: usize) -> Option<Canceller> {
-        self.entries
-            .consume_async_cancel
-            .map(|f| Canceller { f, token })
+        self.backend.async_canceller(token)
     }
 
     /// `arrowcert_consume_async_finish` on a token from
@@ -128,39 +102,7 @@ impl Plugin {
         timeout_ms: i64,
         wait: std::time::Duration,
     ) -> Option<Result<Vec<u8>, CallError>> {
-        const E: &str = "arrowcert_consume_async_finish";
-        let Some(f) = self.entries.consume_async_finish else {
-            return Some(Err(CallError::Missing(E)));
-        };
-        crate::abi::breadcrumb::step(E);
-        let entries = self.entries;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("arrowcert-finish".into())
-            .spawn(move || {
-                let (mut p, mut n) = (std::ptr::null_mut(), 0i64);
-                // SAFETY: the token came from start (the plugin checks what
-                // it is); the out pointers are writable.
-                let rc = unsafe { f(token as *mut c_void, timeout_ms, &mut p, &mut n) };
-                let r = if rc == 0 {
-                    Ok(entries.take_output(p, n))
-                } else {
-                    Err(CallError::Failed {
-                        entry: E,
-                        code: rc,
-                        message: entries.last_error(),
-                    })
-                };
-                let _ = tx.send(r);
-            });
-        if let Err(e) = spawned {
-            return Some(Err(CallError::Failed {
-                entry: E,
-                code: e.raw_os_error().unwrap_or(libc::EAGAIN),
-                message: Some(format!("the harness could not start a thread: {e}")),
-            }));
-        }
-        rx.recv_timeout(wait).ok()
+        self.backend.consume_async_finish(token, timeout_ms, wait)
     }
 
     /// Runs one async stream from `producer` into this consumer: the
@@ -176,10 +118,11 @@ impl Plugin {
         timeout_ms: i64,
     ) -> Result<Vec<u8>, CallError> {
         const FINISH: &str = "arrowcert_consume_async_finish";
-        if self.entries.consume_async_finish.is_none() {
+        // The library's symbols are the entry points its backend serves.
+        if !self.has(FINISH) {
             return Err(CallError::Missing(FINISH));
         }
-        if producer.entries.produce_async.is_none() {
+        if !producer.has("arrowcert_produce_async") {
             return Err(CallError::Missing("arrowcert_produce_async"));
         }
         // The handler must stay at one address until its release has been

@@ -11,9 +11,11 @@ mod consume;
 mod entries;
 mod produce;
 
+pub use backend::native::{Canceller, LibraryObject};
 pub use entries::*;
 
 pub mod adbc;
+pub mod backend;
 pub mod elf;
 pub mod integration;
 pub mod interpreter;
@@ -204,39 +206,6 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// A library object a producer made (`arrowcert_produce_object`): each
-/// [`export`](Self::export) is one more export of that same object; the
-/// object is released (`arrowcert_release_object`) when this is dropped.
-pub struct LibraryObject<'a> {
-    plugin: &'a Plugin,
-    handle: *mut c_void,
-    export: ExportObjectFn,
-    release: ReleaseObjectFn,
-}
-
-impl LibraryObject<'_> {
-    /// One more array export of the object into `out`.
-    pub fn export(&self, out: &mut ArrowArray) -> Result<(), CallError> {
-        const E: &str = "arrowcert_export_object";
-        crate::abi::breadcrumb::step(E);
-        let f = self.export;
-        let handle = self.handle;
-        // SAFETY: `handle` is what arrowcert_produce_object returned and is
-        // not released yet; `out` is a slot of the out-structure arena.
-        let rc = crate::abi::outslot::call(E, out, |out| unsafe { f(handle, out) });
-        self.plugin.check(E, rc)
-    }
-}
-
-impl Drop for LibraryObject<'_> {
-    fn drop(&mut self) {
-        crate::abi::breadcrumb::step("arrowcert_release_object");
-        // SAFETY: the handle arrowcert_produce_object returned, released
-        // once, here.
-        unsafe { (self.release)(self.handle) };
-    }
-}
-
 /// The symbolic name of an errno value.
 pub fn errno_name(code: c_int) -> &'static str {
     match code {
@@ -253,28 +222,6 @@ pub fn errno_name(code: c_int) -> &'static str {
     }
 }
 
-/// Asks an async consumer to stop reading a stream, as a user dropping its
-/// reader would: `arrowcert_consume_async_cancel(token)`, where the
-/// consumer calls the producer's cancel.
-#[derive(Clone, Copy)]
-pub struct Canceller {
-    f: ConsumeAsyncCancelFn,
-    token: usize,
-}
-
-impl Canceller {
-    /// Calls it (from any thread but a handler callback's); the consumer's
-    /// return code.
-    pub fn cancel(&self) -> c_int {
-        crate::abi::breadcrumb::step("arrowcert_consume_async_cancel");
-        // SAFETY: the plugin's own symbol, with the declared signature; the
-        // token came from its consume_async_start, and the caller calls this
-        // before that token's finish returned (the harness's producer calls
-        // it while it still drives the stream).
-        unsafe { (self.f)(self.token as *mut c_void) }
-    }
-}
-
 /// A loaded plugin.
 ///
 /// The library is never unloaded: plugins start threads (async producers)
@@ -285,10 +232,9 @@ pub struct Plugin {
     name: String,
     abi_version: i32,
     symbols: Vec<&'static str>,
-    entries: Entries,
-    /// Set when the library is an Arrow C data integration library behind
-    /// the built-in adapter (`entries` is then empty).
-    integration: Option<integration::Library>,
+    /// What the calls go to: the library's own entry points, or the
+    /// built-in adapter in front of it.
+    backend: Box<dyn backend::Backend>,
 }
 
 impl fmt::Debug for Plugin {
@@ -298,7 +244,7 @@ impl fmt::Debug for Plugin {
             .field("name", &self.name)
             .field("abi_version", &self.abi_version)
             .field("symbols", &self.symbols)
-            .field("integration", &self.integration)
+            .field("backend", &self.backend)
             .finish()
     }
 }
@@ -438,63 +384,7 @@ impl Plugin {
             .map_err(|_| LoadError::NameNotUtf8(path.to_path_buf()))?
             .to_string();
 
-        // SAFETY: (each field) F is the declared type of that symbol.
-        let entries = unsafe {
-            Entries {
-                supports_device: lookup(&lib, "arrowcert_plugin_supports_device"),
-                bytes_allocated: lookup(&lib, "arrowcert_bytes_allocated"),
-                last_error: lookup(&lib, "arrowcert_last_error"),
-                free: lookup(&lib, "arrowcert_free"),
-                produce_schema: lookup(&lib, "arrowcert_produce_schema"),
-                produce_device_array: lookup(&lib, "arrowcert_produce_device_array"),
-                produce_device_stream: lookup(&lib, "arrowcert_produce_device_stream"),
-                produce_async: lookup(&lib, "arrowcert_produce_async"),
-                produce_array: lookup(&lib, "arrowcert_produce_array"),
-                produce_stream: lookup(&lib, "arrowcert_produce_stream"),
-                produce_array_schema: lookup(&lib, "arrowcert_produce_array_schema"),
-                produce_object: lookup(&lib, "arrowcert_produce_object"),
-                export_object: lookup(&lib, "arrowcert_export_object"),
-                release_object: lookup(&lib, "arrowcert_release_object"),
-                produce_sliced_stream: lookup(&lib, "arrowcert_produce_sliced_stream"),
-                produce_sliced_device_stream: lookup(
-                    &lib,
-                    "arrowcert_produce_sliced_device_stream",
-                ),
-                produce_sliced_async: lookup(&lib, "arrowcert_produce_sliced_async"),
-                consume_device_array: lookup(&lib, "arrowcert_consume_device_array"),
-                consume_device_stream: lookup(&lib, "arrowcert_consume_device_stream"),
-                consume_array: lookup(&lib, "arrowcert_consume_array"),
-                consume_stream: lookup(&lib, "arrowcert_consume_stream"),
-                consume_async_start: lookup(&lib, "arrowcert_consume_async_start"),
-                consume_async_finish: lookup(&lib, "arrowcert_consume_async_finish"),
-                consume_async_cancel: lookup(&lib, "arrowcert_consume_async_cancel"),
-                consume_values: lookup(&lib, "arrowcert_consume_values"),
-                produce_schema_s: lookup(&lib, "arrowcert_produce_schema_from_stream"),
-                produce_array_s: lookup(&lib, "arrowcert_produce_array_from_stream"),
-                produce_array_schema_s: lookup(&lib, "arrowcert_produce_array_schema_from_stream"),
-                produce_object_s: lookup(&lib, "arrowcert_produce_object_from_stream"),
-                produce_device_array_s: lookup(&lib, "arrowcert_produce_device_array_from_stream"),
-                produce_stream_s: lookup(&lib, "arrowcert_produce_stream_from_stream"),
-                produce_device_stream_s: lookup(
-                    &lib,
-                    "arrowcert_produce_device_stream_from_stream",
-                ),
-                produce_sliced_stream_s: lookup(
-                    &lib,
-                    "arrowcert_produce_sliced_stream_from_stream",
-                ),
-                produce_sliced_device_stream_s: lookup(
-                    &lib,
-                    "arrowcert_produce_sliced_device_stream_from_stream",
-                ),
-                consume_array_s: lookup(&lib, "arrowcert_consume_array_to_stream"),
-                consume_device_array_s: lookup(&lib, "arrowcert_consume_device_array_to_stream"),
-                consume_stream_s: lookup(&lib, "arrowcert_consume_stream_to_stream"),
-                consume_device_stream_s: lookup(&lib, "arrowcert_consume_device_stream_to_stream"),
-            }
-        };
-        let mut entries = entries;
-        entries.mask(&symbols);
+        let backend = backend::native::Native::resolve(&lib, &symbols);
         // The emulated device (harness/include/arrowcert_emulated_device.h):
         // a plugin that exports the entry point gets the process's device.
         // SAFETY: the symbol's declared type.
@@ -518,40 +408,27 @@ impl Plugin {
             name,
             abi_version,
             symbols,
-            entries,
-            integration: None,
+            backend: Box::new(backend),
         })
     }
 
-    /// An integration library behind the built-in adapter. It presents the
-    /// contract's symbols the adapter implements on its behalf: identity,
-    /// `arrowcert_bytes_allocated` when the library counts its bytes,
-    /// `arrowcert_produce_schema` and `arrowcert_produce_array` when it
-    /// exports, `arrowcert_consume_array` when it imports.
+    /// An integration library behind the built-in adapter, presented as
+    /// the contract's symbols the adapter implements on its behalf
+    /// ([`integration::Library::symbols`]).
     fn adapted(path: &Path, library: integration::Library) -> Plugin {
-        let mut symbols = vec!["arrowcert_plugin_abi_version", "arrowcert_plugin_name"];
-        if library.has_bytes_allocated() {
-            symbols.push("arrowcert_bytes_allocated");
-        }
-        if library.exports() {
-            symbols.extend(["arrowcert_produce_schema", "arrowcert_produce_array"]);
-        }
-        if library.imports() {
-            symbols.push("arrowcert_consume_array");
-        }
         Plugin {
             path: path.to_path_buf(),
             name: library.name(),
             abi_version: ABI_VERSION,
-            symbols,
-            entries: Entries::default(),
-            integration: Some(library),
+            symbols: library.symbols(),
+            backend: Box::new(library),
         }
     }
 
-    /// The integration library behind the built-in adapter, if this is one.
-    pub fn integration(&self) -> Option<&integration::Library> {
-        self.integration.as_ref()
+    /// The library's own symbols a built-in adapter calls on the
+    /// contract's behalf (`None`: the library exports the contract).
+    pub fn adapts(&self) -> Option<Vec<&'static str>> {
+        self.backend.adapts()
     }
 
     pub fn path(&self) -> &Path {
@@ -583,60 +460,12 @@ impl Plugin {
 
     /// Whether the plugin claims `device_type`. Absent symbol: CPU only.
     pub fn supports_device(&self, device_type: ArrowDeviceType) -> bool {
-        match self.entries.supports_device {
-            // SAFETY: declared type, plain integer argument.
-            Some(f) => unsafe { f(device_type) == 1 },
-            None => device_type == crate::abi::device::CPU,
-        }
+        self.backend.supports_device(device_type)
     }
 
     /// The plugin's own count of bytes it holds, if it exports one.
     pub fn bytes_allocated(&self) -> Option<i64> {
-        if let Some(l) = &self.integration {
-            return l.bytes_allocated();
-        }
-        // SAFETY: declared type, no arguments.
-        self.entries.bytes_allocated.map(|f| unsafe { f() })
-    }
-
-    fn last_error(&self) -> Option<String> {
-        self.entries.last_error()
-    }
-
-    fn check(&self, entry: &'static str, code: c_int) -> Result<(), CallError> {
-        if code == 0 {
-            Ok(())
-        } else {
-            Err(CallError::Failed {
-                entry,
-                code,
-                message: self.last_error(),
-            })
-        }
-    }
-
-    /// After a consumer's stream variant returned `rc`: what it handed back
-    /// in `read`, read (validated) as IPC bytes; on failure whatever it left
-    /// there is released.
-    fn read_back(
-        &self,
-        entry: &'static str,
-        rc: c_int,
-        read: &mut ArrowArrayStream,
-    ) -> Result<Vec<u8>, CallError> {
-        match self.check(entry, rc) {
-            Ok(()) => streamed::read_back(entry, read),
-            Err(e) => {
-                release_if_live(read);
-                Err(e)
-            }
-        }
-    }
-
-    /// Copies the bytes a consumer handed out and frees them with
-    /// `arrowcert_free` (left allocated if the plugin does not export it).
-    fn take_output(&self, ptr: *mut u8, len: i64) -> Vec<u8> {
-        self.entries.take_output(ptr, len)
+        self.backend.bytes_allocated()
     }
 }
 

@@ -170,6 +170,19 @@ pub fn split_variant(spec: &str) -> Result<(&str, Option<&str>), String> {
     }
 }
 
+/// `py:`: a Python adapter, run by a copy of the bridge ([`prepare`]).
+pub struct Python;
+
+impl super::backend::Source for Python {
+    fn prefix(&self) -> &'static str {
+        "py:"
+    }
+
+    fn prepare(&self, spec: &str, _role: &str) -> Result<PathBuf, String> {
+        prepare(spec)
+    }
+}
+
 /// Prepares the plugin for `spec` (what follows `py:`: a `.py` file or a
 /// module name, with `#VARIANT` for one of its variants): a copy of the
 /// bridge whose `.adapter` file names it.

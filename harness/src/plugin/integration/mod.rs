@@ -46,6 +46,7 @@ pub const CANNOT_HAND_OVER: &str =
 
 use arrow_array::RecordBatch;
 
+use super::backend::Backend;
 use super::CallError;
 use crate::abi::ops::Owned;
 use crate::abi::{ArrowArray, ArrowSchema};
@@ -331,16 +332,6 @@ impl Library {
         out
     }
 
-    pub fn bytes_allocated(&self) -> Option<i64> {
-        let f = self.bytes_allocated?;
-        if let Some(gc) = self.run_gc {
-            // SAFETY: declared `void (void)`.
-            unsafe { gc() };
-        }
-        // SAFETY: declared `int64_t (void)`.
-        Some(unsafe { f() })
-    }
-
     /// Copies the message an entry point returned and frees it if the
     /// flavour says so.
     ///
@@ -399,7 +390,44 @@ impl Library {
         Ok((scratch, path))
     }
 
-    pub fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
+    /// The contract's symbols the adapter implements on the library's
+    /// behalf: identity, `arrowcert_bytes_allocated` when the library
+    /// counts its bytes, `arrowcert_produce_schema` and
+    /// `arrowcert_produce_array` when it exports, `arrowcert_consume_array`
+    /// when it imports.
+    pub fn symbols(&self) -> Vec<&'static str> {
+        let mut symbols = vec!["arrowcert_plugin_abi_version", "arrowcert_plugin_name"];
+        if self.has_bytes_allocated() {
+            symbols.push("arrowcert_bytes_allocated");
+        }
+        if self.exports() {
+            symbols.extend(["arrowcert_produce_schema", "arrowcert_produce_array"]);
+        }
+        if self.imports() {
+            symbols.push("arrowcert_consume_array");
+        }
+        symbols
+    }
+}
+
+/// The adapter's half of the contract: the rest is `Missing`, as for a
+/// plugin that does not export it.
+impl Backend for Library {
+    fn bytes_allocated(&self) -> Option<i64> {
+        let f = self.bytes_allocated?;
+        if let Some(gc) = self.run_gc {
+            // SAFETY: declared `void (void)`.
+            unsafe { gc() };
+        }
+        // SAFETY: declared `int64_t (void)`.
+        Some(unsafe { f() })
+    }
+
+    fn adapts(&self) -> Option<Vec<&'static str>> {
+        Some(self.entry_points())
+    }
+
+    fn produce_schema(&self, ipc: &[u8], out: &mut ArrowSchema) -> Result<(), CallError> {
         let Some((export_schema, _)) = self.export else {
             return Err(CallError::Missing("arrowcert_produce_schema"));
         };
@@ -413,7 +441,7 @@ impl Library {
         self.verdict(entry, r)
     }
 
-    pub fn produce_array(
+    fn produce_array(
         &self,
         ipc: &[u8],
         batch_index: i64,
@@ -461,7 +489,7 @@ impl Library {
     /// Hands `schema` and `array` to the import entry points, which compare
     /// them with the JSON of `sent`. On a match, what was read is `sent`:
     /// its IPC bytes are returned.
-    pub fn consume_array(
+    fn consume_array(
         &self,
         schema: &mut ArrowSchema,
         array: &mut ArrowArray,
