@@ -89,153 +89,19 @@ pub fn run(
 ) -> Result<(bool, [PathBuf; 2]), String> {
     let dir = f.out.join("dlpack");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let both = Sides {
-        producer: true,
-        consumer: true,
-        device: None,
-    };
     let mut rows = Vec::new();
     let mut failed_run = false;
     for (name, spec) in libraries {
-        let adapter = spec
-            .strip_prefix("py:")
-            .ok_or_else(|| format!("{name}: {spec} is not a py: adapter"))?;
-        let expectations = match &f.expectations {
-            Some(d) if d.join(format!("dlpack-{name}.json")).is_file() => {
-                read_expectations(&d.join(format!("dlpack-{name}.json")))?
-            }
-            _ => None,
-        };
-        let (r, _) = engine::certify(
-            engine::Request {
-                adapter,
-                sides: both,
-                filter: &Filter::default(),
-                generated: run::Generated {
-                    seed: f.seed,
-                    count: f.cases,
-                    extra: Vec::new(),
-                },
-                case_timeout_ms: f.case_timeout_ms,
-                max_memory_mb: f.max_memory_mb,
-                expectations: expectations.as_ref(),
-                replay_prefix: format!(
-                    "arrowcert certify --dlpack --producer {spec} --consumer {spec}"
-                ),
-                report: None,
-                resume: None,
-                invocation: std::env::args().collect(),
-                seed: None,
-                shrink_candidates: 0,
-            },
-            events.bar(),
-        )?;
-        let path = dir.join(format!("{name}.json"));
-        report::write(&r, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let j = r.outcome.clone().expect("judged");
-        failed_run |= j.exit_code() != 0;
-        let served = |p: &str| {
-            r.cases
-                .iter()
-                .any(|c| c.path == p && c.verdict != report::Verdict::Skip)
-        };
-        rows.push(LibraryRow {
-            name: name.clone(),
-            adapter: spec.clone(),
-            identity: r
-                .plugins
-                .first()
-                .map(|p| p.name.clone())
-                .unwrap_or_default(),
-            outcome: j.outcome.words().to_string(),
-            reasons: j.reasons.clone(),
-            produces: served("dlpack_producer"),
-            consumes: served("dlpack_consumer"),
-            across: across(&r.cases),
-            passed: r.summary.passed,
-            limitations: r.summary.limitations,
-            failed: r.summary.failed,
-            crashed: r.summary.crashed,
-            findings: r
-                .rules
-                .iter()
-                .filter(|x| x.verdict == report::Verdict::Fail)
-                .map(|x| format!("{} {} ({} cases)", x.level, x.rule, x.failed))
-                .collect(),
-            report: format!("dlpack/{name}.json"),
-        });
-        events.library(name, &j, &r);
+        let (row, failed) = library_row(f, &dir, name, spec, events)?;
+        failed_run |= failed;
+        rows.push(row);
     }
     let mut pairs = Vec::new();
     for p in rows.iter().filter(|r| r.produces) {
         for c in rows.iter().filter(|r| r.consumes) {
-            let a = crate::plugin::python::prepare(p.adapter.trim_start_matches("py:"))?;
-            let b = crate::plugin::python::prepare(c.adapter.trim_start_matches("py:"))?;
-            let cases = run::run(
-                &RunArgs {
-                    bridge: a,
-                    pair_consumer: Some(b),
-                    generated: run::Generated::default(),
-                    sides: both,
-                    filter: Filter::default(),
-                    max_memory_mb: f.max_memory_mb,
-                    case_timeout_ms: f.case_timeout_ms,
-                    replay_prefix: format!(
-                        "arrowcert dlpack-matrix --library {}={} --library {}={}",
-                        p.name, p.adapter, c.name, c.adapter
-                    ),
-                },
-                None,
-                &mut |_| {},
-            )?
-            .cases;
-            let s = report::Summary::of(&cases);
-            let first_failure = cases
-                .iter()
-                .find(|x| {
-                    matches!(
-                        x.verdict,
-                        report::Verdict::Fail
-                            | report::Verdict::Crash
-                            | report::Verdict::Timeout
-                            | report::Verdict::Error
-                    )
-                })
-                .map(|x| format!("{}: {}", x.id, x.message.as_deref().unwrap_or("")));
-            // A pair's known failures: expectations/dlpack-pair-P-C.json.
-            let file = format!("dlpack-pair-{}-{}.json", p.name, c.name);
-            let expectations = match &f.expectations {
-                Some(d) if d.join(&file).is_file() => read_expectations(&d.join(&file))?,
-                _ => None,
-            };
-            let mut r = Report::begun(
-                "dlpack-matrix",
-                std::env::args().collect(),
-                std::time::SystemTime::now(),
-                "dlpack pairs".into(),
-            );
-            r.planned = cases.len() as u64;
-            r.complete = true;
-            r.summary = s.clone();
-            r.cases = cases;
-            super::judge(&mut r, &[], expectations.as_ref(), false);
-            let j = r.outcome.clone().expect("judged");
-            if j.exit_code() != 0 && j.outcome != report::outcome::Outcome::NotCertified {
-                failed_run = true;
-                events.pair_failed(&p.name, &c.name, &j);
-            }
-            let path = dir.join(format!("pair-{}-{}.json", p.name, c.name));
-            report::write(&r, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-            events.pair(&p.name, &c.name, &s);
-            pairs.push(PairRow {
-                producer: p.name.clone(),
-                consumer: c.name.clone(),
-                passed: s.passed,
-                limitations: s.limitations,
-                failed: s.failed,
-                crashed: s.crashed + s.timed_out,
-                first_failure,
-            });
+            let (row, failed) = pair_row(f, &dir, p, c, events)?;
+            failed_run |= failed;
+            pairs.push(row);
         }
     }
     // `tool`: the versions `arrowcert --version` prints, as in every report.
@@ -251,6 +117,175 @@ pub fn run(
     report::write_atomic(&mpath, &markdown(&rows, &pairs))
         .map_err(|e| format!("{}: {e}", mpath.display()))?;
     Ok((failed_run, [jpath, mpath]))
+}
+
+/// Certifies one library (both sides it serves) and writes its report
+/// into `dir`: its row, and whether its run failed.
+fn library_row(
+    f: &Request,
+    dir: &Path,
+    name: &str,
+    spec: &str,
+    events: &mut dyn Events,
+) -> Result<(LibraryRow, bool), String> {
+    let both = Sides {
+        producer: true,
+        consumer: true,
+        device: None,
+    };
+    let adapter = spec
+        .strip_prefix("py:")
+        .ok_or_else(|| format!("{name}: {spec} is not a py: adapter"))?;
+    let expectations = match &f.expectations {
+        Some(d) if d.join(format!("dlpack-{name}.json")).is_file() => {
+            read_expectations(&d.join(format!("dlpack-{name}.json")))?
+        }
+        _ => None,
+    };
+    let (r, _) = engine::certify(
+        engine::Request {
+            adapter,
+            sides: both,
+            filter: &Filter::default(),
+            generated: run::Generated {
+                seed: f.seed,
+                count: f.cases,
+                extra: Vec::new(),
+            },
+            case_timeout_ms: f.case_timeout_ms,
+            max_memory_mb: f.max_memory_mb,
+            expectations: expectations.as_ref(),
+            replay_prefix: format!(
+                "arrowcert certify --dlpack --producer {spec} --consumer {spec}"
+            ),
+            report: None,
+            resume: None,
+            invocation: std::env::args().collect(),
+            seed: None,
+            shrink_candidates: 0,
+        },
+        events.bar(),
+    )?;
+    let path = dir.join(format!("{name}.json"));
+    report::write(&r, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let j = r.outcome.clone().expect("judged");
+    let served = |p: &str| {
+        r.cases
+            .iter()
+            .any(|c| c.path == p && c.verdict != report::Verdict::Skip)
+    };
+    let row = LibraryRow {
+        name: name.to_string(),
+        adapter: spec.to_string(),
+        identity: r
+            .plugins
+            .first()
+            .map(|p| p.name.clone())
+            .unwrap_or_default(),
+        outcome: j.outcome.words().to_string(),
+        reasons: j.reasons.clone(),
+        produces: served("dlpack_producer"),
+        consumes: served("dlpack_consumer"),
+        across: across(&r.cases),
+        passed: r.summary.passed,
+        limitations: r.summary.limitations,
+        failed: r.summary.failed,
+        crashed: r.summary.crashed,
+        findings: r
+            .rules
+            .iter()
+            .filter(|x| x.verdict == report::Verdict::Fail)
+            .map(|x| format!("{} {} ({} cases)", x.level, x.rule, x.failed))
+            .collect(),
+        report: format!("dlpack/{name}.json"),
+    };
+    events.library(name, &j, &r);
+    Ok((row, j.exit_code() != 0))
+}
+
+/// Every case of producer `p`'s arrays into consumer `c`, judged against
+/// the pair's expectations and written into `dir`: its row, and whether
+/// the pair failed.
+fn pair_row(
+    f: &Request,
+    dir: &Path,
+    p: &LibraryRow,
+    c: &LibraryRow,
+    events: &mut dyn Events,
+) -> Result<(PairRow, bool), String> {
+    let both = Sides {
+        producer: true,
+        consumer: true,
+        device: None,
+    };
+    let a = crate::plugin::python::prepare(p.adapter.trim_start_matches("py:"))?;
+    let b = crate::plugin::python::prepare(c.adapter.trim_start_matches("py:"))?;
+    let cases = run::run(
+        &RunArgs {
+            bridge: a,
+            pair_consumer: Some(b),
+            generated: run::Generated::default(),
+            sides: both,
+            filter: Filter::default(),
+            max_memory_mb: f.max_memory_mb,
+            case_timeout_ms: f.case_timeout_ms,
+            replay_prefix: format!(
+                "arrowcert dlpack-matrix --library {}={} --library {}={}",
+                p.name, p.adapter, c.name, c.adapter
+            ),
+        },
+        None,
+        &mut |_| {},
+    )?
+    .cases;
+    let s = report::Summary::of(&cases);
+    let first_failure = cases
+        .iter()
+        .find(|x| {
+            matches!(
+                x.verdict,
+                report::Verdict::Fail
+                    | report::Verdict::Crash
+                    | report::Verdict::Timeout
+                    | report::Verdict::Error
+            )
+        })
+        .map(|x| format!("{}: {}", x.id, x.message.as_deref().unwrap_or("")));
+    // A pair's known failures: expectations/dlpack-pair-P-C.json.
+    let file = format!("dlpack-pair-{}-{}.json", p.name, c.name);
+    let expectations = match &f.expectations {
+        Some(d) if d.join(&file).is_file() => read_expectations(&d.join(&file))?,
+        _ => None,
+    };
+    let mut r = Report::begun(
+        "dlpack-matrix",
+        std::env::args().collect(),
+        std::time::SystemTime::now(),
+        "dlpack pairs".into(),
+    );
+    r.planned = cases.len() as u64;
+    r.complete = true;
+    r.summary = s.clone();
+    r.cases = cases;
+    super::judge(&mut r, &[], expectations.as_ref(), false);
+    let j = r.outcome.clone().expect("judged");
+    let failed = j.exit_code() != 0 && j.outcome != report::outcome::Outcome::NotCertified;
+    if failed {
+        events.pair_failed(&p.name, &c.name, &j);
+    }
+    let path = dir.join(format!("pair-{}-{}.json", p.name, c.name));
+    report::write(&r, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+    events.pair(&p.name, &c.name, &s);
+    let row = PairRow {
+        producer: p.name.clone(),
+        consumer: c.name.clone(),
+        passed: s.passed,
+        limitations: s.limitations,
+        failed: s.failed,
+        crashed: s.crashed + s.timed_out,
+        first_failure,
+    };
+    Ok((row, failed))
 }
 
 /// The matrix's word for a library's cases across the protocols: which

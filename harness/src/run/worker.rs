@@ -269,36 +269,16 @@ pub fn run(args: WorkerArgs) -> i32 {
     if let Err(message) = set_up_process(&args) {
         return fatal(&mut stream, message);
     }
-    let load = |p: &Option<PathBuf>| p.as_ref().map(|p| Plugin::load(p)).transpose();
-    // A round trip's consumer given as deferred is loaded by the first case
-    // that calls it (below).
-    let deferred = match (args.mode, &args.defer_consumer, &args.consumer) {
-        (Mode::Roundtrip, Some(facts), Some(path)) => Some((path.clone(), facts.clone())),
-        _ => None,
-    };
-    let loaded = load(&args.producer).and_then(|p| {
-        if deferred.is_some() {
-            Ok((p, None))
-        } else {
-            load(&args.consumer).map(|c| (p, c))
-        }
-    });
-    let (producer, consumer) = match loaded {
-        Ok(pc) => pc,
-        Err(e) => return fatal(&mut stream, e.to_string()),
+    let (producer, consumer, deferred) = match load_plugins(&args) {
+        Ok(loaded) => loaded,
+        Err(message) => return fatal(&mut stream, message),
     };
     // The suite: the IDs of its planned cases, and how to run one.
     let certify_opts = certify::Options {
         replay_prefix: args.options.replay_prefix.clone(),
         ..Default::default()
     };
-    let mut plugins = Vec::new();
-    if let Some(p) = &producer {
-        plugins.push(unhashed_identity("producer", p));
-    }
-    if let Some(c) = &consumer {
-        plugins.push(unhashed_identity("consumer", c));
-    }
+    let plugins = identities(producer.as_ref(), consumer.as_ref());
     // A handle on our stdout (the capture file): its position, shared with
     // fd 1, tells the orchestrator where each case's output ends.
     let capture = std::io::stdout()
@@ -341,20 +321,9 @@ pub fn run(args: WorkerArgs) -> i32 {
         (Mode::Roundtrip, Some(c)) => Some(facts(*c, args.options.device_type)),
         _ => None,
     };
-    // A suite from above (DLPack): its libraries loaded once (its plan
-    // does not depend on the run's sources).
-    let above = match (args.mode, &args.plan, args.open) {
-        (Mode::Dlpack, Some(plan), Some(open)) => match open(plan) {
-            Ok(s) => Some(s),
-            Err(message) => {
-                return fatal(&mut stream, message);
-            }
-        },
-        (Mode::Dlpack, _, _) => {
-            let message = "a dlpack worker needs --plan".to_string();
-            return fatal(&mut stream, message);
-        }
-        _ => None,
+    let above = match open_above(&args) {
+        Ok(above) => above,
+        Err(message) => return fatal(&mut stream, message),
     };
     // The results of the last cases, as sent: a late write found later
     // amends them.
@@ -370,65 +339,21 @@ pub fn run(args: WorkerArgs) -> i32 {
         };
         // The suite of this run: a runner answers None for a case it does
         // not know.
-        let suite: Box<dyn Suite + '_> = match (args.mode, &consumer_side) {
-            (Mode::Dlpack, _) => Box::new(above.as_deref().expect("opened above")),
-            (Mode::Roundtrip, Some(consumer)) if producer.is_some() => {
-                let consumer: &dyn ConsumerSide = *consumer;
-                let producer = producer.as_ref().expect("checked");
-                let plan = roundtrip::plan(&scenarios);
-                let ids = plan.iter().map(|s| s.id.clone()).collect();
-                let (scenarios, options) = (&scenarios, &args.options);
-                Box::new(Planned {
-                    ids,
-                    run: move |i: usize, id: &str| {
-                        let spec = plan.get(i).filter(|s| s.id == id)?;
-                        let scenario = &scenarios[spec.scenario];
-                        Some(super::panic::guarded(
-                            id,
-                            || roundtrip::record(scenario, spec, options),
-                            || roundtrip::run_case(producer, consumer, scenario, spec, options),
-                        ))
-                    },
-                })
-            }
-            (Mode::Roundtrip, _) => {
-                let message = "a roundtrip worker needs --producer and --consumer".to_string();
-                return fatal(&mut stream, message);
-            }
-            (Mode::Certify, _) => {
-                let sides = certify::Sides {
-                    producer: producer.is_some(),
-                    consumer: consumer.is_some(),
-                };
-                let plan = certify::plan(&scenarios, sides, sources.seed);
-                let ids = plan.iter().map(|s| s.id.clone()).collect();
-                let plugins = certify::Plugins {
-                    producer: producer.as_ref(),
-                    consumer: consumer.as_ref(),
-                };
-                let (scenarios, opts) = (&scenarios, &certify_opts);
-                Box::new(Planned {
-                    ids,
-                    run: move |i: usize, id: &str| {
-                        // An async case outside the plan (a replay of a shrunk
-                        // schedule) is spelled out by its ID.
-                        let extra;
-                        let spec = match plan.get(i).filter(|s| s.id == id) {
-                            Some(s) => s,
-                            None => {
-                                extra = certify::spec_for(&plan, scenarios, id)?;
-                                &extra
-                            }
-                        };
-                        let scenario = &scenarios[spec.scenario];
-                        Some(super::panic::guarded(
-                            id,
-                            || certify::record(scenario, spec, opts),
-                            || certify::run_case(plugins, scenario, spec, opts),
-                        ))
-                    },
-                })
-            }
+        let suite = match suite_of(
+            args.mode,
+            &scenarios,
+            sources.seed,
+            Loaded {
+                producer: producer.as_ref(),
+                consumer: consumer.as_ref(),
+                consumer_side,
+            },
+            above.as_deref(),
+            &args.options,
+            &certify_opts,
+        ) {
+            Ok(s) => s,
+            Err(message) => return fatal(&mut stream, message),
         };
         let ids = suite.ids();
         let ready = FromWorker::Ready {
@@ -444,17 +369,10 @@ pub fn run(args: WorkerArgs) -> i32 {
         // found now still retires the worker).
         recent.clear();
         loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) if suite.quick_exit() => proc::exit_now(0),
-                Ok(0) | Err(_) => return 0,
-                Ok(_) => {}
-            }
-            let msg: ToWorker = match serde_json::from_str(&line) {
+            let msg = match next_request(&mut reader, &mut line, suite.quick_exit()) {
                 Ok(m) => m,
-                Err(e) => {
-                    return fatal(&mut stream, format!("bad request: {e}"));
-                }
+                Err(None) => return 0,
+                Err(Some(message)) => return fatal(&mut stream, message),
             };
             let (index, id) = match msg {
                 // Another run of the same engine: plan again, plugins loaded.
@@ -481,51 +399,11 @@ pub fn run(args: WorkerArgs) -> i32 {
                 // must not answer (or read) on the orchestrator's socket.
                 proc::exit_now(0);
             }
-            flush_c_stdio();
-            let restored = state.borrow().restore();
-            // Late writes into structures earlier cases' calls had filled:
-            // those cases' results are amended (the plugin's threads still
-            // run, so the worker ends after this case).
-            let late = crate::abi::outslot::take_earlier();
-            let amended = amended(&recent, &late);
-            let retire = restored
-                .stuck
-                .clone()
-                .or_else(crate::abi::breadcrumb::take_taint)
-                .or_else(|| {
-                    (!late.is_empty()).then(|| {
-                        "a thread of the plugin wrote into a structure an earlier case's call had filled"
-                            .to_string()
-                    })
-                });
-            if !restored.undone.is_empty() || retire.is_some() {
-                // Into the capture file (descriptor 2 is restored by now): the
-                // case's output carries it.
-                let mut said = restored.undone;
-                said.extend(
-                    retire
-                        .iter()
-                        .map(|r| format!("{r}: the worker ends after this case")),
-                );
-                eprintln!(
-                    "[arrowcert: after this case's plugin calls: {}]",
-                    said.join("; ")
-                );
-            }
-            let output_end = capture.as_ref().and_then(|mut f| f.stream_position().ok());
-            for a in &amended {
-                if let Some(r) = recent.iter_mut().find(|c| c.id == a.id) {
-                    *r = a.clone();
-                }
-            }
-            recent.push_back(case.clone());
-            while recent.len() > crate::abi::outslot::WINDOW {
-                recent.pop_front();
-            }
-            // A worker whose out-structure arena is spent ends quietly: the
-            // next one starts with an empty arena (slots are never reused).
-            let spent = retire.is_none() && crate::abi::outslot::spent();
-            let retire = retire.or_else(|| spent.then(|| OUTSLOTS_SPENT.to_string()));
+            let Settled {
+                amended,
+                retire,
+                output_end,
+            } = settle(&state, &mut recent, &case, capture.as_ref());
             if send(
                 &mut stream,
                 &FromWorker::Done {
@@ -547,6 +425,229 @@ pub fn run(args: WorkerArgs) -> i32 {
             }
         }
     }
+}
+
+/// The loaded plugins' identities, by role (unhashed: the orchestrator
+/// hashes the files once).
+fn identities(producer: Option<&Plugin>, consumer: Option<&Plugin>) -> Vec<PluginIdentity> {
+    let producer = producer.map(|p| unhashed_identity("producer", p));
+    let consumer = consumer.map(|c| unhashed_identity("consumer", c));
+    producer.into_iter().chain(consumer).collect()
+}
+
+/// A suite from above (DLPack), opened once from the worker's `--plan`:
+/// its libraries loaded once (its plan does not depend on the run's
+/// sources). `None` in the other modes; `Err` is the message of the fatal
+/// error.
+fn open_above(args: &WorkerArgs) -> Result<Option<Box<dyn Suite>>, String> {
+    match (args.mode, &args.plan, args.open) {
+        (Mode::Dlpack, Some(plan), Some(open)) => open(plan).map(Some),
+        (Mode::Dlpack, _, _) => Err("a dlpack worker needs --plan".to_string()),
+        _ => Ok(None),
+    }
+}
+
+/// The plugins a worker loads before its first case: the producer, and the
+/// consumer unless a round trip's consumer is deferred (loaded by the
+/// first case that calls it: its path and the facts its cases see until
+/// then). `Err` is the message of the fatal error.
+#[allow(clippy::type_complexity)]
+fn load_plugins(
+    args: &WorkerArgs,
+) -> Result<
+    (
+        Option<Plugin>,
+        Option<Plugin>,
+        Option<(PathBuf, ConsumerFacts)>,
+    ),
+    String,
+> {
+    let load = |p: &Option<PathBuf>| p.as_ref().map(|p| Plugin::load(p)).transpose();
+    // A round trip's consumer given as deferred is loaded by the first case
+    // that calls it (below).
+    let deferred = match (args.mode, &args.defer_consumer, &args.consumer) {
+        (Mode::Roundtrip, Some(facts), Some(path)) => Some((path.clone(), facts.clone())),
+        _ => None,
+    };
+    let loaded = load(&args.producer).and_then(|p| {
+        if deferred.is_some() {
+            Ok((p, None))
+        } else {
+            load(&args.consumer).map(|c| (p, c))
+        }
+    });
+    let (producer, consumer) = loaded.map_err(|e| e.to_string())?;
+    Ok((producer, consumer, deferred))
+}
+
+/// The orchestrator's next request. `Err(None)`: the socket closed (the
+/// run is over; a suite that must exit at once has exited); `Err(Some)`:
+/// a request the worker cannot read, the message of the fatal error.
+fn next_request(
+    reader: &mut impl BufRead,
+    line: &mut String,
+    quick_exit: bool,
+) -> Result<ToWorker, Option<String>> {
+    line.clear();
+    match reader.read_line(line) {
+        Ok(0) | Err(_) if quick_exit => proc::exit_now(0),
+        Ok(0) | Err(_) => return Err(None),
+        Ok(_) => {}
+    }
+    serde_json::from_str(line).map_err(|e| Some(format!("bad request: {e}")))
+}
+
+/// What a case left behind, settled before its result is sent.
+struct Settled {
+    /// Earlier cases that late writes found now amend.
+    amended: Vec<Case>,
+    /// Why the worker ends after this case, if it does.
+    retire: Option<String>,
+    /// Where the case's output ends in the capture file.
+    output_end: Option<u64>,
+}
+
+/// After a case: the process state the plugins changed is put back, late
+/// writes into structures earlier cases' calls filled amend those cases
+/// (`recent`, which `case` joins), and whether the worker must end (a
+/// thread left stuck, a taint, a late write, the out-structure arena
+/// spent) is decided; what was undone is said in the case's output.
+fn settle(
+    state: &RefCell<proc::ProcessState>,
+    recent: &mut std::collections::VecDeque<Case>,
+    case: &Case,
+    capture: Option<&std::fs::File>,
+) -> Settled {
+    flush_c_stdio();
+    let restored = state.borrow().restore();
+    // Late writes into structures earlier cases' calls had filled:
+    // those cases' results are amended (the plugin's threads still
+    // run, so the worker ends after this case).
+    let late = crate::abi::outslot::take_earlier();
+    let amended = amended(recent, &late);
+    let retire = restored
+        .stuck
+        .clone()
+        .or_else(crate::abi::breadcrumb::take_taint)
+        .or_else(|| {
+            (!late.is_empty()).then(|| {
+                "a thread of the plugin wrote into a structure an earlier case's call had filled"
+                    .to_string()
+            })
+        });
+    if !restored.undone.is_empty() || retire.is_some() {
+        // Into the capture file (descriptor 2 is restored by now): the
+        // case's output carries it.
+        let mut said = restored.undone;
+        said.extend(
+            retire
+                .iter()
+                .map(|r| format!("{r}: the worker ends after this case")),
+        );
+        eprintln!(
+            "[arrowcert: after this case's plugin calls: {}]",
+            said.join("; ")
+        );
+    }
+    let output_end = capture.and_then(|mut f| f.stream_position().ok());
+    for a in &amended {
+        if let Some(r) = recent.iter_mut().find(|c| c.id == a.id) {
+            *r = a.clone();
+        }
+    }
+    recent.push_back(case.clone());
+    while recent.len() > crate::abi::outslot::WINDOW {
+        recent.pop_front();
+    }
+    // A worker whose out-structure arena is spent ends quietly: the
+    // next one starts with an empty arena (slots are never reused).
+    let spent = retire.is_none() && crate::abi::outslot::spent();
+    let retire = retire.or_else(|| spent.then(|| OUTSLOTS_SPENT.to_string()));
+    Settled {
+        amended,
+        retire,
+        output_end,
+    }
+}
+
+/// The plugins a worker loaded (the consumer side: the consumer, or a
+/// round trip's deferred one).
+struct Loaded<'a> {
+    producer: Option<&'a Plugin>,
+    consumer: Option<&'a Plugin>,
+    consumer_side: Option<&'a dyn ConsumerSide>,
+}
+
+/// The suite a worker runs over `scenarios`: its planned case IDs and how
+/// to run one (each guarded: a panic of arrowcert's code is that case's
+/// harness error); DLPack's comes from above (`above`). `Err` is the
+/// message of a fatal error (a mode without the plugins it needs).
+#[allow(clippy::too_many_arguments)]
+fn suite_of<'a>(
+    mode: Mode,
+    scenarios: &'a [crate::scenario::Scenario],
+    seed: u64,
+    loaded: Loaded<'a>,
+    above: Option<&'a (dyn Suite + 'a)>,
+    options: &'a Options,
+    certify_opts: &'a certify::Options,
+) -> Result<Box<dyn Suite + 'a>, String> {
+    Ok(match (mode, loaded.consumer_side) {
+        (Mode::Dlpack, _) => Box::new(above.ok_or("a dlpack worker needs --plan")?),
+        (Mode::Roundtrip, Some(consumer)) if loaded.producer.is_some() => {
+            let producer = loaded.producer.expect("checked");
+            let plan = roundtrip::plan(scenarios);
+            let ids = plan.iter().map(|s| s.id.clone()).collect();
+            Box::new(Planned {
+                ids,
+                run: move |i: usize, id: &str| {
+                    let spec = plan.get(i).filter(|s| s.id == id)?;
+                    let scenario = &scenarios[spec.scenario];
+                    Some(super::panic::guarded(
+                        id,
+                        || roundtrip::record(scenario, spec, options),
+                        || roundtrip::run_case(producer, consumer, scenario, spec, options),
+                    ))
+                },
+            })
+        }
+        (Mode::Roundtrip, _) => {
+            return Err("a roundtrip worker needs --producer and --consumer".to_string())
+        }
+        (Mode::Certify, _) => {
+            let sides = certify::Sides {
+                producer: loaded.producer.is_some(),
+                consumer: loaded.consumer.is_some(),
+            };
+            let plan = certify::plan(scenarios, sides, seed);
+            let ids = plan.iter().map(|s| s.id.clone()).collect();
+            let plugins = certify::Plugins {
+                producer: loaded.producer,
+                consumer: loaded.consumer,
+            };
+            Box::new(Planned {
+                ids,
+                run: move |i: usize, id: &str| {
+                    // An async case outside the plan (a replay of a shrunk
+                    // schedule) is spelled out by its ID.
+                    let extra;
+                    let spec = match plan.get(i).filter(|s| s.id == id) {
+                        Some(s) => s,
+                        None => {
+                            extra = certify::spec_for(&plan, scenarios, id)?;
+                            &extra
+                        }
+                    };
+                    let scenario = &scenarios[spec.scenario];
+                    Some(super::panic::guarded(
+                        id,
+                        || certify::record(scenario, spec, certify_opts),
+                        || certify::run_case(plugins, scenario, spec, certify_opts),
+                    ))
+                },
+            })
+        }
+    })
 }
 
 /// Readies the worker process before any plugin code runs: it dies with the
