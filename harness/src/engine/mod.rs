@@ -15,6 +15,7 @@ pub mod certify;
 pub mod coverage;
 pub mod dlpack;
 pub mod dlpack_matrix;
+pub mod fuzz;
 pub mod malformed;
 pub mod matrix;
 pub mod roundtrip;
