@@ -81,86 +81,41 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         return Ok(0);
     }
 
-    let selected: Vec<usize> = plan
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| args.filter.selects(&s.id))
-        .map(|(i, _)| i)
-        .collect();
-    let session = engine::session::Session::open(engine::session::Opening {
-        command: "roundtrip",
-        invocation: args.invocation.clone(),
-        data: data.clone(),
-        plan: plan.iter().map(|s| s.id.clone()).collect(),
-        selected,
-        resume: args.resume.as_deref(),
-        files: vec![("producer", &args.producer), ("consumer", &args.consumer)],
-        report: args.report.clone(),
-        default_stem: Some("roundtrip"),
-        devices: vec!["cpu".into()],
-        seed: (args.cases > 0).then_some(args.seed),
-        plugins: Vec::new(),
-    })
+    let mut printer = Printer {
+        verbose: args.verbose,
+        scenarios: scenarios.len(),
+        data: &data,
+        how: if args.jobs == 0 {
+            "in this process".to_string()
+        } else {
+            format!("{} worker processes", args.jobs)
+        },
+    };
+    let ran = engine::roundtrip::run_all(
+        engine::roundtrip::Request {
+            sources: &sources,
+            scenarios: &scenarios,
+            plan: &plan,
+            filter: &args.filter,
+            resume: args.resume.as_deref(),
+            report: args.report.clone(),
+            invocation: args.invocation.clone(),
+            seed: (args.cases > 0).then_some(args.seed),
+            expectations: args.expectations.as_ref(),
+        },
+        engine::roundtrip::Engine {
+            jobs: args.jobs,
+            producer: args.producer.clone(),
+            consumer: args.consumer.clone(),
+            case_timeout_ms: args.case_timeout_ms,
+            max_memory_mb: args.max_memory_mb,
+            opts,
+        },
+        &mut printer,
+    )
     .map_err(BadInput)?;
-    if let Some(words) = session.resuming_words() {
-        println!("{words}");
-    }
-    run::proc::catch_interrupts();
-    let engine = engine::roundtrip::Engine {
-        jobs: args.jobs,
-        producer: args.producer.clone(),
-        consumer: args.consumer.clone(),
-        case_timeout_ms: args.case_timeout_ms,
-        max_memory_mb: args.max_memory_mb,
-        opts,
-    };
-    let how = if args.jobs == 0 {
-        "in this process".to_string()
-    } else {
-        format!("{} worker processes", args.jobs)
-    };
-    let mut ready = |plugins: &[PluginIdentity]| {
-        let name = |role: &str| {
-            plugins
-                .iter()
-                .find(|p| p.role == role)
-                .map(|p| p.name.clone())
-                .unwrap_or_default()
-        };
-        header(
-            &name("producer"),
-            &name("consumer"),
-            scenarios.len(),
-            &data,
-            &how,
-        );
-        session.name_plugins(plugins);
-    };
-    let verbose = args.verbose;
-    let mut on_case = |c: &Case| {
-        if verbose || c.verdict != Verdict::Pass {
-            println!("case {} ... {}", c.id, verdict_word(c));
-        }
-        session.add(c);
-    };
-    let interrupted = engine
-        .run(
-            &sources,
-            &scenarios,
-            &plan,
-            &session.todo,
-            &mut ready,
-            &mut on_case,
-        )
-        .map_err(BadInput)?;
-    let path = session.path.clone().unwrap_or_default();
-    let selected = session.selected;
-    let report = session
-        .finish(interrupted, |r| {
-            // Every pass of a round trip compared data (no data rules needed).
-            engine::judge(r, &[], args.expectations.as_ref(), args.filter.narrows());
-        })
-        .map_err(BadInput)?;
+    let (report, interrupted, selected) = (ran.report, ran.interrupted, ran.selected);
+    let path = ran.path.unwrap_or_default();
     print_summary(&report);
     println!("report: {}", path.display());
     if let Some(sig) = interrupted {
@@ -178,6 +133,49 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         .outcome
         .as_ref()
         .map_or(EXIT_FAILURES, |j| j.exit_code()))
+}
+
+/// What a round trip prints as it goes: the header once the plugins are
+/// loaded, and the cases that did not pass (every case when verbose).
+struct Printer<'a> {
+    verbose: bool,
+    scenarios: usize,
+    data: &'a str,
+    /// Where the cases run.
+    how: String,
+}
+
+impl crate::engine::session::Events for Printer<'_> {
+    fn start(&mut self, _todo: usize, resuming: Option<&str>) {
+        if let Some(words) = resuming {
+            println!("{words}");
+        }
+    }
+
+    fn ready(&mut self, plugins: &[PluginIdentity]) {
+        let name = |role: &str| {
+            plugins
+                .iter()
+                .find(|p| p.role == role)
+                .map(|p| p.name.clone())
+                .unwrap_or_default()
+        };
+        header(
+            &name("producer"),
+            &name("consumer"),
+            self.scenarios,
+            self.data,
+            &self.how,
+        );
+    }
+
+    fn case(&mut self, c: &Case, _new: bool) {
+        if self.verbose || c.verdict != Verdict::Pass {
+            println!("case {} ... {}", c.id, verdict_word(c));
+        }
+    }
+
+    fn cases_done(&mut self) {}
 }
 
 fn header(producer: &str, consumer: &str, scenarios: usize, data: &str, how: &str) {

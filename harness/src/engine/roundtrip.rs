@@ -1,7 +1,7 @@
 //! The round-trip engine: runs planned producer -> harness -> consumer
-//! cases, in this process or in worker processes. `arrowcert roundtrip`
-//! (`cli::roundtrip`) parses arguments, keeps the report and prints; this
-//! runs the cases.
+//! cases, in this process or in worker processes, under a session (select,
+//! resume, checkpoints, judge). `arrowcert roundtrip` (`cli::roundtrip`)
+//! parses arguments and prints; this runs.
 //!
 //! Above `run` (it drives workers) and `roundtrip` (what one case checks).
 
@@ -102,4 +102,95 @@ impl Engine {
         }
         .run(None, plan.len(), jobs, ready, on_case)
     }
+}
+
+/// What to run: the plan over the sources' scenarios, which cases, and
+/// the report's particulars.
+pub struct Request<'a> {
+    pub sources: &'a Sources,
+    pub scenarios: &'a [Scenario],
+    pub plan: &'a [CaseSpec],
+    pub filter: &'a roundtrip::Filter,
+    /// `--resume`: the report of the interrupted run to continue.
+    pub resume: Option<&'a std::path::Path>,
+    pub report: Option<PathBuf>,
+    pub invocation: Vec<String>,
+    /// The seed of generated scenarios, if the run has any.
+    pub seed: Option<u64>,
+    pub expectations: Option<&'a (PathBuf, crate::report::expectations::Expectations)>,
+}
+
+/// A finished (or interrupted) round trip.
+pub struct Ran {
+    /// The judged report, as written.
+    pub report: crate::report::Report,
+    pub path: Option<PathBuf>,
+    pub interrupted: Option<i32>,
+    /// How many cases the run selected.
+    pub selected: usize,
+}
+
+/// Runs a round trip from plan to judged report: the cases the filter
+/// selects (those a resumed report has not), each kept as it ends, then
+/// the report judged (every pass compared data: no data rules needed).
+pub fn run_all(
+    req: Request,
+    engine: Engine,
+    events: &mut dyn super::session::Events,
+) -> Result<Ran, String> {
+    let selected: Vec<usize> = req
+        .plan
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| req.filter.selects(&s.id))
+        .map(|(i, _)| i)
+        .collect();
+    let session = super::session::Session::open(super::session::Opening {
+        command: "roundtrip",
+        invocation: req.invocation.clone(),
+        data: req.sources.describe(),
+        plan: req.plan.iter().map(|s| s.id.clone()).collect(),
+        selected,
+        resume: req.resume,
+        files: vec![
+            ("producer", &engine.producer),
+            ("consumer", &engine.consumer),
+        ],
+        report: req.report.clone(),
+        default_stem: Some("roundtrip"),
+        devices: vec!["cpu".into()],
+        seed: req.seed,
+        plugins: Vec::new(),
+    })?;
+    events.start(session.todo.len(), session.resuming_words().as_deref());
+    run::proc::catch_interrupts();
+    // Both callbacks print: one borrow at a time.
+    let shared = std::cell::RefCell::new(&mut *events);
+    let interrupted = engine.run(
+        req.sources,
+        req.scenarios,
+        req.plan,
+        &session.todo,
+        &mut |plugins| {
+            session.name_plugins(plugins);
+            shared.borrow_mut().ready(plugins);
+        },
+        &mut |c| {
+            let new = !session.has(&c.id);
+            shared.borrow_mut().case(c, new);
+            session.add(c);
+        },
+    )?;
+    events.cases_done();
+    let path = session.path.clone();
+    let selected = session.selected;
+    let report = session.finish(interrupted, |r| {
+        super::judge(r, &[], req.expectations, req.filter.narrows());
+    })?;
+    Ok(Ran {
+        report,
+        path,
+        interrupted,
+        selected,
+    })
 }
