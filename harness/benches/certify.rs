@@ -452,6 +452,7 @@ fn workers_vs_in_process(producer: &Plugin, producer_path: &std::path::Path) {
             defer_consumer: None,
             plan: None,
             open: None,
+            suites: None,
         };
         let cfg = support::isolation::config(&args, jobs, false, "certify");
         let job_list = || -> Vec<run::Job> {

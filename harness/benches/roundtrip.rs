@@ -162,6 +162,7 @@ fn workers_vs_in_process(
             defer_consumer: None,
             plan: None,
             open: None,
+            suites: None,
         };
         let cfg = support::isolation::config(
             &args,

@@ -92,5 +92,6 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         defer_consumer,
         plan,
         open: Some(crate::dlpack::suite::open),
+        suites: Some(crate::engine::suites::make),
     }))
 }

@@ -191,6 +191,7 @@ pub fn run(
         defer_consumer: None,
         plan: Some(serde_json::to_string(&plan).map_err(|e| e.to_string())?),
         open: None,
+        suites: None,
     };
     let cfg =
         crate::run::Config::for_workers(worker_args, 1, args.case_timeout_ms, args.max_memory_mb)

@@ -103,6 +103,7 @@ impl Engine {
             defer_consumer: None,
             plan: None,
             open: None,
+            suites: None,
         };
         let jobs: Vec<run::Job> = selected
             .iter()

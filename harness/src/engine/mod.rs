@@ -20,6 +20,7 @@ pub mod malformed;
 pub mod matrix;
 pub mod roundtrip;
 pub mod session;
+pub mod suites;
 
 /// Judges a finished run's report: the outcome from its cases and rule
 /// verdicts (`data_rules`: the rules a pass must have exercised on data;

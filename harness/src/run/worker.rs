@@ -9,11 +9,10 @@ use std::path::PathBuf;
 
 use super::proc::{self, flush_c_stdio, Limits};
 use super::protocol::{ConsumerFacts, FromWorker, ToWorker};
-use super::suite::{Planned, Suite};
-use crate::certify;
+use super::suite::Suite;
 use crate::plugin::Plugin;
 use crate::report::{self, Case, PluginIdentity};
-use crate::roundtrip::{self, ConsumerSide, Options};
+use crate::roundtrip::{ConsumerSide, Options};
 
 /// Why a worker ends whose out-structure arena is spent
 /// ([`crate::abi::outslot::WORKER_BUDGET`]).
@@ -73,11 +72,27 @@ pub struct WorkerArgs {
     /// How the worker opens that suite from `plan` (set by the `worker`
     /// command; the orchestrator passes only `plan`).
     pub open: Option<Opener>,
+    /// How the worker makes the suite of each plan in the modes whose cases
+    /// run the plugins it loaded (certify, roundtrip): set by the `worker`
+    /// command (`engine::suites`); the orchestrator passes only `mode`.
+    /// This module knows those cases only through [`Suite`].
+    pub suites: Option<SuiteMaker>,
 }
 
 /// Opens a suite that lives above this module from its `--plan` JSON: its
 /// libraries loaded, its cases planned. `Err`: one line saying why not.
 pub type Opener = fn(&str) -> Result<Box<dyn Suite>, String>;
+
+/// Makes the suite of a plan over `scenarios` (with their seed) for the
+/// plugins a worker loaded, in `mode`, with the run's options. `Err`: the
+/// message of the fatal error (a mode without the plugins it needs).
+pub type SuiteMaker = for<'a> fn(
+    Mode,
+    &'a [crate::scenario::Scenario],
+    u64,
+    Loaded<'a>,
+    &'a Options,
+) -> Result<Box<dyn Suite + 'a>, String>;
 
 impl WorkerArgs {
     /// The command line after `worker --socket PATH` that recreates these
@@ -273,11 +288,6 @@ pub fn run(args: WorkerArgs) -> i32 {
         Ok(loaded) => loaded,
         Err(message) => return fatal(&mut stream, message),
     };
-    // The suite: the IDs of its planned cases, and how to run one.
-    let certify_opts = certify::Options {
-        replay_prefix: args.options.replay_prefix.clone(),
-        ..Default::default()
-    };
     let plugins = identities(producer.as_ref(), consumer.as_ref());
     // A handle on our stdout (the capture file): its position, shared with
     // fd 1, tells the orchestrator where each case's output ends.
@@ -339,19 +349,25 @@ pub fn run(args: WorkerArgs) -> i32 {
         };
         // The suite of this run: a runner answers None for a case it does
         // not know.
-        let suite = match suite_of(
-            args.mode,
-            &scenarios,
-            sources.seed,
-            Loaded {
-                producer: producer.as_ref(),
-                consumer: consumer.as_ref(),
-                consumer_side,
-            },
-            above.as_deref(),
-            &args.options,
-            &certify_opts,
-        ) {
+        let made = match (&above, args.suites) {
+            (Some(above), _) => Ok(Box::new(above.as_ref()) as Box<dyn Suite + '_>),
+            (None, Some(make)) => make(
+                args.mode,
+                &scenarios,
+                sources.seed,
+                Loaded {
+                    producer: producer.as_ref(),
+                    consumer: consumer.as_ref(),
+                    consumer_side,
+                },
+                &args.options,
+            ),
+            (None, None) => Err(format!(
+                "a {} worker is given no suites (the worker command sets them)",
+                args.mode.name()
+            )),
+        };
+        let suite = match made {
             Ok(s) => s,
             Err(message) => return fatal(&mut stream, message),
         };
@@ -571,83 +587,11 @@ fn settle(
 }
 
 /// The plugins a worker loaded (the consumer side: the consumer, or a
-/// round trip's deferred one).
-struct Loaded<'a> {
-    producer: Option<&'a Plugin>,
-    consumer: Option<&'a Plugin>,
-    consumer_side: Option<&'a dyn ConsumerSide>,
-}
-
-/// The suite a worker runs over `scenarios`: its planned case IDs and how
-/// to run one (each guarded: a panic of arrowcert's code is that case's
-/// harness error); DLPack's comes from above (`above`). `Err` is the
-/// message of a fatal error (a mode without the plugins it needs).
-#[allow(clippy::too_many_arguments)]
-fn suite_of<'a>(
-    mode: Mode,
-    scenarios: &'a [crate::scenario::Scenario],
-    seed: u64,
-    loaded: Loaded<'a>,
-    above: Option<&'a (dyn Suite + 'a)>,
-    options: &'a Options,
-    certify_opts: &'a certify::Options,
-) -> Result<Box<dyn Suite + 'a>, String> {
-    Ok(match (mode, loaded.consumer_side) {
-        (Mode::Dlpack, _) => Box::new(above.ok_or("a dlpack worker needs --plan")?),
-        (Mode::Roundtrip, Some(consumer)) if loaded.producer.is_some() => {
-            let producer = loaded.producer.expect("checked");
-            let plan = roundtrip::plan(scenarios);
-            let ids = plan.iter().map(|s| s.id.clone()).collect();
-            Box::new(Planned {
-                ids,
-                run: move |i: usize, id: &str| {
-                    let spec = plan.get(i).filter(|s| s.id == id)?;
-                    let scenario = &scenarios[spec.scenario];
-                    Some(super::panic::guarded(
-                        id,
-                        || roundtrip::record(scenario, spec, options),
-                        || roundtrip::run_case(producer, consumer, scenario, spec, options),
-                    ))
-                },
-            })
-        }
-        (Mode::Roundtrip, _) => {
-            return Err("a roundtrip worker needs --producer and --consumer".to_string())
-        }
-        (Mode::Certify, _) => {
-            let sides = certify::Sides {
-                producer: loaded.producer.is_some(),
-                consumer: loaded.consumer.is_some(),
-            };
-            let plan = certify::plan(scenarios, sides, seed);
-            let ids = plan.iter().map(|s| s.id.clone()).collect();
-            let plugins = certify::Plugins {
-                producer: loaded.producer,
-                consumer: loaded.consumer,
-            };
-            Box::new(Planned {
-                ids,
-                run: move |i: usize, id: &str| {
-                    // An async case outside the plan (a replay of a shrunk
-                    // schedule) is spelled out by its ID.
-                    let extra;
-                    let spec = match plan.get(i).filter(|s| s.id == id) {
-                        Some(s) => s,
-                        None => {
-                            extra = certify::spec_for(&plan, scenarios, id)?;
-                            &extra
-                        }
-                    };
-                    let scenario = &scenarios[spec.scenario];
-                    Some(super::panic::guarded(
-                        id,
-                        || certify::record(scenario, spec, certify_opts),
-                        || certify::run_case(plugins, scenario, spec, certify_opts),
-                    ))
-                },
-            })
-        }
-    })
+/// round trip's deferred one), for the suite a [`SuiteMaker`] makes.
+pub struct Loaded<'a> {
+    pub producer: Option<&'a Plugin>,
+    pub consumer: Option<&'a Plugin>,
+    pub consumer_side: Option<&'a dyn ConsumerSide>,
 }
 
 /// Readies the worker process before any plugin code runs: it dies with the
