@@ -1,8 +1,9 @@
 //! The certification engine: runs planned certification cases, in this
 //! process or in worker processes, and shrinks what failed (generated
 //! scenarios to the smallest that still fail, async schedules to the
-//! shortest). `arrowcert certify` and `arrowcert replay` (`cli::certify`)
-//! parse arguments, keep the report and print; this runs the cases.
+//! shortest). The run's sequence around them is
+//! [`super::certification`]'s; `arrowcert certify` and `arrowcert replay`
+//! (`cli::certify`) parse arguments and print.
 //!
 //! Above `run` (it drives workers) and `certify` (what one case checks).
 
