@@ -30,9 +30,9 @@
 //! the start, up to [`RETRIES`] times ([`Measurement::foreign`] keeps the
 //! drops); each measurement stands on its own, so the bound above holds
 //! for a retry as for the first (`a_foreign_free_does_not_hide_a_leak`).
-//! The same free can interrupt the short round: one where most
-//! repetitions grew, and their sum did, but not all, is measured again
-//! too, within the same [`RETRIES`] (`uneven`).
+//! The same free can interrupt the short round: one where some
+//! repetitions grew but not all, and either most did or another dropped,
+//! is measured again too, within the same [`RETRIES`] (`uneven`).
 //!
 //! Bytes held are read from the allocation tracker preloaded into worker
 //! processes ([`crate::plugin::tracker`]) and from the plugin's optional
@@ -50,7 +50,7 @@ pub const MEASURED: usize = 3;
 pub const LONG: [usize; 3] = [16, 32, 64];
 /// Measurements taken again, at most, when one was spoiled by memory of
 /// something else ([`Measurement::foreign`], [`Measurement::uneven`]).
-pub const RETRIES: usize = 2;
+pub const RETRIES: usize = 3;
 /// Every round of a leak grows by at least this share of the short round's
 /// smallest growth per repetition, times its length.
 pub const LINEAR_SHARE: f64 = 0.5;
@@ -147,16 +147,23 @@ fn suspects(series: &[(&'static str, Vec<i64>)]) -> bool {
     series.iter().any(|(_, g)| consistent_growth(g))
 }
 
-/// The first short round where most repetitions grew, and their sum did,
-/// but not every one: a leak whose round a free of something else
-/// interrupted looks so (duckdb-adbc's 400 bytes per schema export passed
-/// once in 6 runs); a clean sequence hardly ever does.
+/// The first short round a free of something else may have interrupted:
+/// not every repetition grew, but some did, and either most of them did
+/// (and their sum did), or some repetition dropped (a repetition of this
+/// sequence alone nets zero or grows; a drop is memory of something else
+/// freed). A leak whose round such a free interrupted looks so
+/// (duckdb-adbc's 400 bytes per schema export passed once in 6 runs, and
+/// twice in 10 when its background frees were larger than a repetition's
+/// growth); a clean sequence hardly ever grows at all.
 fn uneven(series: &[(&'static str, Vec<i64>)]) -> Option<Vec<i64>> {
     series
         .iter()
         .find(|(_, g)| {
             let grew = g.iter().filter(|&&d| d > 0).count();
-            !consistent_growth(g) && 2 * grew > g.len() && g.iter().sum::<i64>() > 0
+            let dropped = g.iter().any(|&d| d < 0);
+            !consistent_growth(g)
+                && grew > 0
+                && (dropped || (2 * grew > g.len() && g.iter().sum::<i64>() > 0))
         })
         .map(|(_, g)| g.clone())
 }
@@ -269,7 +276,7 @@ impl Measurement {
         }
         for g in &self.uneven {
             why.push(format!(
-                "a short round grew in most repetitions but not all ({} bytes)",
+                "a short round grew in some repetitions but not all ({} bytes)",
                 list(g)
             ));
         }
@@ -579,7 +586,7 @@ mod tests {
         assert!(m.leaks(), "{m:?}");
         let e = m.evidence("export and release");
         assert!(
-            e.contains("grew in most repetitions but not all (400, -600, 400 bytes)"),
+            e.contains("grew in some repetitions but not all (400, -600, 400 bytes)"),
             "{e}"
         );
         // Clean, with one repetition's noise: measured again, no leak.
@@ -595,6 +602,44 @@ mod tests {
         assert!(!m.leaks(), "{m:?}");
         assert_eq!(m.uneven.len(), 1);
         assert_eq!(calls.get(), 2 * (WARMUP + MEASURED));
+    }
+
+    #[test]
+    fn a_leak_whose_short_round_larger_frees_interrupted_is_a_leak() {
+        // 400 bytes per call; something else frees 5,000 bytes during the
+        // second measured repetition of the first two measurements (larger
+        // than the round's growth: duckdb-adbc's background frees).
+        let held = Cell::new(100_000);
+        let calls = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            calls.set(calls.get() + 1);
+            held.set(held.get() + 400);
+            let n = calls.get();
+            if n == WARMUP + 2 || n == (WARMUP + MEASURED) + WARMUP + 2 {
+                held.set(held.get() - 5_000);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(m.uneven.len(), 2, "{m:?}");
+        assert_eq!(m.uneven[0], vec![400, -4600, 400]);
+        assert!(m.leaks(), "{m:?}");
+        // Clean, and something else frees now and then: measured again
+        // (at most RETRIES times), no leak.
+        let calls = Cell::new(0);
+        let m = measure(&fake(&held), || {
+            calls.set(calls.get() + 1);
+            if calls.get() % 4 == 0 {
+                held.set(held.get() - 2_000);
+            }
+            if calls.get() % 3 == 0 {
+                held.set(held.get() + 64);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(!m.leaks(), "{m:?}");
+        assert!(m.uneven.len() <= RETRIES);
     }
 
     #[test]
