@@ -365,9 +365,7 @@ fn layout(
             .filter(|s| s.len() == shape_v.len())
             .map(|s| s.iter().map(|x| *x as i64).collect()),
     };
-    let Some(strides_v) = strides_v else {
-        return None;
-    };
+    let strides_v = strides_v?;
     let element = parsed.and_then(|(order, kind, size)| {
         let comparable = match kind {
             'b' => size == 1,

@@ -342,7 +342,7 @@ fn next(
                 obs.check(
                     crate::rule!("array.values.roundtrip"),
                     p.arrived == expect.len(),
-                    &at,
+                    at,
                     || {
                         format!(
                             "end of stream after {} of {} batches",

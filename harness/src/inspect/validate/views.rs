@@ -121,7 +121,7 @@ unsafe fn variadic_sizes(
     // The sizes buffer holds one int64 per variadic buffer.
     let sizes_required = n_variadic * 8;
     // SAFETY: forwarded from the caller.
-    let Some(size_bytes) = (unsafe {
+    let size_bytes = (unsafe {
         bufs.region(
             nb.saturating_sub(1),
             "variadic buffer sizes",
@@ -130,9 +130,7 @@ unsafe fn variadic_sizes(
             sizes_required,
             sink,
         )
-    }) else {
-        return None;
-    };
+    })?;
     let mut sizes: Vec<i64> = Vec::with_capacity(n_variadic);
     let mut sizes_ok = true;
     for k in 0..n_variadic {
