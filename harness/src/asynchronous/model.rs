@@ -331,34 +331,7 @@ fn step(
             );
             Phase::Released
         }
-        (_, Release) => {
-            c.releases += 1;
-            match phase {
-                Phase::Start => report(
-                    crate::rule!("async.schema.first"),
-                    at.into(),
-                    "release came before on_schema or on_error".into(),
-                ),
-                Phase::Open if c.cancels == 0 && c.invalid_request.is_some() => report(
-                    crate::rule!("async.request.invalid"),
-                    at.into(),
-                    format!(
-                        "after request({}) the stream was released without on_error",
-                        c.invalid_request.unwrap_or_default()
-                    ),
-                ),
-                Phase::Open if c.cancels == 0 => report(
-                    crate::rule!("async.eos.null-task"),
-                    at.into(),
-                    format!(
-                        "release came after {} tasks without on_next_task(NULL) or on_error, and the consumer did not cancel",
-                        c.delivered
-                    ),
-                ),
-                _ => {}
-            }
-            Phase::Released
-        }
+        (_, Release) => released(phase, c, at, report),
         (Phase::Start, Schema) => {
             if accepted {
                 Phase::Open
@@ -384,81 +357,158 @@ fn step(
             );
             Phase::Open
         }
-        (Phase::Open, Task) => {
-            c.delivered += 1;
-            // Tasks past what was requested before the cancel break the
-            // NOP rule only when a request came after the cancel; with
-            // none, they are tasks delivered past the requests
-            // (back-pressure, SHOULD): "a consumer MUST be prepared to
-            // receive one or more calls to on_next_task or on_error even
-            // after calling cancel".
-            let nop_broken = c
-                .requested_before_cancel
-                .is_some_and(|before| c.delivered > before && c.requested > before);
-            if nop_broken {
-                report(
-                    crate::rule!("async.cancel.request-nop"),
-                    at.into(),
-                    format!(
-                        "task {} came after cancel, but only {} were requested before the cancel (a request after cancel must be a NOP)",
-                        c.delivered,
-                        c.requested_before_cancel.unwrap_or_default()
-                    ),
-                );
-            } else if c.delivered > c.requested {
-                report(
-                    crate::rule!("async.backpressure"),
-                    at.into(),
-                    format!(
-                        "task {} was delivered while the requests so far added up to {}",
-                        c.delivered, c.requested
-                    ),
-                );
-            }
-            if accepted {
-                Phase::Open
-            } else {
-                Phase::TaskRefused
-            }
-        }
+        (Phase::Open, Task) => task(e, c, at, report),
         (Phase::Open, EndOfStream) => Phase::Ended,
-        (Phase::Open, Error) => {
-            // "a consumer MUST be prepared to receive one or more calls to
-            // on_next_task or on_error even after calling cancel if there
-            // are still requested arrays pending": on_error after a cancel
-            // breaks "Successful cancelling MUST NOT result in a producer
-            // calling on_error" only when nothing requested was pending.
-            let pending = c
-                .requested_before_cancel
-                .is_some_and(|before| before > c.delivered);
-            let reports_the_cancel = e.answer == libc::ECANCELED;
-            if c.cancels > 0 && c.invalid_request.is_none() {
-                if reports_the_cancel || !pending {
-                    report(
-                        crate::rule!("async.cancel.no-error"),
-                        at.into(),
-                        format!(
-                            "on_error ({}) came after the consumer cancelled{} (\"Successful cancelling MUST NOT result in a producer calling on_error\")",
-                            e.answer,
-                            if reports_the_cancel { ", reporting the cancel itself" } else { " with no requested task pending" }
-                        ),
-                    );
-                } else {
-                    // Accepted, and noted (INFO): a repeated cancel that
-                    // brings it on is then told from a single one.
-                    report(
-                        crate::rule!("async.cancel.error-after"),
-                        at.into(),
-                        format!(
-                            "on_error ({}) came after the consumer cancelled, with requested tasks pending",
-                            e.answer
-                        ),
-                    );
-                }
-            }
-            Phase::Errored
+        (Phase::Open, Error) => error(e, c, at, report),
+        (Phase::SchemaRefused | Phase::TaskRefused | Phase::Ended | Phase::Errored, _) => {
+            only_release_may_follow(phase, cb, at, report)
         }
-        (Phase::SchemaRefused, _) => {
+        // Handled before the match (judged as Open after its own rule).
+        (Phase::ExtractFailed, _) => step(Phase::Open, e, c, at, report),
+    }
+}
+
+/// A handler's release in any phase but after a release: the release
+/// ends the stream, and judges how the stream got there (the schema
+/// first, an invalid request answered with on_error, the end of stream
+/// signalled before it).
+fn released(
+    phase: Phase,
+    c: &mut Counts,
+    at: &str,
+    report: &mut dyn FnMut(&'static str, String, String),
+) -> Phase {
+    c.releases += 1;
+    match phase {
+        Phase::Start => report(
+            crate::rule!("async.schema.first"),
+            at.into(),
+            "release came before on_schema or on_error".into(),
+        ),
+        Phase::Open if c.cancels == 0 && c.invalid_request.is_some() => report(
+            crate::rule!("async.request.invalid"),
+            at.into(),
+            format!(
+                "after request({}) the stream was released without on_error",
+                c.invalid_request.unwrap_or_default()
+            ),
+        ),
+        Phase::Open if c.cancels == 0 => report(
+            crate::rule!("async.eos.null-task"),
+            at.into(),
+            format!(
+                "release came after {} tasks without on_next_task(NULL) or on_error, and the consumer did not cancel",
+                c.delivered
+            ),
+        ),
+        _ => {}
+    }
+    Phase::Released
+}
+
+/// A task on an open stream: counted against what was requested
+/// (async.backpressure), and against what was requested before a cancel
+/// (async.cancel.request-nop); a refusal leaves only release to follow.
+fn task(
+    e: &Entered,
+    c: &mut Counts,
+    at: &str,
+    report: &mut dyn FnMut(&'static str, String, String),
+) -> Phase {
+    let accepted = e.answer == 0;
+    c.delivered += 1;
+    // Tasks past what was requested before the cancel break the
+    // NOP rule only when a request came after the cancel; with
+    // none, they are tasks delivered past the requests
+    // (back-pressure, SHOULD): "a consumer MUST be prepared to
+    // receive one or more calls to on_next_task or on_error even
+    // after calling cancel".
+    let nop_broken = c
+        .requested_before_cancel
+        .is_some_and(|before| c.delivered > before && c.requested > before);
+    if nop_broken {
+        report(
+            crate::rule!("async.cancel.request-nop"),
+            at.into(),
+            format!(
+                "task {} came after cancel, but only {} were requested before the cancel (a request after cancel must be a NOP)",
+                c.delivered,
+                c.requested_before_cancel.unwrap_or_default()
+            ),
+        );
+    } else if c.delivered > c.requested {
+        report(
+            crate::rule!("async.backpressure"),
+            at.into(),
+            format!(
+                "task {} was delivered while the requests so far added up to {}",
+                c.delivered, c.requested
+            ),
+        );
+    }
+    if accepted {
+        Phase::Open
+    } else {
+        Phase::TaskRefused
+    }
+}
+
+/// on_error on an open stream: after a cancel, judged by whether anything
+/// requested was still pending (async.cancel.no-error,
+/// async.cancel.error-after).
+fn error(
+    e: &Entered,
+    c: &mut Counts,
+    at: &str,
+    report: &mut dyn FnMut(&'static str, String, String),
+) -> Phase {
+    // "a consumer MUST be prepared to receive one or more calls to
+    // on_next_task or on_error even after calling cancel if there
+    // are still requested arrays pending": on_error after a cancel
+    // breaks "Successful cancelling MUST NOT result in a producer
+    // calling on_error" only when nothing requested was pending.
+    let pending = c
+        .requested_before_cancel
+        .is_some_and(|before| before > c.delivered);
+    let reports_the_cancel = e.answer == libc::ECANCELED;
+    if c.cancels > 0 && c.invalid_request.is_none() {
+        if reports_the_cancel || !pending {
+            report(
+                crate::rule!("async.cancel.no-error"),
+                at.into(),
+                format!(
+                    "on_error ({}) came after the consumer cancelled{} (\"Successful cancelling MUST NOT result in a producer calling on_error\")",
+                    e.answer,
+                    if reports_the_cancel { ", reporting the cancel itself" } else { " with no requested task pending" }
+                ),
+            );
+        } else {
+            // Accepted, and noted (INFO): a repeated cancel that
+            // brings it on is then told from a single one.
+            report(
+                crate::rule!("async.cancel.error-after"),
+                at.into(),
+                format!(
+                    "on_error ({}) came after the consumer cancelled, with requested tasks pending",
+                    e.answer
+                ),
+            );
+        }
+    }
+    Phase::Errored
+}
+
+/// A callback other than release in a phase after which only release may
+/// come (a refused schema or task, the end of stream, an error): the
+/// rule of that phase is broken, and the phase stays.
+fn only_release_may_follow(
+    phase: Phase,
+    cb: Callback,
+    at: &str,
+    report: &mut dyn FnMut(&'static str, String, String),
+) -> Phase {
+    match phase {
+        Phase::SchemaRefused => {
             report(
                 crate::rule!("async.schema-refused"),
                 at.into(),
@@ -469,7 +519,7 @@ fn step(
             );
             Phase::SchemaRefused
         }
-        (Phase::TaskRefused, _) => {
+        Phase::TaskRefused => {
             report(
                 crate::rule!("async.task-refused"),
                 at.into(),
@@ -480,7 +530,7 @@ fn step(
             );
             Phase::TaskRefused
         }
-        (Phase::Ended, _) => {
+        Phase::Ended => {
             report(
                 crate::rule!("async.eos.null-task"),
                 at.into(),
@@ -491,7 +541,7 @@ fn step(
             );
             Phase::Ended
         }
-        (Phase::Errored, _) => {
+        Phase::Errored => {
             report(
                 crate::rule!("async.error.release-next"),
                 at.into(),
@@ -502,8 +552,8 @@ fn step(
             );
             Phase::Errored
         }
-        // Handled before the match (judged as Open after its own rule).
-        (Phase::ExtractFailed, _) => step(Phase::Open, e, c, at, report),
+        // step sends only the four phases above here.
+        _ => phase,
     }
 }
 

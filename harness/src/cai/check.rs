@@ -183,7 +183,6 @@ fn descr_problem(v: &Py, depth: usize) -> Option<String> {
 /// Judges `top`, the value of `__cuda_array_interface__`.
 pub fn check(top: &Py) -> Judged {
     let mut j = Judged::default();
-    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
     // "The __cuda_array_interface__ attribute returns a dictionary (dict)
     // that must contain the following entries:"
     let Py::Dict(_, d) = top else {
@@ -201,9 +200,20 @@ pub fn check(top: &Py) -> Judged {
     };
     j.check(crate::rule!("cai.dict"), None);
     let (shape, typestr, data) = required_entries(&mut j, d);
+    let parsed = typestr_entry(&mut j, typestr);
+    optional_entries(&mut j, d, shape);
+    let stream = stream_entry(&mut j, d);
+    j.layout = layout(&mut j, shape, data, d.get("strides"), parsed, stream);
+    j
+}
+
+/// `cai.typestr.format`: the typestr, when it is a str, parsed as NumPy's
+/// array interface defines it (`None` when it is not one).
+fn typestr_entry(j: &mut Judged, typestr: Option<&Py>) -> Option<(char, char, usize)> {
+    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
     // typestr: "This has the same definition as typestr in the numpy array
     // interface."
-    let parsed = match typestr {
+    match typestr {
         Some(Py::Str(s)) => {
             let p = parse_typestr(s);
             j.check(
@@ -224,7 +234,17 @@ pub fn check(top: &Py) -> Judged {
             );
             None
         }
-    };
+    }
+}
+
+/// The entries the dict may hold besides the required ones: `descr`,
+/// `strides` (of `shape`'s length) and `mask`, each judged by its rule.
+fn optional_entries(
+    j: &mut Judged,
+    d: &std::collections::BTreeMap<String, Py>,
+    shape: Option<&Py>,
+) {
+    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
     // descr: "This follows the same specification as in the numpy array
     // interface."
     match d.get("descr") {
@@ -281,9 +301,21 @@ pub fn check(top: &Py) -> Judged {
             )),
         },
     );
-    let stream = stream_entry(&mut j, d);
+}
 
-    // The layout, read leniently (list or tuple alike).
+/// The array's memory as the dict lays it out, read leniently (list or
+/// tuple alike), for the checks that read it; on the way, the data
+/// pointer's rules (`cai.data.zero-size`, `cai.data.accessible`). `None`
+/// when the shape, the data pointer or the strides cannot be read.
+fn layout(
+    j: &mut Judged,
+    shape: Option<&Py>,
+    data: Option<&Py>,
+    strides: Option<&Py>,
+    parsed: Option<(char, char, usize)>,
+    stream: Stream,
+) -> Option<Layout> {
+    let at = |k: &str| format!("__cuda_array_interface__[{k:?}]");
     let shape_v = shape.and_then(ints).filter(|s| s.iter().all(|n| *n >= 0));
     let ptr = data
         .and_then(Py::items)
@@ -297,7 +329,7 @@ pub fn check(top: &Py) -> Judged {
         ] {
             j.skip(rule, "the shape or the data pointer cannot be read");
         }
-        return j;
+        return None;
     };
     let shape_v: Vec<u64> = shape_v.iter().map(|n| *n as u64).collect();
     let empty = shape_v.contains(&0);
@@ -333,9 +365,7 @@ pub fn check(top: &Py) -> Judged {
             .filter(|s| s.len() == shape_v.len())
             .map(|s| s.iter().map(|x| *x as i64).collect()),
     };
-    let Some(strides_v) = strides_v else {
-        return j;
-    };
+    let strides_v = strides_v?;
     let element = parsed.and_then(|(order, kind, size)| {
         let comparable = match kind {
             'b' => size == 1,
@@ -350,7 +380,7 @@ pub fn check(top: &Py) -> Judged {
         Some(Py::Bool(b)) => Some(*b),
         _ => None,
     };
-    j.layout = Some(Layout {
+    Some(Layout {
         ptr,
         shape: shape_v,
         strides: strides_v,
@@ -359,8 +389,7 @@ pub fn check(top: &Py) -> Judged {
         typestr: parsed,
         read_only,
         stream,
-    });
-    j
+    })
 }
 
 /// The entries the dict "must contain" (`cai.shape`, `cai.typestr`,

@@ -694,7 +694,7 @@ pub fn run_consumer(
     d: Delivery,
     obs: &mut Observations,
 ) -> Ended {
-    use crate::export::{asynchronous as producer, encode, Encoding, Ledger};
+    use crate::export::{asynchronous as producer, Ledger};
     if !consumer.consumes_async() {
         return Ended::Skip(
             "the consumer does not export arrowcert_consume_async_start and arrowcert_consume_async_finish".into(),
@@ -706,25 +706,8 @@ pub fn run_consumer(
             "the consumer does not export the optional arrowcert_consume_async_cancel, through which the harness asks it to cancel".into(),
         );
     }
-    let enc = if d.varied {
-        Encoding::Varied(super::consumer::seed_of(&spec.id))
-    } else {
-        Encoding::Plain
-    };
     let delivered = chunks(&scenario.batches, d.rows);
-    let plan = (|| -> Result<producer::AsyncPlan, String> {
-        Ok(producer::AsyncPlan {
-            schema: encode::schema(&scenario.schema, enc)?,
-            chunks: delivered
-                .iter()
-                .enumerate()
-                .map(|(i, b)| encode::batch(b, enc, i as u64 + 1))
-                .collect::<Result<_, _>>()?,
-            delivery: d,
-            stall_after: STALL_AFTER,
-        })
-    })();
-    let plan = match plan {
+    let plan = match delivery_plan(scenario, spec, d, &delivered) {
         Ok(p) => p,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
@@ -736,6 +719,97 @@ pub fn run_consumer(
     };
     let findings = ledger.finish();
     let report = run.report.clone();
+    judge_consumer_protocol(d, &findings, &report, obs);
+    // Anything the consumer broke in the protocol explains what it then
+    // read (or failed to): judge values only without such a finding.
+    // (A MUST rule: a SHOULD finding, request(0) say, leaves the values
+    // to judge.)
+    let protocol_broken = obs
+        .violations
+        .iter()
+        .any(|v| v.rule.starts_with("consumer.async.") && crate::rules::is_must(v.rule));
+    if let End::Cancel(_, how) = d.end {
+        return judge_after_cancel(how, &report, run, &findings, protocol_broken, obs);
+    }
+    let result = match &run.result {
+        Some(r) => r.clone(),
+        None => return finish_timed_out(&report, run),
+    };
+    let clean = findings.violations.is_empty() && report.released && report.finished;
+    run.end(clean && !protocol_broken);
+    if protocol_broken || report.refused.is_some() && report.stalled.is_some() {
+        return Ended::Ran;
+    }
+    if let Some((code, message)) = &report.error_sent {
+        judge_error_sent(*code, message, &result, obs);
+        return Ended::Ran;
+    }
+    let expected: &[arrow_array::RecordBatch] = match d.end {
+        crate::asynchronous::schedule::End::Empty => &[],
+        _ => &delivered,
+    };
+    match result {
+        Ok(bytes) => {
+            if let Err(e) = crate::sdk::ipc::decode(&bytes) {
+                obs.not_exercised(
+                    crate::rule!("consumer.read.values"),
+                    crate::roundtrip::UNDECODABLE,
+                );
+                return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
+            }
+            super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
+            if let Some(plan) = leak_plan {
+                handler_frees(consumer, &plan, obs);
+            }
+            Ended::Ran
+        }
+        Err(e @ crate::plugin::CallError::Missing(_)) => super::call_ended(e),
+        // The same permission as on every other path: a clean refusal is
+        // a limitation, never consumer.read.values.
+        Err(e) => {
+            obs.not_exercised(crate::rule!("consumer.read.values"), e.to_string());
+            super::consumer::refusal(&e)
+        }
+    }
+}
+
+/// What the harness's async producer delivers to the consumer: the
+/// scenario's schema and `delivered` chunks, encoded plainly or (a varied
+/// delivery) in the encodings the case's ID seeds.
+fn delivery_plan(
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    d: Delivery,
+    delivered: &[arrow_array::RecordBatch],
+) -> Result<crate::export::asynchronous::AsyncPlan, String> {
+    use crate::export::{encode, Encoding};
+    let enc = if d.varied {
+        Encoding::Varied(super::consumer::seed_of(&spec.id))
+    } else {
+        Encoding::Plain
+    };
+    Ok(crate::export::asynchronous::AsyncPlan {
+        schema: encode::schema(&scenario.schema, enc)?,
+        chunks: delivered
+            .iter()
+            .enumerate()
+            .map(|(i, b)| encode::batch(b, enc, i as u64 + 1))
+            .collect::<Result<_, _>>()?,
+        delivery: d,
+        stall_after: STALL_AFTER,
+    })
+}
+
+/// Judges the protocol of a consumer-side async run from what the
+/// harness's producer saw: every rule the case exercises passes unless
+/// the ledger or the run's report shows otherwise (a refusal's code, a
+/// stall, a task never extracted).
+fn judge_consumer_protocol(
+    d: Delivery,
+    findings: &crate::export::Findings,
+    report: &crate::export::asynchronous::AsyncReport,
+    obs: &mut Observations,
+) {
     for r in CONSUMER_RULES {
         obs.check(r, true, "", String::new);
     }
@@ -789,8 +863,8 @@ pub fn run_consumer(
             || why.clone(),
         );
     }
-    // Tasks delivered after the consumer's cancel are judged below, under
-    // consumer.async.after-cancel.
+    // Tasks delivered after the consumer's cancel are judged by
+    // judge_after_cancel, under consumer.async.after-cancel.
     let late = report.late();
     for (i, &n) in report.extracts.iter().enumerate() {
         if n == 0 && !report.out_of_scope.contains(&i) && !late.contains(&i) {
@@ -799,106 +873,73 @@ pub fn run_consumer(
             });
         }
     }
-    // Anything the consumer broke in the protocol explains what it then
-    // read (or failed to): judge values only without such a finding.
-    // (A MUST rule: a SHOULD finding, request(0) say, leaves the values
-    // to judge.)
-    let protocol_broken = obs
-        .violations
-        .iter()
-        .any(|v| v.rule.starts_with("consumer.async.") && crate::rules::is_must(v.rule));
-    if let End::Cancel(_, how) = d.end {
-        return judge_after_cancel(how, &report, run, &findings, protocol_broken, obs);
-    }
-    let result = match &run.result {
-        Some(r) => r.clone(),
-        None => {
-            let state = format!(
-                "the handler {} released; {} tasks delivered{}",
-                if report.released { "was" } else { "was not" },
-                report.delivered,
-                if report.cancelled { ", cancelled" } else { "" }
-            );
-            run.end(false);
-            return Ended::Error(format!(
-                "arrowcert_consume_async_finish did not return within {} ms ({state})",
-                (FINISH_TIMEOUT + STALL_AFTER + Duration::from_secs(2)).as_millis()
-            ));
-        }
-    };
-    let clean = findings.violations.is_empty() && report.released && report.finished;
-    run.end(clean && !protocol_broken);
-    if protocol_broken || report.refused.is_some() && report.stalled.is_some() {
-        return Ended::Ran;
-    }
-    if let Some((code, message)) = &report.error_sent {
-        match &result {
-            Err(crate::plugin::CallError::Failed {
-                code: got,
-                message: got_message,
-                ..
-            }) => {
-                let text = got_message.clone().unwrap_or_default();
-                if text.contains(producer::MESSAGE_OVERWRITTEN.trim_end())
-                    || text.contains("overwritten")
-                {
-                    obs.check(crate::rule!("consumer.async.copies"), false, "on_error", || {
-                        format!("the consumer's error reads `{text}`: it kept on_error's message pointer and read it after on_error returned (the harness overwrote the message then)")
-                    });
-                } else {
-                    obs.check(
-                        crate::rule!("consumer.stream.error"),
-                        got == code && text.contains(message.as_str()),
-                        "finish",
-                        || format!("the producer failed with {code} `{message}`; finish returned {got} with last error `{text}`"),
-                    );
-                }
-            }
-            Err(e) => obs.check(
-                crate::rule!("consumer.stream.error"),
-                false,
-                "finish",
-                || format!("the producer failed with {code} `{message}`; finish said: {e}"),
-            ),
-            Ok(_) => obs.check(
-                crate::rule!("consumer.stream.error"),
-                false,
-                "finish",
-                || {
-                    format!(
-                        "the producer failed with {code} `{message}`, but finish returned success"
-                    )
-                },
-            ),
-        }
-        return Ended::Ran;
-    }
-    let expected: &[arrow_array::RecordBatch] = match d.end {
-        crate::asynchronous::schedule::End::Empty => &[],
-        _ => &delivered,
-    };
+}
+
+/// The case's end when the consumer's finish did not return in time: an
+/// error that says how far the stream got (the run is ended unclean, so
+/// its memory outlives the consumer's possible late calls).
+fn finish_timed_out(
+    report: &crate::export::asynchronous::AsyncReport,
+    run: crate::export::asynchronous::ConsumerRun,
+) -> Ended {
+    let state = format!(
+        "the handler {} released; {} tasks delivered{}",
+        if report.released { "was" } else { "was not" },
+        report.delivered,
+        if report.cancelled { ", cancelled" } else { "" }
+    );
+    run.end(false);
+    Ended::Error(format!(
+        "arrowcert_consume_async_finish did not return within {} ms ({state})",
+        (FINISH_TIMEOUT + STALL_AFTER + Duration::from_secs(2)).as_millis()
+    ))
+}
+
+/// After the harness's producer failed with `code` and `message`: the
+/// consumer's finish must report that error (consumer.stream.error), from
+/// its own copy of the message (consumer.async.copies: the harness
+/// overwrites the message once on_error returns).
+fn judge_error_sent(
+    code: std::ffi::c_int,
+    message: &str,
+    result: &Result<Vec<u8>, crate::plugin::CallError>,
+    obs: &mut Observations,
+) {
+    use crate::export::asynchronous as producer;
     match result {
-        Ok(bytes) => {
-            if let Err(e) = crate::sdk::ipc::decode(&bytes) {
-                obs.not_exercised(
-                    crate::rule!("consumer.read.values"),
-                    crate::roundtrip::UNDECODABLE,
+        Err(crate::plugin::CallError::Failed {
+            code: got,
+            message: got_message,
+            ..
+        }) => {
+            let text = got_message.clone().unwrap_or_default();
+            if text.contains(producer::MESSAGE_OVERWRITTEN.trim_end())
+                || text.contains("overwritten")
+            {
+                obs.check(crate::rule!("consumer.async.copies"), false, "on_error", || {
+                    format!("the consumer's error reads `{text}`: it kept on_error's message pointer and read it after on_error returned (the harness overwrote the message then)")
+                });
+            } else {
+                obs.check(
+                    crate::rule!("consumer.stream.error"),
+                    *got == code && text.contains(message),
+                    "finish",
+                    || format!("the producer failed with {code} `{message}`; finish returned {got} with last error `{text}`"),
                 );
-                return Ended::Error(format!("{}: {}", crate::roundtrip::UNDECODABLE, e.message));
             }
-            super::consumer::differences((&scenario.schema, expected), &bytes).judge(obs);
-            if let Some(plan) = leak_plan {
-                handler_frees(consumer, &plan, obs);
-            }
-            Ended::Ran
         }
-        Err(e @ crate::plugin::CallError::Missing(_)) => super::call_ended(e),
-        // The same permission as on every other path: a clean refusal is
-        // a limitation, never consumer.read.values.
-        Err(e) => {
-            obs.not_exercised(crate::rule!("consumer.read.values"), e.to_string());
-            super::consumer::refusal(&e)
-        }
+        Err(e) => obs.check(
+            crate::rule!("consumer.stream.error"),
+            false,
+            "finish",
+            || format!("the producer failed with {code} `{message}`; finish said: {e}"),
+        ),
+        Ok(_) => obs.check(
+            crate::rule!("consumer.stream.error"),
+            false,
+            "finish",
+            || format!("the producer failed with {code} `{message}`, but finish returned success"),
+        ),
     }
 }
 

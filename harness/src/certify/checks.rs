@@ -722,6 +722,95 @@ fn repeated_exports(
     drop(object);
 }
 
+/// What an array case asks the producer for, so that every export of it
+/// (the one read, the one taken apart, those counted for bytes) is made
+/// the same way.
+struct ArrayRequest<'a> {
+    producer: &'a Plugin,
+    scenario: &'a Scenario,
+    spec: &'a CaseSpec,
+    opts: &'a Options,
+}
+
+impl ArrayRequest<'_> {
+    /// One export of the case's array, checked for pointers into itself
+    /// before its first move (a move inside a device array is one): the
+    /// array, and `false` with it when there are some. Repetitions (`obs`
+    /// `None`) record nothing.
+    fn produce(
+        &self,
+        schema: &ArrowSchema,
+        obs: Option<&mut Observations>,
+    ) -> Result<(Guard<ArrowArray>, bool), Ended> {
+        if self.spec.path == Path::DeviceArray {
+            return self.produce_device(schema, obs);
+        }
+        let (batch, offset, length) = call_range(self.spec.batch, self.spec.slice);
+        let mut out = Guard::<ArrowArray>::poisoned();
+        self.producer
+            .produce_array(&self.scenario.ipc, batch, offset, length, &mut out)
+            .map_err(call_ended)?;
+        let still = self_contained(schema, &out, obs);
+        Ok((out, still))
+    }
+
+    /// [`ArrayRequest::produce`] on the device array path: the device
+    /// members are judged, and off the CPU the device rules are judged on
+    /// the way to a host copy, which is what is returned.
+    fn produce_device(
+        &self,
+        schema: &ArrowSchema,
+        mut obs: Option<&mut Observations>,
+    ) -> Result<(Guard<ArrowArray>, bool), Ended> {
+        let (batch, offset, length) = call_range(self.spec.batch, self.spec.slice);
+        let mut out = Guard::<ArrowDeviceArray>::poisoned();
+        self.producer
+            .produce_device_array(
+                &self.scenario.ipc,
+                batch,
+                offset,
+                length,
+                self.opts.device_type,
+                self.opts.device_id,
+                &mut out,
+            )
+            .map_err(call_ended)?;
+        if let Some(obs) = obs.as_deref_mut() {
+            device_members(&out, self.opts, DeviceId::Requested, "device array", obs);
+        }
+        let still = self_contained(schema, &out.array, obs.as_deref_mut());
+        if self.opts.kind != DeviceKind::Cpu && still {
+            // Buffers the host may not read: judge the device rules,
+            // and go on with a host copy.
+            let mut moved = relocate_poisoning(&mut out);
+            let copied = on_device(schema, &mut moved, self.opts, "device array", obs);
+            return copied.map(|a| (a, true));
+        }
+        let array = crate::abi::ops::take(&mut out.array);
+        Ok((Guard::new(array), still))
+    }
+}
+
+/// Whether an export holds no pointer into itself, so that a copy of it at
+/// another address may be read and released (array.release.relocatable,
+/// judged when `obs` is given).
+fn self_contained(
+    schema: &ArrowSchema,
+    array: &ArrowArray,
+    obs: Option<&mut Observations>,
+) -> bool {
+    let refs = probe::array_self_refs(schema, array);
+    match obs {
+        Some(obs) => not_self_referencing(
+            refs,
+            crate::rule!("array.release.relocatable"),
+            "array",
+            obs,
+        ),
+        None => refs.is_empty(),
+    }
+}
+
 /// Array and device array paths.
 fn array_case(
     producer: &Plugin,
@@ -730,71 +819,19 @@ fn array_case(
     opts: &Options,
     obs: &mut Observations,
 ) -> Ended {
-    let (batch, offset, length) = call_range(spec.batch, spec.slice);
+    let req = ArrayRequest {
+        producer,
+        scenario,
+        spec,
+        opts,
+    };
     let (mut schema, schema_ok) = match produced_schema(producer, scenario, obs) {
         Ok(s) => s,
         Err(e) => return e,
     };
     // One export to read values from, one to take apart (and, once per
-    // scenario, more to count bytes held across). Each is checked for
-    // pointers into itself before its first move (a move inside a device
-    // array is one); `false` with it when there are some. Repetitions
-    // (`None`) record nothing.
-    let produce = |mut obs: Option<&mut Observations>| -> Result<(Guard<ArrowArray>, bool), Ended> {
-        if spec.path == Path::DeviceArray {
-            let mut out = Guard::<ArrowDeviceArray>::poisoned();
-            producer
-                .produce_device_array(
-                    &scenario.ipc,
-                    batch,
-                    offset,
-                    length,
-                    opts.device_type,
-                    opts.device_id,
-                    &mut out,
-                )
-                .map_err(call_ended)?;
-            if let Some(obs) = obs.as_deref_mut() {
-                device_members(&out, opts, DeviceId::Requested, "device array", obs);
-            }
-            let refs = probe::array_self_refs(&schema, &out.array);
-            let still = match obs.as_deref_mut() {
-                Some(obs) => not_self_referencing(
-                    refs,
-                    crate::rule!("array.release.relocatable"),
-                    "array",
-                    obs,
-                ),
-                None => refs.is_empty(),
-            };
-            if opts.kind != DeviceKind::Cpu && still {
-                // Buffers the host may not read: judge the device rules,
-                // and go on with a host copy.
-                let mut moved = relocate_poisoning(&mut out);
-                let copied = on_device(&schema, &mut moved, opts, "device array", obs);
-                return copied.map(|a| (a, true));
-            }
-            let array = crate::abi::ops::take(&mut out.array);
-            Ok((Guard::new(array), still))
-        } else {
-            let mut out = Guard::<ArrowArray>::poisoned();
-            producer
-                .produce_array(&scenario.ipc, batch, offset, length, &mut out)
-                .map_err(call_ended)?;
-            let refs = probe::array_self_refs(&schema, &out);
-            let still = match obs.as_deref_mut() {
-                Some(obs) => not_self_referencing(
-                    refs,
-                    crate::rule!("array.release.relocatable"),
-                    "array",
-                    obs,
-                ),
-                None => refs.is_empty(),
-            };
-            Ok((out, still))
-        }
-    };
-    let (mut first, still) = match produce(Some(obs)) {
+    // scenario, more to count bytes held across).
+    let (mut first, still) = match req.produce(&schema, Some(obs)) {
         Ok(a) => a,
         Err(e) => return e,
     };
@@ -819,89 +856,131 @@ fn array_case(
         first.mark_released();
         return Ended::Ran;
     }
+    let kept = read_first(&req, &schema, &mut first, obs);
+    if spec.path == Path::Array && spec.slice.is_none() {
+        array_schema(producer, scenario, spec, obs);
+    }
+    if opts.kind != DeviceKind::Cpu {
+        device_rest(&req, &mut schema, obs);
+        return Ended::Ran;
+    }
+    if let Err(e) = take_apart_second(&req, &mut schema, kept, obs) {
+        return e;
+    }
+    if spec.path == Path::Array && spec.batch == Some(0) && spec.slice.is_none() {
+        repeated_exports(producer, scenario, spec, &schema, obs);
+    }
+    // array.release.frees: once per scenario and path (the whole first
+    // batch), not per slice.
+    if spec.batch == Some(0) && spec.slice.is_none() {
+        array_frees(&req, &schema, obs);
+    }
+    release_checked(
+        &mut schema,
+        crate::rule!("schema.release.marks-released"),
+        "schema",
+        obs,
+    );
+    Ended::Ran
+}
+
+/// Imports the validated first export and judges its values against the
+/// scenario's (array.values.*). On the CPU it returns the imported batch
+/// with a copy of its bytes: the batch stays imported (zero-copy: its
+/// buffers are the producer's memory) until the producer has made its
+/// second export, so a producer that writes into buffers it already
+/// handed out shows as a difference (array.buffers.immutable).
+fn read_first(
+    req: &ArrayRequest,
+    schema: &ArrowSchema,
+    first: &mut Guard<ArrowArray>,
+    obs: &mut Observations,
+) -> Option<(Vec<Vec<u8>>, RecordBatch)> {
     // arrow-rs panics on a name that is not UTF-8 and refuses such
     // metadata: those exports are not read (their values not judged).
     let imported = if not_utf8(obs) {
         Err("names, metadata or utf8 values not UTF-8".to_string())
     } else {
-        probe::import_batch(&schema, &mut first).map_err(|e| e.to_string())
+        probe::import_batch(schema, first).map_err(|e| e.to_string())
     };
-    // The first export stays imported (zero-copy: its buffers are the
-    // producer's memory) beside a copy of its bytes until the producer has
-    // made its second export: a producer that writes into buffers it
-    // already handed out shows as a difference (array.buffers.immutable).
-    let mut kept: Option<(Vec<Vec<u8>>, RecordBatch)> = None;
     match imported {
         Ok(read) => {
             values(
-                scenario,
-                &requested(scenario, spec.batch, spec.slice),
+                req.scenario,
+                &requested(req.scenario, req.spec.batch, req.spec.slice),
                 std::slice::from_ref(&read),
                 "array",
                 obs,
             );
-            if opts.kind == DeviceKind::Cpu {
-                kept = Some((buffer_bytes(&read), read));
+            if req.opts.kind == DeviceKind::Cpu {
+                return Some((buffer_bytes(&read), read));
             }
+            None
         }
-        Err(e) => unreadable("array", &e, obs),
+        Err(e) => {
+            unreadable("array", &e, obs);
+            None
+        }
     }
-    if spec.path == Path::Array && spec.slice.is_none() {
-        array_schema(producer, scenario, spec, obs);
-    }
+}
 
-    if opts.kind != DeviceKind::Cpu {
-        // What remains judges the host copy's tree, not the producer's:
-        // the take-apart steps are the CPU cases' (the same code exports
-        // both in every producer the harness knows of); the device
-        // memory the export held is counted below.
-        if spec.batch == Some(0) && spec.slice.is_none() {
-            frees(
-                producer,
-                opts.kind,
-                crate::rule!("array.release.frees"),
-                "device array",
-                "export and release of the batch on the device",
-                obs,
-                || {
-                    let (mut a, _) = produce(None).map_err(ended_text)?;
-                    release_quietly(&mut a);
-                    Ok(())
-                },
-            );
-        }
-        release_checked(
-            &mut schema,
-            crate::rule!("schema.release.marks-released"),
-            "schema",
+/// The end of a case off the CPU. What remains judges the host copy's
+/// tree, not the producer's: the take-apart steps are the CPU cases' (the
+/// same code exports both in every producer the harness knows of); the
+/// device memory the export held is counted here, once per scenario.
+fn device_rest(req: &ArrayRequest, schema: &mut Guard<ArrowSchema>, obs: &mut Observations) {
+    if req.spec.batch == Some(0) && req.spec.slice.is_none() {
+        frees(
+            req.producer,
+            req.opts.kind,
+            crate::rule!("array.release.frees"),
+            "device array",
+            "export and release of the batch on the device",
             obs,
+            || {
+                let (mut a, _) = req.produce(schema, None).map_err(ended_text)?;
+                release_quietly(&mut a);
+                Ok(())
+            },
         );
-        return Ended::Ran;
     }
+    release_checked(
+        schema,
+        crate::rule!("schema.release.marks-released"),
+        "schema",
+        obs,
+    );
+}
 
-    // Take the second export apart: move child 0 out, release the parent
-    // at its new address, then use and release the child.
-    let (mut second, still) = match produce(Some(obs)) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
+/// Takes the second export apart: moves child 0 out, releases the parent
+/// at its new address, then uses and releases the child; then compares the
+/// first export's bytes (`kept`) with what they were. `Err` ends the case
+/// with that outcome (an export that points into itself or does not
+/// validate is left alone).
+fn take_apart_second(
+    req: &ArrayRequest,
+    schema: &mut Guard<ArrowSchema>,
+    mut kept: Option<(Vec<Vec<u8>>, RecordBatch)>,
+    obs: &mut Observations,
+) -> Result<(), Ended> {
+    let (mut second, still) = req.produce(schema, Some(obs))?;
     if !still {
         second.mark_released();
         schema.mark_released();
-        return Ended::Ran;
+        return Err(Ended::Ran);
     }
     let mut second = relocate_poisoning(&mut second);
     // Validated like the first before anything in it is followed.
-    let found = probe::check_array(&schema, &second);
+    let found = probe::check_array(schema, &second);
     if crate::inspect::any_must(&found) {
         obs.validated(&array_rules(), found, "array (second export)");
         second.mark_released();
-        return Ended::Ran;
+        return Err(Ended::Ran);
     }
     let child = probe::take_child_array(&mut second, 0);
     // What the moved column holds before the parent goes: a deep copy (the
     // values themselves were judged on the first export).
-    let child_schema = probe::child_schema(&schema, 0);
+    let child_schema = probe::child_schema(schema, 0);
     let before = match (&child, child_schema) {
         (Some(c), Some(cs)) => probe::read_array(cs, c)
             .ok()
@@ -922,42 +1001,35 @@ fn array_case(
     if let Some((copy, first)) = kept.take() {
         buffers_unchanged(&copy, &first, obs);
     }
-    if spec.path == Path::Array && spec.batch == Some(0) && spec.slice.is_none() {
-        repeated_exports(producer, scenario, spec, &schema, obs);
-    }
-    // array.release.frees: once per scenario and path (the whole first
-    // batch), not per slice.
-    if spec.batch == Some(0) && spec.slice.is_none() {
-        frees(
-            producer,
-            opts.kind,
-            crate::rule!("array.release.frees"),
-            "array",
-            "export and release of the batch",
-            obs,
-            || {
-                let (mut a, still) = produce(None).map_err(ended_text)?;
-                if !still {
-                    a.mark_released();
-                    return Err("a repeated export points into itself".into());
-                }
-                let mut moved = a.relocate();
-                if crate::inspect::any_must(&probe::check_array(&schema, &moved)) {
-                    moved.mark_released();
-                    return Err("a repeated export did not validate".into());
-                }
-                release_quietly(&mut moved);
-                Ok(())
-            },
-        );
-    }
-    release_checked(
-        &mut schema,
-        crate::rule!("schema.release.marks-released"),
-        "schema",
+    Ok(())
+}
+
+/// array.release.frees on the CPU: the bytes the producer holds across
+/// repeated exports and releases of the whole first batch, each export
+/// checked (self-references, validation) before it is released.
+fn array_frees(req: &ArrayRequest, schema: &ArrowSchema, obs: &mut Observations) {
+    frees(
+        req.producer,
+        req.opts.kind,
+        crate::rule!("array.release.frees"),
+        "array",
+        "export and release of the batch",
         obs,
+        || {
+            let (mut a, still) = req.produce(schema, None).map_err(ended_text)?;
+            if !still {
+                a.mark_released();
+                return Err("a repeated export points into itself".into());
+            }
+            let mut moved = a.relocate();
+            if crate::inspect::any_must(&probe::check_array(schema, &moved)) {
+                moved.mark_released();
+                return Err("a repeated export did not validate".into());
+            }
+            release_quietly(&mut moved);
+            Ok(())
+        },
     );
-    Ended::Ran
 }
 
 /// `array.move.child`: the child moved out of an export (`child`, of

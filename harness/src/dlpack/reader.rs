@@ -66,89 +66,40 @@ impl Observed {
 /// context (the fields that keep their place), no further.
 pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
     let mut findings = Vec::new();
-    let (version, flags, deleter, ctx, tensor_at) = if versioned {
-        let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensorVersioned>())
-        else {
-            findings.push(finding(
-                crate::rule!("dlpack.capsule.name"),
-                format!("the dltensor_versioned capsule's pointer {ptr:#x} is not readable memory"),
-            ));
+    let m = match managed(ptr, versioned) {
+        Ok(m) => m,
+        Err(f) => {
+            findings.push(f);
             return (None, findings);
-        };
-        let m: DLManagedTensorVersioned = from_bytes(&bytes);
-        (
-            Some(m.version),
-            m.flags,
-            m.deleter.map_or(0, |f| f as usize),
-            m.manager_ctx as usize,
-            ptr + VERSIONED_TENSOR_OFFSET,
-        )
-    } else {
-        let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensor>()) else {
-            findings.push(finding(
-                crate::rule!("dlpack.capsule.name"),
-                format!("the dltensor capsule's pointer {ptr:#x} is not readable memory"),
-            ));
-            return (None, findings);
-        };
-        let m: DLManagedTensor = from_bytes(&bytes);
-        (
-            None,
-            0,
-            m.deleter.map_or(0, |f| f as usize),
-            m.manager_ctx as usize,
-            ptr + LEGACY_TENSOR_OFFSET,
-        )
+        }
     };
+    let version = m.version;
     if let Some(v) = version {
         if v.major != DLPACK_MAJOR_VERSION {
             // "It is not safe to access any other fields as the memory
             // layout will have changed."
-            return (
-                Some(Observed {
-                    versioned,
-                    version,
-                    flags: 0,
-                    deleter,
-                    manager_ctx: ctx,
-                    data: 0,
-                    device: DLDevice {
-                        device_type: 0,
-                        device_id: 0,
-                    },
-                    ndim: 0,
-                    dtype: DLDataType {
-                        code: 0,
-                        bits: 0,
-                        lanes: 0,
-                    },
-                    shape: None,
-                    strides: None,
-                    byte_offset: 0,
-                    values: None,
-                }),
-                findings,
-            );
+            return (Some(other_major(versioned, &m)), findings);
         }
-        if flags & !KNOWN_FLAGS != 0 {
+        if m.flags & !KNOWN_FLAGS != 0 {
             findings.push(finding(
                 crate::rule!("dlpack.flags.known"),
                 format!(
-                    "flags {flags:#x} set bits the header does not define ({:#x})",
-                    flags & !KNOWN_FLAGS
+                    "flags {:#x} set bits the header does not define ({:#x})",
+                    m.flags,
+                    m.flags & !KNOWN_FLAGS
                 ),
             ));
         }
     }
-    let bytes = hostmem::read(tensor_at, std::mem::size_of::<DLTensor>())
+    let bytes = hostmem::read(m.tensor_at, std::mem::size_of::<DLTensor>())
         .expect("the managed tensor was readable as a whole");
     let t: DLTensor = from_bytes(&bytes);
     let mut obs = Observed {
         versioned,
         version,
-        flags,
-        deleter,
-        manager_ctx: ctx,
+        flags: m.flags,
+        deleter: m.deleter,
+        manager_ctx: m.manager_ctx,
         data: t.data as usize,
         device: t.device,
         ndim: t.ndim,
@@ -167,12 +118,104 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
             ),
         ));
     }
+    if let Some((shape, strides)) = dimensions(&t, version, &mut obs, &mut findings) {
+        values(&t, shape, strides, &mut obs, &mut findings);
+    }
+    (Some(obs), findings)
+}
+
+/// The fields of a managed tensor that come before its `DLTensor`, and
+/// where that tensor is.
+struct Managed {
+    /// `None`: an unversioned `DLManagedTensor`.
+    version: Option<DLPackVersion>,
+    flags: u64,
+    deleter: usize,
+    manager_ctx: usize,
+    tensor_at: usize,
+}
+
+/// Reads the managed tensor's own fields at `ptr`; a finding when its
+/// memory is not readable (then the capsule held no managed tensor).
+fn managed(ptr: usize, versioned: bool) -> Result<Managed, Finding> {
+    if versioned {
+        let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensorVersioned>())
+        else {
+            return Err(finding(
+                crate::rule!("dlpack.capsule.name"),
+                format!("the dltensor_versioned capsule's pointer {ptr:#x} is not readable memory"),
+            ));
+        };
+        let m: DLManagedTensorVersioned = from_bytes(&bytes);
+        Ok(Managed {
+            version: Some(m.version),
+            flags: m.flags,
+            deleter: m.deleter.map_or(0, |f| f as usize),
+            manager_ctx: m.manager_ctx as usize,
+            tensor_at: ptr + VERSIONED_TENSOR_OFFSET,
+        })
+    } else {
+        let Some(bytes) = hostmem::read(ptr, std::mem::size_of::<DLManagedTensor>()) else {
+            return Err(finding(
+                crate::rule!("dlpack.capsule.name"),
+                format!("the dltensor capsule's pointer {ptr:#x} is not readable memory"),
+            ));
+        };
+        let m: DLManagedTensor = from_bytes(&bytes);
+        Ok(Managed {
+            version: None,
+            flags: 0,
+            deleter: m.deleter.map_or(0, |f| f as usize),
+            manager_ctx: m.manager_ctx as usize,
+            tensor_at: ptr + LEGACY_TENSOR_OFFSET,
+        })
+    }
+}
+
+/// What is read of a tensor of another major version: its version,
+/// deleter and context, every other field zero ("It is not safe to access
+/// any other fields as the memory layout will have changed").
+fn other_major(versioned: bool, m: &Managed) -> Observed {
+    Observed {
+        versioned,
+        version: m.version,
+        flags: 0,
+        deleter: m.deleter,
+        manager_ctx: m.manager_ctx,
+        data: 0,
+        device: DLDevice {
+            device_type: 0,
+            device_id: 0,
+        },
+        ndim: 0,
+        dtype: DLDataType {
+            code: 0,
+            bits: 0,
+            lanes: 0,
+        },
+        shape: None,
+        strides: None,
+        byte_offset: 0,
+        values: None,
+    }
+}
+
+/// The tensor's shape and strides (`None`: NULL strides), set on `obs`
+/// as far as they could be read; `None` when reading stopped (an `ndim`
+/// beyond the reader's bound, memory not readable, a negative
+/// dimension).
+fn dimensions(
+    t: &DLTensor,
+    version: Option<DLPackVersion>,
+    obs: &mut Observed,
+    findings: &mut Vec<Finding>,
+) -> Option<(Vec<i64>, Option<Vec<i64>>)> {
     if !(0..=MAX_NDIM).contains(&t.ndim) {
         findings.push(finding(
             crate::rule!("dlpack.tensor.describes"),
             format!("ndim {} (the reader follows 0..={MAX_NDIM})", t.ndim),
         ));
-        return (Some(obs), findings);
+        return None;
     }
     let ndim = t.ndim as usize;
     let shape = if ndim == 0 {
@@ -185,7 +228,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
                     crate::rule!("dlpack.tensor.describes"),
                     format!("shape {:#x}: {ndim} int64 not readable", t.shape as usize),
                 ));
-                return (Some(obs), findings);
+                return None;
             }
         }
     };
@@ -195,7 +238,7 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
             format!("shape {shape:?} has a negative dimension {d}"),
         ));
         obs.shape = Some(shape);
-        return (Some(obs), findings);
+        return None;
     }
     obs.shape = Some(shape.clone());
     let strides = if t.strides.is_null() {
@@ -223,11 +266,24 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
                         t.strides as usize
                     ),
                 ));
-                return (Some(obs), findings);
+                return None;
             }
         }
     };
     obs.strides = strides.clone();
+    Some((shape, strides))
+}
+
+/// The tensor's values, on the host and of a dtype the harness knows,
+/// gathered in row-major order into `obs`; and a tensor with no elements
+/// has NULL data (dlpack.data.zero-size-null).
+fn values(
+    t: &DLTensor,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+    obs: &mut Observed,
+    findings: &mut Vec<Finding>,
+) {
     let n = elements(&shape);
     if n == 0 && !t.data.is_null() {
         findings.push(finding(
@@ -239,10 +295,10 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
         ));
     }
     let Some(dtype) = DType::from_dl(t.dtype) else {
-        return (Some(obs), findings); // a dtype the harness does not compare
+        return; // a dtype the harness does not compare
     };
     if t.device.device_type != KDL_CPU {
-        return (Some(obs), findings); // not host memory: values are not read here
+        return; // not host memory: values are not read here
     }
     let strides = strides.unwrap_or_else(|| row_major_strides(&shape));
     match gather(obs.first_byte(), dtype, &shape, &strides) {
@@ -255,7 +311,6 @@ pub fn read(ptr: usize, versioned: bool) -> (Option<Observed>, Vec<Finding>) {
         }
         Err(e) => findings.push(finding(crate::rule!("dlpack.tensor.describes"), e)),
     }
-    (Some(obs), findings)
 }
 
 /// Every element of a strided tensor whose element 0 is at `first`, in

@@ -70,6 +70,50 @@ fn i64_bytes(v: &[i64]) -> Vec<u8> {
 /// Checks one input.
 pub fn check(bytes: &[u8]) -> Outcome {
     let start = Instant::now();
+    let t = decode(bytes);
+    let shape_buf = i64_bytes(&t.shape);
+    let strides_buf = i64_bytes(&t.strides);
+    let managed = managed_bytes(&t, &shape_buf, &strides_buf);
+    let (obs, findings) = reader::read(managed.as_ptr() as usize, t.versioned);
+
+    let mut problems = Vec::new();
+    for f in &findings {
+        if crate::rules::dlpack::DLPACK_RULES
+            .iter()
+            .all(|r| r.id != f.rule)
+        {
+            problems.push(format!("the reader names {}, not a DLPack rule", f.rule));
+        }
+    }
+    judge_read(&t, obs.as_ref(), &findings, &mut problems);
+    case(bytes, problems, start)
+}
+
+/// The tensor one input describes: how each pointer is set, the members'
+/// values, and the arena the data pointer points into.
+struct Described {
+    versioned: bool,
+    /// A versioned tensor of major version 2 (a layout the reader must not
+    /// follow).
+    major2: bool,
+    minor: u32,
+    shape_mode: Ptr,
+    strides_mode: Ptr,
+    data_mode: Ptr,
+    ndim: i32,
+    /// `None`: a dtype code the harness does not know.
+    dtype: Option<DType>,
+    byte_offset: u64,
+    flags: u64,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    arena: Vec<u8>,
+}
+
+/// Reads the tensor an input describes, byte by byte: a kind byte (the
+/// version and the pointer modes), ndim, dtype, minor version, byte
+/// offset, flags, the shape and the strides; the rest is the arena.
+fn decode(bytes: &[u8]) -> Described {
     let mut input = Input { data: bytes, at: 0 };
     let kind = input.byte();
     let versioned = kind & 1 != 0;
@@ -97,10 +141,30 @@ pub fn check(bytes: &[u8]) -> Outcome {
         })
         .collect();
     let arena = input.rest().to_vec();
-    let shape_buf = i64_bytes(&shape);
-    let strides_buf = i64_bytes(&strides);
-    let data_addr = address(data_mode, &arena);
-    let dl = dtype
+    Described {
+        versioned,
+        major2,
+        minor,
+        shape_mode,
+        strides_mode,
+        data_mode,
+        ndim,
+        dtype,
+        byte_offset,
+        flags,
+        shape,
+        strides,
+        arena,
+    }
+}
+
+/// The bytes of the managed tensor (versioned or legacy) that `t`
+/// describes, its shape and strides pointers set from `shape_buf` and
+/// `strides_buf` as their modes say.
+fn managed_bytes(t: &Described, shape_buf: &[u8], strides_buf: &[u8]) -> Vec<u8> {
+    let data_addr = address(t.data_mode, &t.arena);
+    let dl = t
+        .dtype
         .map(DType::dl)
         .unwrap_or(crate::abi::dlpack::DLDataType {
             code: 200,
@@ -113,77 +177,79 @@ pub fn check(bytes: &[u8]) -> Outcome {
     put(&mut tensor, 0, &data_addr.to_ne_bytes());
     put(&mut tensor, 8, &1i32.to_ne_bytes());
     put(&mut tensor, 12, &0i32.to_ne_bytes());
-    put(&mut tensor, 16, &ndim.to_ne_bytes());
+    put(&mut tensor, 16, &t.ndim.to_ne_bytes());
     put(&mut tensor, 20, &[dl.code, dl.bits]);
     put(&mut tensor, 22, &dl.lanes.to_ne_bytes());
     put(
         &mut tensor,
         24,
-        &address(shape_mode, &shape_buf).to_ne_bytes(),
+        &address(t.shape_mode, shape_buf).to_ne_bytes(),
     );
     put(
         &mut tensor,
         32,
-        &address(strides_mode, &strides_buf).to_ne_bytes(),
+        &address(t.strides_mode, strides_buf).to_ne_bytes(),
     );
-    put(&mut tensor, 40, &byte_offset.to_ne_bytes());
-    let managed = if versioned {
+    put(&mut tensor, 40, &t.byte_offset.to_ne_bytes());
+    if t.versioned {
         let mut m = vec![0u8; std::mem::size_of::<DLManagedTensorVersioned>()];
-        put(&mut m, 0, &(if major2 { 2u32 } else { 1 }).to_ne_bytes());
-        put(&mut m, 4, &minor.to_ne_bytes());
-        put(&mut m, 24, &flags.to_ne_bytes());
+        put(&mut m, 0, &(if t.major2 { 2u32 } else { 1 }).to_ne_bytes());
+        put(&mut m, 4, &t.minor.to_ne_bytes());
+        put(&mut m, 24, &t.flags.to_ne_bytes());
         put(&mut m, VERSIONED_TENSOR_OFFSET, &tensor);
         m
     } else {
         let mut m = vec![0u8; std::mem::size_of::<DLManagedTensor>()];
         put(&mut m, LEGACY_TENSOR_OFFSET, &tensor);
         m
-    };
-    let (obs, findings) = reader::read(managed.as_ptr() as usize, versioned);
-
-    let mut problems = Vec::new();
-    for f in &findings {
-        if crate::rules::dlpack::DLPACK_RULES
-            .iter()
-            .all(|r| r.id != f.rule)
-        {
-            problems.push(format!("the reader names {}, not a DLPack rule", f.rule));
-        }
     }
-    let strides_eff = match strides_mode {
-        Ptr::Null => row_major_strides(&shape),
-        _ => strides.clone(),
+}
+
+/// The oracle: what the reader returned (`obs`, `findings`) against what
+/// the input holds. Values read must be the input's own bytes, where the
+/// reader could follow shape and strides to them; a well-formed tensor
+/// must be read. What it finds goes to `problems`.
+fn judge_read(
+    t: &Described,
+    obs: Option<&reader::Observed>,
+    findings: &[reader::Finding],
+    problems: &mut Vec<String>,
+) {
+    let strides_eff = match t.strides_mode {
+        Ptr::Null => row_major_strides(&t.shape),
+        _ => t.strides.clone(),
     };
-    let size = dtype.map_or(1, DType::size) as i64;
+    let size = t.dtype.map_or(1, DType::size) as i64;
     // Where each element lies in the arena, if it lies there whole.
     let element_at = |idx: &[i64]| -> Option<usize> {
-        let mut off = byte_offset as i64;
+        let mut off = t.byte_offset as i64;
         for (i, s) in idx.iter().zip(&strides_eff) {
             off = off.checked_add(i.checked_mul(*s)?.checked_mul(size)?)?;
         }
-        (data_mode == Ptr::Valid && off >= 0 && off + size <= arena.len() as i64)
+        (t.data_mode == Ptr::Valid && off >= 0 && off + size <= t.arena.len() as i64)
             .then_some(off as usize)
     };
     // Shape and strides the reader could follow to the input's own
     // values (a pointer past their end or to a wild address reads
     // whatever lies there, which is not this oracle's to predict).
-    let members_known =
-        ndim <= 0 || (shape_mode == Ptr::Valid && matches!(strides_mode, Ptr::Valid | Ptr::Null));
-    match obs.as_ref().and_then(|o| o.values.as_ref()) {
+    let members_known = t.ndim <= 0
+        || (t.shape_mode == Ptr::Valid && matches!(t.strides_mode, Ptr::Valid | Ptr::Null));
+    match obs.and_then(|o| o.values.as_ref()) {
         Some(_) if !members_known => {}
         Some(v) => {
             let sz = v.dtype.size();
-            if v.values.len() != elements(&v.shape) * sz || v.shape != shape {
+            if v.values.len() != elements(&v.shape) * sz || v.shape != t.shape {
                 problems.push(format!(
-                    "the reader returned {} bytes for shape {:?} (input shape {shape:?})",
+                    "the reader returned {} bytes for shape {:?} (input shape {:?})",
                     v.values.len(),
-                    v.shape
+                    v.shape,
+                    t.shape
                 ));
             } else {
                 let mut k = 0usize;
-                for_each_index(&shape, |idx| {
+                for_each_index(&t.shape, |idx| {
                     if let Some(at) = element_at(idx) {
-                        if v.values[k * sz..(k + 1) * sz] != arena[at..at + sz]
+                        if v.values[k * sz..(k + 1) * sz] != t.arena[at..at + sz]
                             && problems.len() < 3
                         {
                             problems.push(format!(
@@ -200,16 +266,16 @@ pub fn check(bytes: &[u8]) -> Outcome {
             // tensor of a known dtype with valid shape and strides (or NULL
             // strides where allowed) whose every element lies in the arena.
             let mut all_inside = true;
-            for_each_index(&shape, |idx| all_inside &= element_at(idx).is_some());
-            let well_formed = dtype.is_some()
-                && !(versioned && major2)
-                && ndim >= 0
-                && (ndim == 0 || shape_mode == Ptr::Valid)
-                && (ndim == 0
-                    || strides_mode == Ptr::Valid
-                    || (strides_mode == Ptr::Null && !(versioned && minor >= 2)))
-                && (elements(&shape) == 0 || (all_inside && data_mode == Ptr::Valid))
-                && shape.iter().all(|&d| d >= 0);
+            for_each_index(&t.shape, |idx| all_inside &= element_at(idx).is_some());
+            let well_formed = t.dtype.is_some()
+                && !(t.versioned && t.major2)
+                && t.ndim >= 0
+                && (t.ndim == 0 || t.shape_mode == Ptr::Valid)
+                && (t.ndim == 0
+                    || t.strides_mode == Ptr::Valid
+                    || (t.strides_mode == Ptr::Null && !(t.versioned && t.minor >= 2)))
+                && (elements(&t.shape) == 0 || (all_inside && t.data_mode == Ptr::Valid))
+                && t.shape.iter().all(|&d| d >= 0);
             if well_formed {
                 problems.push(format!(
                     "a well-formed tensor was not read (findings: {:?})",
@@ -218,6 +284,10 @@ pub fn check(bytes: &[u8]) -> Outcome {
             }
         }
     }
+}
+
+/// The case one input makes: failed when the oracle found problems.
+fn case(bytes: &[u8], problems: Vec<String>, start: Instant) -> Outcome {
     let id = format!(
         "dlpack_reader/{}",
         bytes

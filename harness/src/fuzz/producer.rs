@@ -181,138 +181,31 @@ pub fn schedule(
     steps: &[Step],
     obs: &mut Observations,
 ) -> Ended {
-    let mut stream = Guard::<ArrowArrayStream>::poisoned();
-    if let Err(e) = producer.produce_stream(&scenario.ipc, &mut stream) {
-        return certify::call_ended(e);
-    }
-    if stream.is_released() {
-        return Ended::Error("the produced stream is released".into());
-    }
-    let mut schema = Guard::<ArrowSchema>::poisoned();
-    match stream.get_schema(&mut schema) {
-        Call::Returned(0) => {}
-        Call::Returned(code) => {
-            schema.mark_released();
-            let why = stream_failure(&mut *stream, code, "get_schema", obs);
-            return Ended::Error(why);
-        }
-        Call::NotSet => {
-            schema.mark_released();
-            stream.mark_released();
-            return Ended::Error("get_schema is NULL".into());
-        }
-    }
-    let found = probe::check_schema(&schema);
-    let schema_ok = !crate::inspect::any_must(&found);
-    obs.validated(&schema_rules(), found, "schema");
-    if !schema_ok {
-        schema.mark_released();
-        return Ended::Ran;
-    }
-    let expect = &scenario.batches;
-    let mut held: Vec<Held> = Vec::new();
-    let mut arrived = 0usize;
-    let mut ended_stream = false;
+    let (mut stream, schema) = match open_stream(producer, scenario, obs) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let mut p = Progress {
+        held: Vec::new(),
+        arrived: 0,
+        ended_stream: false,
+    };
     let mut stream_live = true;
     let mut ended = Ended::Ran;
     for (i, step) in steps.iter().enumerate() {
         let at = format!("step {i} ({})", step.word());
         match *step {
             Step::Next | Step::NextElsewhere if stream_live => {
-                let mut out = Guard::<ArrowArray>::poisoned();
-                let r = if *step == Step::NextElsewhere {
-                    obs.checked.insert(crate::rule!("stream.threads.serial"));
-                    probe::get_next_on_thread(&mut *stream, &mut out)
-                } else {
-                    stream.get_next(&mut out)
-                };
-                match r {
-                    Call::Returned(0) if out.is_released() => {
-                        if ended_stream {
-                            obs.check(crate::rule!("stream.eos.repeat"), true, &at, String::new);
-                        } else {
-                            obs.check(
-                                crate::rule!("array.values.roundtrip"),
-                                arrived == expect.len(),
-                                &at,
-                                || {
-                                    format!(
-                                        "end of stream after {arrived} of {} batches",
-                                        expect.len()
-                                    )
-                                },
-                            );
-                            obs.check(crate::rule!("stream.eos.released"), true, &at, String::new);
-                        }
-                        ended_stream = true;
-                    }
-                    Call::Returned(0) => {
-                        let more = !ended_stream && arrived < expect.len();
-                        // After the end, what get_next does is left open
-                        // (INFO stream.eos.repeat, as certification judges
-                        // it); before it, a batch more than the data has is
-                        // an end of stream that never came.
-                        if ended_stream {
-                            obs.check(crate::rule!("stream.eos.repeat"), false, &at, || {
-                                "get_next returned a live array after signalling the end of the stream".into()
-                            });
-                        } else {
-                            obs.check(crate::rule!("stream.eos.released"), arrived < expect.len(), &at, || {
-                                format!(
-                                    "get_next returned a live array after the last of {} batches; the end of the stream is a released array",
-                                    expect.len()
-                                )
-                            });
-                        }
-                        let valid = more && chunk_ok(&schema, &out, arrived, scenario, &at, obs);
-                        held.push(Held {
-                            chunk: out,
-                            batch: arrived,
-                            valid,
-                        });
-                        arrived += 1;
-                    }
-                    Call::Returned(code) => {
-                        out.mark_released();
-                        let why = stream_failure(&mut *stream, code, "get_next", obs);
-                        if ended_stream {
-                            obs.check(crate::rule!("stream.eos.repeat"), false, &at, || {
-                                format!("get_next after the end of the stream failed: {why}")
-                            });
-                        } else {
-                            ended = Ended::Error(why);
-                            break;
-                        }
-                    }
-                    Call::NotSet => {
-                        out.mark_released();
-                        ended = Ended::Error("get_next is not callable".into());
-                        break;
-                    }
+                let elsewhere = *step == Step::NextElsewhere;
+                if let Some(e) = next(&mut stream, elsewhere, &schema, scenario, &mut p, &at, obs) {
+                    ended = e;
+                    break;
                 }
             }
             Step::MoveStream if stream_live => {
                 stream = relocate_poisoning(&mut stream);
             }
-            Step::Schema if stream_live => {
-                let mut again = Guard::<ArrowSchema>::poisoned();
-                let r = stream.get_schema(&mut again);
-                obs.check(crate::rule!("stream.schema.repeat"), r == Call::Returned(0), &at, || {
-                    format!("get_schema again gave {r:?}; the schema should be queryable more than once")
-                });
-                if r == Call::Returned(0) {
-                    let found = probe::check_schema(&again);
-                    obs.validated(&schema_rules(), found, &at);
-                    release_checked(
-                        &mut again,
-                        crate::rule!("schema.release.marks-released"),
-                        &at,
-                        obs,
-                    );
-                } else {
-                    again.mark_released();
-                }
-            }
+            Step::Schema if stream_live => schema_again(&mut stream, &at, obs),
             Step::ReleaseStream if stream_live => {
                 release_checked(
                     &mut stream,
@@ -322,13 +215,13 @@ pub fn schedule(
                 );
                 stream_live = false;
             }
-            Step::MoveChunk(k) if !held.is_empty() => {
-                let i = k as usize % held.len();
-                let h = &mut held[i];
+            Step::MoveChunk(k) if !p.held.is_empty() => {
+                let i = k as usize % p.held.len();
+                let h = &mut p.held[i];
                 h.chunk = relocate_poisoning(&mut h.chunk);
             }
-            Step::ReleaseChunk(k) if !held.is_empty() => {
-                let mut h = held.remove(k as usize % held.len());
+            Step::ReleaseChunk(k) if !p.held.is_empty() => {
+                let mut h = p.held.remove(k as usize % p.held.len());
                 release_checked(
                     &mut h.chunk,
                     crate::rule!("array.release.marks-released"),
@@ -336,8 +229,8 @@ pub fn schedule(
                     obs,
                 );
             }
-            Step::Reread(k) if !held.is_empty() => {
-                let h = &held[k as usize % held.len()];
+            Step::Reread(k) if !p.held.is_empty() => {
+                let h = &p.held[k as usize % p.held.len()];
                 if h.valid {
                     let rule = if stream_live {
                         None
@@ -352,7 +245,7 @@ pub fn schedule(
     }
     // What is left goes in reverse order: chunks first when the stream is
     // still live, so chunks outliving the stream were covered by the steps.
-    while let Some(mut h) = held.pop() {
+    while let Some(mut h) = p.held.pop() {
         release_checked(
             &mut h.chunk,
             crate::rule!("array.release.marks-released"),
@@ -369,6 +262,167 @@ pub fn schedule(
         );
     }
     ended
+}
+
+/// A fresh stream from `producer` and its schema, validated; `Err` ends
+/// the case (a call that failed, a released stream, a schema not safe to
+/// follow).
+fn open_stream(
+    producer: &Plugin,
+    scenario: &Scenario,
+    obs: &mut Observations,
+) -> Result<(Guard<ArrowArrayStream>, Guard<ArrowSchema>), Ended> {
+    let mut stream = Guard::<ArrowArrayStream>::poisoned();
+    if let Err(e) = producer.produce_stream(&scenario.ipc, &mut stream) {
+        return Err(certify::call_ended(e));
+    }
+    if stream.is_released() {
+        return Err(Ended::Error("the produced stream is released".into()));
+    }
+    let mut schema = Guard::<ArrowSchema>::poisoned();
+    match stream.get_schema(&mut schema) {
+        Call::Returned(0) => {}
+        Call::Returned(code) => {
+            schema.mark_released();
+            let why = stream_failure(&mut *stream, code, "get_schema", obs);
+            return Err(Ended::Error(why));
+        }
+        Call::NotSet => {
+            schema.mark_released();
+            stream.mark_released();
+            return Err(Ended::Error("get_schema is NULL".into()));
+        }
+    }
+    let found = probe::check_schema(&schema);
+    let schema_ok = !crate::inspect::any_must(&found);
+    obs.validated(&schema_rules(), found, "schema");
+    if !schema_ok {
+        schema.mark_released();
+        return Err(Ended::Ran);
+    }
+    Ok((stream, schema))
+}
+
+/// What a schedule has seen of the stream so far.
+struct Progress {
+    /// The chunks not yet released, in the order they arrived.
+    held: Vec<Held>,
+    /// How many live arrays get_next returned before the end of stream.
+    arrived: usize,
+    /// Whether get_next has signalled the end of the stream.
+    ended_stream: bool,
+}
+
+/// One get_next (`elsewhere`: on another thread), judged against the
+/// batches the scenario holds: the end of the stream where the data ends
+/// (stream.eos.*), each chunk validated and compared, and held. `Some`
+/// ends the schedule with that outcome (a failed or missing get_next).
+fn next(
+    stream: &mut Guard<ArrowArrayStream>,
+    elsewhere: bool,
+    schema: &ArrowSchema,
+    scenario: &Scenario,
+    p: &mut Progress,
+    at: &str,
+    obs: &mut Observations,
+) -> Option<Ended> {
+    let expect = &scenario.batches;
+    let mut out = Guard::<ArrowArray>::poisoned();
+    let r = if elsewhere {
+        obs.checked.insert(crate::rule!("stream.threads.serial"));
+        probe::get_next_on_thread(&mut **stream, &mut out)
+    } else {
+        stream.get_next(&mut out)
+    };
+    match r {
+        Call::Returned(0) if out.is_released() => {
+            if p.ended_stream {
+                obs.check(crate::rule!("stream.eos.repeat"), true, at, String::new);
+            } else {
+                obs.check(
+                    crate::rule!("array.values.roundtrip"),
+                    p.arrived == expect.len(),
+                    at,
+                    || {
+                        format!(
+                            "end of stream after {} of {} batches",
+                            p.arrived,
+                            expect.len()
+                        )
+                    },
+                );
+                obs.check(crate::rule!("stream.eos.released"), true, at, String::new);
+            }
+            p.ended_stream = true;
+        }
+        Call::Returned(0) => {
+            let more = !p.ended_stream && p.arrived < expect.len();
+            // After the end, what get_next does is left open
+            // (INFO stream.eos.repeat, as certification judges
+            // it); before it, a batch more than the data has is
+            // an end of stream that never came.
+            if p.ended_stream {
+                obs.check(crate::rule!("stream.eos.repeat"), false, at, || {
+                    "get_next returned a live array after signalling the end of the stream".into()
+                });
+            } else {
+                obs.check(crate::rule!("stream.eos.released"), p.arrived < expect.len(), at, || {
+                    format!(
+                        "get_next returned a live array after the last of {} batches; the end of the stream is a released array",
+                        expect.len()
+                    )
+                });
+            }
+            let valid = more && chunk_ok(schema, &out, p.arrived, scenario, at, obs);
+            p.held.push(Held {
+                chunk: out,
+                batch: p.arrived,
+                valid,
+            });
+            p.arrived += 1;
+        }
+        Call::Returned(code) => {
+            out.mark_released();
+            let why = stream_failure(&mut **stream, code, "get_next", obs);
+            if p.ended_stream {
+                obs.check(crate::rule!("stream.eos.repeat"), false, at, || {
+                    format!("get_next after the end of the stream failed: {why}")
+                });
+            } else {
+                return Some(Ended::Error(why));
+            }
+        }
+        Call::NotSet => {
+            out.mark_released();
+            return Some(Ended::Error("get_next is not callable".into()));
+        }
+    }
+    None
+}
+
+/// get_schema called again (stream.schema.repeat), its schema validated
+/// and released.
+fn schema_again(stream: &mut Guard<ArrowArrayStream>, at: &str, obs: &mut Observations) {
+    let mut again = Guard::<ArrowSchema>::poisoned();
+    let r = stream.get_schema(&mut again);
+    obs.check(
+        crate::rule!("stream.schema.repeat"),
+        r == Call::Returned(0),
+        at,
+        || format!("get_schema again gave {r:?}; the schema should be queryable more than once"),
+    );
+    if r == Call::Returned(0) {
+        let found = probe::check_schema(&again);
+        obs.validated(&schema_rules(), found, at);
+        release_checked(
+            &mut again,
+            crate::rule!("schema.release.marks-released"),
+            at,
+            obs,
+        );
+    } else {
+        again.mark_released();
+    }
 }
 
 /// Validates a chunk that just arrived and compares it with batch `index`.

@@ -756,8 +756,19 @@ fn nth_in<'a>(
 fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<String> {
     let k = m.node as usize;
     let (s, a) = nth(schema, array, k);
+    match m.op % 16 {
+        0..=2 => Some(mutate_counts(a, k, m)),
+        3 | 4 | 13 => mutate_bytes(a, k, m),
+        5..=9 | 14 => mutate_tree(s, a, k, m),
+        _ => mutate_schema(s, k, m),
+    }
+}
+
+/// Mutations 0 to 2: the array node's length, offset or null count, to
+/// a value near the current one or any value at all.
+fn mutate_counts(a: &mut Node, k: usize, m: &Mutation) -> String {
     let small = (m.b as i8) as i64;
-    let word = match m.op % 16 {
+    match m.op % 16 {
         0 => {
             a.length = if m.a & 1 == 0 {
                 a.length + small
@@ -774,7 +785,8 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
             };
             format!("offset@{k}={}", a.offset)
         }
-        2 => {
+        // 2, the only other op mutate sends here.
+        _ => {
             a.null_count = match m.a % 4 {
                 0 => -1,
                 1 => a.null_count + small,
@@ -783,42 +795,54 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
             };
             format!("null_count@{k}={}", a.null_count)
         }
-        3 | 4 | 13 => {
-            let n = a.buffers.len();
-            if n == 0 {
-                return None;
-            }
-            let i = m.a as usize % n;
-            let buf = a.buffers[i].as_mut()?;
-            if buf.is_empty() {
-                return None;
-            }
-            match m.op % 16 {
-                3 => {
-                    let p = (m.v as u32 as usize) % buf.len();
-                    buf[p] ^= m.b.max(1);
-                    format!("byte@{k}.{i}[{p}]^{}", m.b.max(1))
-                }
-                13 => {
-                    let bit = (m.v as u32 as usize) % (buf.len() * 8);
-                    buf[bit / 8] ^= 1 << (bit % 8);
-                    format!("bit@{k}.{i}[{bit}]")
-                }
-                _ => {
-                    // A 32-bit word: offsets, sizes, type ids (low byte),
-                    // run ends, view lengths and offsets are all words.
-                    let words = buf.len() / 4;
-                    if words == 0 {
-                        return None;
-                    }
-                    let w = (m.v as u32 as usize >> 8) % words;
-                    let old = i32::from_le_bytes(buf[w * 4..w * 4 + 4].try_into().ok()?);
-                    let new = old.wrapping_add(small as i32 | 1);
-                    buf[w * 4..w * 4 + 4].copy_from_slice(&new.to_le_bytes());
-                    format!("word@{k}.{i}[{w}]={new}")
-                }
-            }
+    }
+}
+
+/// Mutations 3, 4 and 13: a byte, a 32-bit word or a bit of one of the
+/// array node's buffers.
+fn mutate_bytes(a: &mut Node, k: usize, m: &Mutation) -> Option<String> {
+    let small = (m.b as i8) as i64;
+    let n = a.buffers.len();
+    if n == 0 {
+        return None;
+    }
+    let i = m.a as usize % n;
+    let buf = a.buffers[i].as_mut()?;
+    if buf.is_empty() {
+        return None;
+    }
+    Some(match m.op % 16 {
+        3 => {
+            let p = (m.v as u32 as usize) % buf.len();
+            buf[p] ^= m.b.max(1);
+            format!("byte@{k}.{i}[{p}]^{}", m.b.max(1))
         }
+        13 => {
+            let bit = (m.v as u32 as usize) % (buf.len() * 8);
+            buf[bit / 8] ^= 1 << (bit % 8);
+            format!("bit@{k}.{i}[{bit}]")
+        }
+        _ => {
+            // A 32-bit word: offsets, sizes, type ids (low byte),
+            // run ends, view lengths and offsets are all words.
+            let words = buf.len() / 4;
+            if words == 0 {
+                return None;
+            }
+            let w = (m.v as u32 as usize >> 8) % words;
+            let old = i32::from_le_bytes(buf[w * 4..w * 4 + 4].try_into().ok()?);
+            let new = old.wrapping_add(small as i32 | 1);
+            buf[w * 4..w * 4 + 4].copy_from_slice(&new.to_le_bytes());
+            format!("word@{k}.{i}[{w}]={new}")
+        }
+    })
+}
+
+/// Mutations 5 to 9 and 14: the tree's shape: a buffer made NULL,
+/// dropped or added; an array child or a schema child dropped, added or
+/// swapped; a dictionary (array or value type) dropped.
+fn mutate_tree(s: &mut SchemaNode, a: &mut Node, k: usize, m: &Mutation) -> Option<String> {
+    match m.op % 16 {
         5 => {
             let n = a.buffers.len();
             if n == 0 {
@@ -826,15 +850,15 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
             }
             let i = m.a as usize % n;
             a.buffers[i] = None;
-            format!("null-buffer@{k}.{i}")
+            Some(format!("null-buffer@{k}.{i}"))
         }
         6 => {
             if m.a & 1 == 0 {
                 a.buffers.pop()?;
-                format!("drop-buffer@{k}")
+                Some(format!("drop-buffer@{k}"))
             } else {
                 a.buffers.push(Some(vec![0; 64]));
-                format!("add-buffer@{k}")
+                Some(format!("add-buffer@{k}"))
             }
         }
         7 => {
@@ -844,11 +868,11 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
                 }
                 let i = m.b as usize % a.children.len();
                 a.children.remove(i);
-                format!("drop-child@{k}.{i}")
+                Some(format!("drop-child@{k}.{i}"))
             } else {
                 let c = a.children.first()?.clone();
                 a.children.push(c);
-                format!("add-child@{k}")
+                Some(format!("add-child@{k}"))
             }
         }
         8 => {
@@ -858,29 +882,44 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
                 }
                 let i = m.b as usize % s.children.len();
                 s.children.remove(i);
-                format!("drop-field@{k}.{i}")
+                Some(format!("drop-field@{k}.{i}"))
             } else {
                 let c = s.children.first()?.clone();
                 s.children.push(c);
-                format!("add-field@{k}")
+                Some(format!("add-field@{k}"))
             }
         }
         9 => {
             if m.a & 1 == 0 {
                 a.dictionary.take()?;
-                format!("drop-dictionary@{k}")
+                Some(format!("drop-dictionary@{k}"))
             } else {
                 s.dictionary.take()?;
-                format!("drop-value-type@{k}")
+                Some(format!("drop-value-type@{k}"))
             }
         }
+        // 14, the only other op mutate sends here.
+        _ => {
+            if a.children.len() < 2 {
+                return None;
+            }
+            a.children.swap(0, 1);
+            Some(format!("swap-children@{k}"))
+        }
+    }
+}
+
+/// Mutations 10 to 12 and 15: the schema node's flags, format, metadata
+/// or name.
+fn mutate_schema(s: &mut SchemaNode, k: usize, m: &Mutation) -> Option<String> {
+    match m.op % 16 {
         10 => {
             s.flags = if m.a & 1 == 0 {
                 s.flags ^ (1 << (m.b % 4))
             } else {
                 m.v as i64
             };
-            format!("flags@{k}={}", s.flags)
+            Some(format!("flags@{k}={}", s.flags))
         }
         11 => {
             if m.a & 1 == 0 {
@@ -894,29 +933,22 @@ fn mutate(schema: &mut SchemaNode, array: &mut Node, m: &Mutation) -> Option<Str
             } else {
                 return None;
             }
-            format!("format@{k}={:?}", s.format)
+            Some(format!("format@{k}={:?}", s.format))
         }
         12 => {
             s.metadata = Some(metadata(m));
             if m.b % 16 == 15 {
-                format!("metadata@{k}:none")
+                Some(format!("metadata@{k}:none"))
             } else {
-                format!("metadata@{k}:{}", m.a % 4)
+                Some(format!("metadata@{k}:{}", m.a % 4))
             }
         }
-        14 => {
-            if a.children.len() < 2 {
-                return None;
-            }
-            a.children.swap(0, 1);
-            format!("swap-children@{k}")
-        }
+        // 15, the only other op mutate sends here.
         _ => {
             s.name = if m.a & 1 == 0 { None } else { Some("x".into()) };
-            format!("name@{k}")
+            Some(format!("name@{k}"))
         }
-    };
-    Some(word)
+    }
 }
 
 /// A metadata blob whose lengths never reach past its bytes (the padding

@@ -14,7 +14,9 @@ use arrow_array::{
 use arrow_array::{Array, BinaryArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayData;
-use arrow_schema::{ArrowError, DataType, FieldRef, IntervalUnit, TimeUnit, UnionMode};
+use arrow_schema::{
+    ArrowError, DataType, FieldRef, IntervalUnit, TimeUnit, UnionFields, UnionMode,
+};
 
 /// SplitMix64: tiny, fast, and stable across platforms and versions.
 #[derive(Debug, Clone)]
@@ -281,68 +283,9 @@ pub fn array(
             BooleanBuffer::from_iter((0..len).map(|_| rng.chance(50))),
             v,
         )),
-        _ if is_fixed(dt) => {
-            let mut buf = Vec::new();
-            for _ in 0..len {
-                fixed_value(dt, rng, &mut buf);
-            }
-            if let FixedSizeBinary(n) = dt {
-                Arc::new(FixedSizeBinaryArray::try_new(
-                    *n,
-                    Buffer::from_slice_ref(&buf),
-                    v,
-                )?)
-            } else {
-                make_array(
-                    ArrayData::builder(dt.clone())
-                        .len(len)
-                        .add_buffer(Buffer::from_slice_ref(&buf))
-                        .nulls(v)
-                        .build()?,
-                )
-            }
-        }
-        Utf8 | LargeUtf8 | Utf8View => {
-            let values: Vec<Option<String>> = (0..len)
-                .map(|i| {
-                    let s = text(rng);
-                    is_valid(&v, i).then_some(s)
-                })
-                .collect();
-            match dt {
-                Utf8 => Arc::new(StringArray::from(values)),
-                LargeUtf8 => Arc::new(LargeStringArray::from(values)),
-                _ => {
-                    // Small blocks: out-of-line values span several
-                    // variadic buffers.
-                    let mut b = StringViewBuilder::new().with_fixed_block_size(64);
-                    for s in values {
-                        b.append_option(s);
-                    }
-                    Arc::new(b.finish())
-                }
-            }
-        }
-        Binary | LargeBinary | BinaryView => {
-            let values: Vec<Option<Vec<u8>>> = (0..len)
-                .map(|i| {
-                    let b = bytes(rng);
-                    is_valid(&v, i).then_some(b)
-                })
-                .collect();
-            let refs: Vec<Option<&[u8]>> = values.iter().map(|b| b.as_deref()).collect();
-            match dt {
-                Binary => Arc::new(BinaryArray::from(refs)),
-                LargeBinary => Arc::new(LargeBinaryArray::from(refs)),
-                _ => {
-                    let mut b = BinaryViewBuilder::new().with_fixed_block_size(64);
-                    for s in refs {
-                        b.append_option(s);
-                    }
-                    Arc::new(b.finish())
-                }
-            }
-        }
+        _ if is_fixed(dt) => fixed(dt, len, v, rng)?,
+        Utf8 | LargeUtf8 | Utf8View => strings(dt, len, v, rng),
+        Binary | LargeBinary | BinaryView => binaries(dt, len, v, rng),
         List(f) => list::<i32>(f, len, v, nulls, rng)?,
         LargeList(f) => list::<i64>(f, len, v, nulls, rng)?,
         ListView(f) => list_view::<i32>(f, len, v, nulls, rng)?,
@@ -372,153 +315,282 @@ pub fn array(
                 .collect::<Result<Vec<_>, _>>()?;
             Arc::new(StructArray::try_new(fields.clone(), children, v)?)
         }
-        Map(entries, sorted) => {
-            let Struct(kv) = entries.data_type() else {
-                unreachable!("map entries are a struct")
-            };
-            let lens = list_lens(len, &v, rng);
-            let keys: ArrayRef = match kv[0].data_type() {
-                Utf8 => Arc::new(StringArray::from_iter_values(
-                    lens.iter().flat_map(|&n| (0..n).map(|j| format!("k{j}"))),
-                )),
-                key => {
-                    let mut buf = Vec::new();
-                    for j in lens.iter().flat_map(|&n| 0..n) {
-                        let k = j as i128 * 3 - 4;
-                        push_le(&mut buf, k, key.primitive_width().unwrap_or(8));
-                    }
-                    let total = lens.iter().sum();
-                    make_array(
-                        ArrayData::builder(key.clone())
-                            .len(total)
-                            .add_buffer(Buffer::from_slice_ref(&buf))
-                            .build()?,
-                    )
-                }
-            };
-            let values = array(
-                kv[1].data_type(),
-                kv[1].is_nullable(),
-                keys.len(),
-                nulls.for_children(),
-                rng,
-            )?;
-            let entries_array = StructArray::try_new(kv.clone(), vec![keys, values], None)?;
-            Arc::new(MapArray::try_new(
-                entries.clone(),
-                offsets::<i32>(&lens),
-                entries_array,
-                v,
-                *sorted,
-            )?)
-        }
-        Union(fields, mode) => {
-            let ids: Vec<i8> = fields.iter().map(|(id, _)| id).collect();
-            // A slot of a non-nullable union never selects an always-null
-            // child (the field would otherwise hold nulls).
-            let pick: Vec<i8> = fields
-                .iter()
-                .filter(|(_, f)| may_null || !super::types::always_null(f.data_type()))
-                .map(|(id, _)| id)
-                .collect();
-            let pick = if pick.is_empty() { ids.clone() } else { pick };
-            let type_ids: Vec<i8> = (0..len)
-                .map(|_| pick[rng.below(pick.len() as u64) as usize])
-                .collect();
-            let child_may_null = |f: &FieldRef| f.is_nullable() && may_null;
-            match mode {
-                UnionMode::Sparse => {
-                    let children = fields
-                        .iter()
-                        .map(|(_, f)| array(f.data_type(), child_may_null(f), len, nulls, rng))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Arc::new(UnionArray::try_new(
-                        fields.clone(),
-                        ScalarBuffer::from(type_ids),
-                        None,
-                        children,
-                    )?)
-                }
-                UnionMode::Dense => {
-                    let mut counts = vec![0i32; ids.len()];
-                    let offs: Vec<i32> = type_ids
-                        .iter()
-                        .map(|t| {
-                            let k = ids.iter().position(|i| i == t).unwrap_or(0);
-                            counts[k] += 1;
-                            counts[k] - 1
-                        })
-                        .collect();
-                    let children = fields
-                        .iter()
-                        .zip(&counts)
-                        .map(|((_, f), &n)| {
-                            array(f.data_type(), child_may_null(f), n as usize, nulls, rng)
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Arc::new(UnionArray::try_new(
-                        fields.clone(),
-                        ScalarBuffer::from(type_ids),
-                        Some(ScalarBuffer::from(offs)),
-                        children,
-                    )?)
-                }
-            }
-        }
-        Dictionary(index, value) => {
-            let m = if len == 0 {
-                rng.below(2) as usize
-            } else {
-                1 + rng.below(5) as usize
-            };
-            let values = array(value, may_null, m, nulls.for_children(), rng)?;
-            let width = index.primitive_width().unwrap_or(4);
-            let mut buf = Vec::new();
-            for _ in 0..len {
-                push_le(&mut buf, rng.below(m as u64) as i128, width);
-            }
-            make_array(
-                ArrayData::builder(dt.clone())
-                    .len(len)
-                    .add_buffer(Buffer::from_slice_ref(&buf))
-                    .nulls(v)
-                    .child_data(vec![values.to_data()])
-                    .build()?,
-            )
-        }
+        Map(entries, sorted) => map(entries, *sorted, len, v, nulls, rng)?,
+        Union(fields, mode) => union(fields, *mode, may_null, len, nulls, rng)?,
+        Dictionary(_, value) => dictionary(dt, value, may_null, len, v, nulls, rng)?,
         RunEndEncoded(run_ends, values) => {
-            let mut ends = Vec::new();
-            let mut at = 0usize;
-            while at < len {
-                at = (at + 1 + rng.below(4) as usize).min(len);
-                ends.push(at);
-            }
-            let width = run_ends.data_type().primitive_width().unwrap_or(4);
-            let mut buf = Vec::new();
-            for e in &ends {
-                push_le(&mut buf, *e as i128, width);
-            }
-            let ends_data = ArrayData::builder(run_ends.data_type().clone())
-                .len(ends.len())
-                .add_buffer(Buffer::from_slice_ref(&buf))
-                .build()?;
-            let vals = array(
-                values.data_type(),
-                values.is_nullable() && may_null,
-                ends.len(),
-                nulls.for_children(),
-                rng,
-            )?;
-            make_array(
-                ArrayData::builder(dt.clone())
-                    .len(len)
-                    .add_child_data(ends_data)
-                    .add_child_data(vals.to_data())
-                    .build()?,
-            )
+            run_end_encoded(dt, run_ends, values, may_null, len, nulls, rng)?
         }
         other => new_empty_array(other),
     })
+}
+
+/// A fixed-width array (primitives, temporals, decimals, fixed-size
+/// binary): `len` values drawn one after another into one buffer.
+fn fixed(
+    dt: &DataType,
+    len: usize,
+    v: Option<NullBuffer>,
+    rng: &mut Rng,
+) -> Result<ArrayRef, ArrowError> {
+    let mut buf = Vec::new();
+    for _ in 0..len {
+        fixed_value(dt, rng, &mut buf);
+    }
+    if let DataType::FixedSizeBinary(n) = dt {
+        Ok(Arc::new(FixedSizeBinaryArray::try_new(
+            *n,
+            Buffer::from_slice_ref(&buf),
+            v,
+        )?))
+    } else {
+        Ok(make_array(
+            ArrayData::builder(dt.clone())
+                .len(len)
+                .add_buffer(Buffer::from_slice_ref(&buf))
+                .nulls(v)
+                .build()?,
+        ))
+    }
+}
+
+/// A utf8, large utf8 or utf8 view array: a text drawn for every slot
+/// (null ones too, so the draws do not depend on the validity).
+fn strings(dt: &DataType, len: usize, v: Option<NullBuffer>, rng: &mut Rng) -> ArrayRef {
+    use DataType::*;
+    let values: Vec<Option<String>> = (0..len)
+        .map(|i| {
+            let s = text(rng);
+            is_valid(&v, i).then_some(s)
+        })
+        .collect();
+    match dt {
+        Utf8 => Arc::new(StringArray::from(values)),
+        LargeUtf8 => Arc::new(LargeStringArray::from(values)),
+        _ => {
+            // Small blocks: out-of-line values span several
+            // variadic buffers.
+            let mut b = StringViewBuilder::new().with_fixed_block_size(64);
+            for s in values {
+                b.append_option(s);
+            }
+            Arc::new(b.finish())
+        }
+    }
+}
+
+/// A binary, large binary or binary view array: bytes drawn for every
+/// slot (null ones too, so the draws do not depend on the validity).
+fn binaries(dt: &DataType, len: usize, v: Option<NullBuffer>, rng: &mut Rng) -> ArrayRef {
+    use DataType::*;
+    let values: Vec<Option<Vec<u8>>> = (0..len)
+        .map(|i| {
+            let b = bytes(rng);
+            is_valid(&v, i).then_some(b)
+        })
+        .collect();
+    let refs: Vec<Option<&[u8]>> = values.iter().map(|b| b.as_deref()).collect();
+    match dt {
+        Binary => Arc::new(BinaryArray::from(refs)),
+        LargeBinary => Arc::new(LargeBinaryArray::from(refs)),
+        _ => {
+            let mut b = BinaryViewBuilder::new().with_fixed_block_size(64);
+            for s in refs {
+                b.append_option(s);
+            }
+            Arc::new(b.finish())
+        }
+    }
+}
+
+/// A map array: list lengths drawn first, then distinct keys (`k0`,
+/// `k1`, ... or numbers) per entry list, then the values.
+fn map(
+    entries: &FieldRef,
+    sorted: bool,
+    len: usize,
+    v: Option<NullBuffer>,
+    nulls: Nulls,
+    rng: &mut Rng,
+) -> Result<ArrayRef, ArrowError> {
+    use DataType::*;
+    let Struct(kv) = entries.data_type() else {
+        unreachable!("map entries are a struct")
+    };
+    let lens = list_lens(len, &v, rng);
+    let keys: ArrayRef = match kv[0].data_type() {
+        Utf8 => Arc::new(StringArray::from_iter_values(
+            lens.iter().flat_map(|&n| (0..n).map(|j| format!("k{j}"))),
+        )),
+        key => {
+            let mut buf = Vec::new();
+            for j in lens.iter().flat_map(|&n| 0..n) {
+                let k = j as i128 * 3 - 4;
+                push_le(&mut buf, k, key.primitive_width().unwrap_or(8));
+            }
+            let total = lens.iter().sum();
+            make_array(
+                ArrayData::builder(key.clone())
+                    .len(total)
+                    .add_buffer(Buffer::from_slice_ref(&buf))
+                    .build()?,
+            )
+        }
+    };
+    let values = array(
+        kv[1].data_type(),
+        kv[1].is_nullable(),
+        keys.len(),
+        nulls.for_children(),
+        rng,
+    )?;
+    let entries_array = StructArray::try_new(kv.clone(), vec![keys, values], None)?;
+    Ok(Arc::new(MapArray::try_new(
+        entries.clone(),
+        offsets::<i32>(&lens),
+        entries_array,
+        v,
+        sorted,
+    )?))
+}
+
+/// A sparse or dense union array: a type ID drawn per slot, then the
+/// children (a slot of a non-nullable union never selects an always-null
+/// child).
+fn union(
+    fields: &UnionFields,
+    mode: UnionMode,
+    may_null: bool,
+    len: usize,
+    nulls: Nulls,
+    rng: &mut Rng,
+) -> Result<ArrayRef, ArrowError> {
+    let ids: Vec<i8> = fields.iter().map(|(id, _)| id).collect();
+    // Never an always-null child on a non-nullable union: the field would
+    // otherwise hold nulls.
+    let pick: Vec<i8> = fields
+        .iter()
+        .filter(|(_, f)| may_null || !super::types::always_null(f.data_type()))
+        .map(|(id, _)| id)
+        .collect();
+    let pick = if pick.is_empty() { ids.clone() } else { pick };
+    let type_ids: Vec<i8> = (0..len)
+        .map(|_| pick[rng.below(pick.len() as u64) as usize])
+        .collect();
+    let child_may_null = |f: &FieldRef| f.is_nullable() && may_null;
+    match mode {
+        UnionMode::Sparse => {
+            let children = fields
+                .iter()
+                .map(|(_, f)| array(f.data_type(), child_may_null(f), len, nulls, rng))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Arc::new(UnionArray::try_new(
+                fields.clone(),
+                ScalarBuffer::from(type_ids),
+                None,
+                children,
+            )?))
+        }
+        UnionMode::Dense => {
+            let mut counts = vec![0i32; ids.len()];
+            let offs: Vec<i32> = type_ids
+                .iter()
+                .map(|t| {
+                    let k = ids.iter().position(|i| i == t).unwrap_or(0);
+                    counts[k] += 1;
+                    counts[k] - 1
+                })
+                .collect();
+            let children = fields
+                .iter()
+                .zip(&counts)
+                .map(|((_, f), &n)| array(f.data_type(), child_may_null(f), n as usize, nulls, rng))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Arc::new(UnionArray::try_new(
+                fields.clone(),
+                ScalarBuffer::from(type_ids),
+                Some(ScalarBuffer::from(offs)),
+                children,
+            )?))
+        }
+    }
+}
+
+/// A dictionary-encoded array: a small dictionary of `value`s, then an
+/// index into it per slot.
+fn dictionary(
+    dt: &DataType,
+    value: &DataType,
+    may_null: bool,
+    len: usize,
+    v: Option<NullBuffer>,
+    nulls: Nulls,
+    rng: &mut Rng,
+) -> Result<ArrayRef, ArrowError> {
+    let DataType::Dictionary(index, _) = dt else {
+        unreachable!("the caller passes a dictionary type")
+    };
+    let m = if len == 0 {
+        rng.below(2) as usize
+    } else {
+        1 + rng.below(5) as usize
+    };
+    let values = array(value, may_null, m, nulls.for_children(), rng)?;
+    let width = index.primitive_width().unwrap_or(4);
+    let mut buf = Vec::new();
+    for _ in 0..len {
+        push_le(&mut buf, rng.below(m as u64) as i128, width);
+    }
+    Ok(make_array(
+        ArrayData::builder(dt.clone())
+            .len(len)
+            .add_buffer(Buffer::from_slice_ref(&buf))
+            .nulls(v)
+            .child_data(vec![values.to_data()])
+            .build()?,
+    ))
+}
+
+/// A run-end encoded array: runs of 1 to 4 slots, then one value per
+/// run.
+fn run_end_encoded(
+    dt: &DataType,
+    run_ends: &FieldRef,
+    values: &FieldRef,
+    may_null: bool,
+    len: usize,
+    nulls: Nulls,
+    rng: &mut Rng,
+) -> Result<ArrayRef, ArrowError> {
+    let mut ends = Vec::new();
+    let mut at = 0usize;
+    while at < len {
+        at = (at + 1 + rng.below(4) as usize).min(len);
+        ends.push(at);
+    }
+    let width = run_ends.data_type().primitive_width().unwrap_or(4);
+    let mut buf = Vec::new();
+    for e in &ends {
+        push_le(&mut buf, *e as i128, width);
+    }
+    let ends_data = ArrayData::builder(run_ends.data_type().clone())
+        .len(ends.len())
+        .add_buffer(Buffer::from_slice_ref(&buf))
+        .build()?;
+    let vals = array(
+        values.data_type(),
+        values.is_nullable() && may_null,
+        ends.len(),
+        nulls.for_children(),
+        rng,
+    )?;
+    Ok(make_array(
+        ArrayData::builder(dt.clone())
+            .len(len)
+            .add_child_data(ends_data)
+            .add_child_data(vals.to_data())
+            .build()?,
+    ))
 }
 
 #[cfg(test)]

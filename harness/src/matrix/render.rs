@@ -188,6 +188,19 @@ pub fn markdown(m: &Matrix) -> String {
          common interface path · ≈ after a mark: every value arrived, but some cases' \
          types, nullability, names or metadata changed (not a failure; listed below).\n"
     );
+    grid_markdown(m, &mut o);
+    paths_markdown(m, &mut o);
+    single_sided_markdown(m, &mut o);
+    notes_markdown(m, &mut o);
+    coverage_markdown(m, &mut o);
+    limited_markdown(m, &mut o);
+    failures_markdown(m, &mut o);
+    o
+}
+
+/// `matrix.md`'s grid: a cell per pair of libraries (variants aside),
+/// with its mark and passed/run cases.
+fn grid_markdown(m: &Matrix, o: &mut String) {
     // The grid is of pairs: variants (certified alone) are in the
     // single-sided table.
     let grid_p: Vec<&String> = m
@@ -225,7 +238,11 @@ pub fn markdown(m: &Matrix) -> String {
         }
         let _ = writeln!(o);
     }
+}
 
+/// `matrix.md`'s "Pairs by interface path": a row per pair, a cell per
+/// interface path.
+fn paths_markdown(m: &Matrix, o: &mut String) {
     let _ = writeln!(o, "\n## Pairs by interface path\n");
     let _ = write!(o, "| producer | consumer |");
     for p in PATHS {
@@ -244,7 +261,11 @@ pub fn markdown(m: &Matrix) -> String {
         }
         let _ = writeln!(o);
     }
+}
 
+/// `matrix.md`'s "Single-sided certification": a row per library
+/// certified alone, with its failing rules; then the robustness grades.
+fn single_sided_markdown(m: &Matrix, o: &mut String) {
     let _ = writeln!(o, "\n## Single-sided certification\n");
     let _ = writeln!(
         o,
@@ -275,8 +296,13 @@ pub fn markdown(m: &Matrix) -> String {
         );
     }
 
-    robustness_markdown(m, &mut o);
+    robustness_markdown(m, o);
+}
 
+/// `matrix.md`'s "What the adapters write", when an adapter says
+/// anything, and "Values equal, types changed", when a pair's types
+/// changed.
+fn notes_markdown(m: &Matrix, o: &mut String) {
     let notes = adapter_notes(m);
     if !notes.is_empty() {
         let _ = writeln!(o, "\n## What the adapters write\n");
@@ -312,7 +338,10 @@ pub fn markdown(m: &Matrix) -> String {
             let _ = writeln!(o);
         }
     }
+}
 
+/// `matrix.md`'s "Coverage", when a unit reached anything.
+fn coverage_markdown(m: &Matrix, o: &mut String) {
     let covered: Vec<&Unit> = m.units.iter().filter(|u| !u.coverage.is_empty()).collect();
     if !covered.is_empty() {
         let _ = writeln!(
@@ -330,7 +359,11 @@ pub fn markdown(m: &Matrix) -> String {
             let _ = writeln!(o, "- {}: {}", md(&u.id), paths.join("; "));
         }
     }
+}
 
+/// `matrix.md`'s "Limitations", "Flaky" and "Not as expected", each when
+/// a unit has some.
+fn limited_markdown(m: &Matrix, o: &mut String) {
     let limited = m.limited_units();
     if !limited.is_empty() {
         let _ = writeln!(
@@ -376,7 +409,11 @@ pub fn markdown(m: &Matrix) -> String {
             );
         }
     }
+}
 
+/// `matrix.md`'s "Failures": per failing unit, its rules, its cases and
+/// how to rerun it.
+fn failures_markdown(m: &Matrix, o: &mut String) {
     let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "\n## Failures\n");
@@ -420,7 +457,6 @@ pub fn markdown(m: &Matrix) -> String {
             }
         }
     }
-    o
 }
 
 /// Each library's adapter note once (a library in both roles has one).
@@ -537,6 +573,19 @@ pub fn page(m: &Matrix) -> String {
          ≈ after a mark: every value arrived, but some cases' types, nullability, names or metadata \
          changed (not a failure; listed below). Each cell lists passed/run cases per interface path.</p>"
     );
+    grid_html(m, &mut o);
+    single_sided_html(m, &mut o);
+    notes_html(m, &mut o);
+    coverage_html(m, &mut o);
+    limited_html(m, &mut o);
+    failures_html(m, &mut o);
+    let _ = writeln!(o, "</body></html>");
+    o
+}
+
+/// `matrix.html`'s grid: a cell per pair of libraries (variants aside),
+/// with its status, passed/run cases and a line per interface path.
+fn grid_html(m: &Matrix, o: &mut String) {
     let _ = writeln!(
         o,
         "<table id=\"matrix\"><thead><tr><th>producer \\ consumer</th>"
@@ -591,7 +640,11 @@ pub fn page(m: &Matrix) -> String {
         let _ = writeln!(o, "</tr>");
     }
     let _ = writeln!(o, "</tbody></table>");
+}
 
+/// `matrix.html`'s "Single-sided certification": a row per library
+/// certified alone, with its failing rules; then the robustness grades.
+fn single_sided_html(m: &Matrix, o: &mut String) {
     let _ = writeln!(
         o,
         "<h2>Single-sided certification</h2>\n<table id=\"certification\"><thead><tr><th>library</th>\
@@ -627,8 +680,13 @@ pub fn page(m: &Matrix) -> String {
         let _ = writeln!(o, "</td></tr>");
     }
     let _ = writeln!(o, "</tbody></table>");
-    robustness_html(m, &mut o);
+    robustness_html(m, o);
+}
 
+/// `matrix.html`'s "What the adapters write", when an adapter says
+/// anything, and "Values equal, types changed", when a pair's types
+/// changed.
+fn notes_html(m: &Matrix, o: &mut String) {
     let notes = adapter_notes(m);
     if !notes.is_empty() {
         let _ = writeln!(o, "<h2>What the adapters write</h2><ul>");
@@ -667,7 +725,10 @@ pub fn page(m: &Matrix) -> String {
             let _ = writeln!(o, "</ul>");
         }
     }
+}
 
+/// `matrix.html`'s "Coverage", when a unit reached anything.
+fn coverage_html(m: &Matrix, o: &mut String) {
     let covered: Vec<&Unit> = m.units.iter().filter(|u| !u.coverage.is_empty()).collect();
     if !covered.is_empty() {
         let _ = writeln!(
@@ -693,7 +754,11 @@ pub fn page(m: &Matrix) -> String {
         }
         let _ = writeln!(o, "</ul>");
     }
+}
 
+/// `matrix.html`'s "Limitations", "Flaky" and "Not as expected", each
+/// when a unit has some.
+fn limited_html(m: &Matrix, o: &mut String) {
     let limited = m.limited_units();
     if !limited.is_empty() {
         let _ = writeln!(
@@ -741,7 +806,11 @@ pub fn page(m: &Matrix) -> String {
         }
         let _ = writeln!(o, "</ul>");
     }
+}
 
+/// `matrix.html`'s "Failures": per failing unit, its rules, its cases
+/// and how to rerun it.
+fn failures_html(m: &Matrix, o: &mut String) {
     let failing = failing_units(m);
     if !failing.is_empty() {
         let _ = writeln!(o, "<h2>Failures</h2>");
@@ -800,8 +869,6 @@ pub fn page(m: &Matrix) -> String {
             }
         }
     }
-    let _ = writeln!(o, "</body></html>");
-    o
 }
 
 /// Consumers with a robustness grade (`matrix --malformed`).

@@ -111,6 +111,50 @@ pub(super) unsafe fn check_schema(
         }
     };
 
+    // SAFETY: a readable, live schema (this function's contract).
+    unsafe { check_name(s, at, sink) };
+    // SAFETY: as above.
+    unsafe { check_metadata(s, at, sink) };
+    check_flags(s, format.as_ref(), at, sink);
+
+    // SAFETY: as above; each child pointer is checked before it is followed.
+    let children = unsafe { check_children(s, at, depth, sink) };
+    let n = s.n_children;
+    if let Some(f) = &format {
+        if let Some(expected) = format::expected_children(f) {
+            if n != expected as i64 {
+                sink.push(
+                    SCHEMA_CHILDREN_COUNT,
+                    at,
+                    format!(
+                        "format {} has {expected} child type(s) but n_children is {n}",
+                        shown(&f.to_string())
+                    ),
+                );
+            }
+        }
+    }
+
+    // SAFETY: as above; the dictionary pointer is checked before it is
+    // followed.
+    unsafe { check_dictionary(s, format.as_ref(), at, depth, sink) };
+
+    check_child_types(format.as_ref(), &children, at, sink);
+
+    SchemaNode {
+        format,
+        flags: s.flags,
+        n_children: n,
+        children,
+    }
+}
+
+/// The name, when there is one, is valid UTF-8 (schema.name.utf8).
+///
+/// # Safety
+/// `s` is a readable, live schema whose `name`, when neither NULL nor the
+/// poison pattern, is a C string (as the spec says it is).
+unsafe fn check_name(s: &ArrowSchema, at: &str, sink: &mut Sink) {
     if !s.name.is_null() {
         if is_poison_ptr(s.name.addr()) {
             sink.push(
@@ -134,7 +178,17 @@ pub(super) unsafe fn check_schema(
             }
         }
     }
+}
 
+/// The metadata, when there is some, is framed as the spec's encoding
+/// says, holds UTF-8 keys and values, and is NULL rather than empty
+/// (schema.metadata.*).
+///
+/// # Safety
+/// `s` is a readable, live schema whose `metadata`, when neither NULL nor
+/// the poison pattern, points to readable memory (the reader is bounded by
+/// the lengths it holds).
+unsafe fn check_metadata(s: &ArrowSchema, at: &str, sink: &mut Sink) {
     if !s.metadata.is_null() {
         let found = if is_poison_ptr(s.metadata.addr()) {
             MetadataProblems {
@@ -159,7 +213,11 @@ pub(super) unsafe fn check_schema(
             );
         }
     }
+}
 
+/// The flags hold only the bits the spec defines, each on a type it
+/// applies to (schema.flags.known, schema.flags.placement).
+fn check_flags(s: &ArrowSchema, format: Option<&Format>, at: &str, sink: &mut Sink) {
     let flags = s.flags;
     let unknown =
         flags & !(ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_NULLABLE | ARROW_FLAG_MAP_KEYS_SORTED);
@@ -178,7 +236,7 @@ pub(super) unsafe fn check_schema(
         );
     }
     if flags & ARROW_FLAG_MAP_KEYS_SORTED != 0 {
-        if let Some(f) = format.as_ref().filter(|f| **f != Format::Map) {
+        if let Some(f) = format.filter(|f| **f != Format::Map) {
             sink.push(
                 SCHEMA_FLAGS_PLACEMENT,
                 at,
@@ -189,8 +247,22 @@ pub(super) unsafe fn check_schema(
             );
         }
     }
+}
 
-    // Children.
+/// Checks `n_children` and the children pointer, and follows every usable
+/// child: their nodes, in order (empty when the count or the pointer is
+/// unusable).
+///
+/// # Safety
+/// `s` is a readable, live schema; its children pointer, when usable, must
+/// point to `n_children` child pointers ("There must be n_children
+/// pointers"), each followed only when usable.
+unsafe fn check_children(
+    s: &ArrowSchema,
+    at: &str,
+    depth: usize,
+    sink: &mut Sink,
+) -> Vec<Option<SchemaNode>> {
     let n = s.n_children;
     let mut children = Vec::new();
     if n < 0 {
@@ -224,24 +296,24 @@ pub(super) unsafe fn check_schema(
             }
         }
     }
-    if let Some(f) = &format {
-        if let Some(expected) = format::expected_children(f) {
-            if n != expected as i64 {
-                sink.push(
-                    SCHEMA_CHILDREN_COUNT,
-                    at,
-                    format!(
-                        "format {} has {expected} child type(s) but n_children is {n}",
-                        shown(&f.to_string())
-                    ),
-                );
-            }
-        }
-    }
+    children
+}
 
-    // Dictionary.
+/// A dictionary, when there is one, sits on an integer index type and is
+/// itself checked as a schema (schema.dictionary.shape).
+///
+/// # Safety
+/// `s` is a readable, live schema; its dictionary pointer, when usable,
+/// must point to a readable `ArrowSchema`.
+unsafe fn check_dictionary(
+    s: &ArrowSchema,
+    format: Option<&Format>,
+    at: &str,
+    depth: usize,
+    sink: &mut Sink,
+) {
     if !s.dictionary.is_null() {
-        if let Some(f) = format.as_ref().filter(|f| !format::is_integer(f)) {
+        if let Some(f) = format.filter(|f| !format::is_integer(f)) {
             sink.push(
                 SCHEMA_DICTIONARY_SHAPE,
                 at,
@@ -263,9 +335,18 @@ pub(super) unsafe fn check_schema(
             unsafe { visit_schema(s.dictionary, &dict_at, "dictionary", 0, depth, sink) };
         }
     }
+}
 
-    // Type-specific rules on the children.
-    match &format {
+/// The rules a type sets on its children's types: a map's entries
+/// (schema.map.*) and a run-end encoded type's run ends
+/// (schema.ree.run-ends, schema.ree.run-ends-flag).
+fn check_child_types(
+    format: Option<&Format>,
+    children: &[Option<SchemaNode>],
+    at: &str,
+    sink: &mut Sink,
+) {
+    match format {
         Some(Format::Map) => {
             if let Some(Some(entries)) = children.first() {
                 check_map_entries(entries, &format!("{at}.children[0]"), sink);
@@ -298,13 +379,6 @@ pub(super) unsafe fn check_schema(
             }
         }
         _ => {}
-    }
-
-    SchemaNode {
-        format,
-        flags,
-        n_children: n,
-        children,
     }
 }
 
