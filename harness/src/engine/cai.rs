@@ -159,8 +159,7 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
                 &prefix,
             ),
         };
-        events.case(&c, true);
-        session.add(&c);
+        session.record(&c, events);
     }
     events.cases_done();
     let interrupted = crate::run::proc::interrupted();

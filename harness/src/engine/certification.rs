@@ -10,12 +10,12 @@
 use std::path::{Path, PathBuf};
 
 use super::certify::{shrink_all, Engine};
-use super::session::{Events, Opening, Session};
+use super::session::{Events, Opening, Ran, Session};
 use crate::certify::{self, summary, CaseSpec};
 use crate::device::Kind as DeviceKind;
 use crate::generate::{self, shrink};
 use crate::plugin::Plugin;
-use crate::report::{expectations::Expectations, outcome, robustness::Robustness, Case, Report};
+use crate::report::{expectations::Expectations, outcome, robustness::Robustness, Case};
 use crate::roundtrip::Filter;
 use crate::scenario::Scenario;
 use crate::sources::Sources;
@@ -95,18 +95,6 @@ pub fn plan(req: &Request) -> Plan {
     }
 }
 
-/// A finished (or interrupted) run.
-pub struct Ran {
-    /// The judged report, as written.
-    pub report: Report,
-    /// Where it was written (`None`: a replay without `--report`).
-    pub path: Option<PathBuf>,
-    /// The signal that interrupted the run, if any.
-    pub interrupted: Option<i32>,
-    /// How many cases the run selected.
-    pub selected: usize,
-}
-
 /// Runs a certification: `after_workers` runs once the certification's
 /// workers are gone (the malformed runs make pools of their own in the
 /// same scratch directory), told whether the run was interrupted; what it
@@ -179,13 +167,7 @@ pub fn run(
             session.name_plugins(plugins);
             shared.borrow_mut().ready(plugins);
         },
-        &mut |c| {
-            // A second result for a case amends the first (a late write
-            // found after it ended): it is not another case done.
-            let new = !session.has(&c.id);
-            shared.borrow_mut().case(c, new);
-            session.add(c);
-        },
+        &mut |c| session.record(c, *shared.borrow_mut()),
     )?;
     events.cases_done();
     let settled = interrupted.is_none() && !req.replay;

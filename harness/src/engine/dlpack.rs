@@ -104,11 +104,7 @@ pub fn certify(req: Request, events: &mut dyn Events) -> Result<(Report, Option<
             replay_prefix: req.replay_prefix.clone(),
         },
         Some(&session.todo),
-        &mut |c| {
-            let new = !session.has(&c.id);
-            events.case(c, new);
-            session.add(c);
-        },
+        &mut |c| session.record(c, events),
     )?;
     events.cases_done();
     let path = session.path.clone();

@@ -121,16 +121,6 @@ pub struct Request<'a> {
     pub expectations: Option<&'a (PathBuf, crate::report::expectations::Expectations)>,
 }
 
-/// A finished (or interrupted) round trip.
-pub struct Ran {
-    /// The judged report, as written.
-    pub report: crate::report::Report,
-    pub path: Option<PathBuf>,
-    pub interrupted: Option<i32>,
-    /// How many cases the run selected.
-    pub selected: usize,
-}
-
 /// Runs a round trip from plan to judged report: the cases the filter
 /// selects (those a resumed report has not), each kept as it ends, then
 /// the report judged (every pass compared data: no data rules needed).
@@ -138,7 +128,7 @@ pub fn run_all(
     req: Request,
     engine: Engine,
     events: &mut dyn super::session::Events,
-) -> Result<Ran, String> {
+) -> Result<super::session::Ran, String> {
     let selected: Vec<usize> = req
         .plan
         .iter()
@@ -176,11 +166,7 @@ pub fn run_all(
             session.name_plugins(plugins);
             shared.borrow_mut().ready(plugins);
         },
-        &mut |c| {
-            let new = !session.has(&c.id);
-            shared.borrow_mut().case(c, new);
-            session.add(c);
-        },
+        &mut |c| session.record(c, *shared.borrow_mut()),
     )?;
     events.cases_done();
     let path = session.path.clone();
@@ -188,7 +174,7 @@ pub fn run_all(
     let report = session.finish(interrupted, |r| {
         super::judge(r, &[], req.expectations, req.filter.narrows());
     })?;
-    Ok(Ran {
+    Ok(super::session::Ran {
         report,
         path,
         interrupted,

@@ -47,6 +47,18 @@ pub struct Opening<'a> {
     pub plugins: Vec<PluginIdentity>,
 }
 
+/// A finished (or interrupted) run.
+pub struct Ran {
+    /// The judged report, as written.
+    pub report: Report,
+    /// Where it was written (`None`: kept in memory only).
+    pub path: Option<PathBuf>,
+    /// The signal that interrupted the run, if any.
+    pub interrupted: Option<i32>,
+    /// How many cases the run selected.
+    pub selected: usize,
+}
+
 /// A run in progress.
 pub struct Session {
     checkpoint: RefCell<Checkpoint>,
@@ -137,11 +149,14 @@ impl Session {
         self.checkpoint.borrow_mut().report.plugins = plugins.to_vec();
     }
 
-    /// Whether a result for this case ID is already kept.
-    pub fn has(&self, id: &str) -> bool {
-        // `added` fills on the first add; a resumed run's kept cases never
-        // come again, so before it nothing is kept twice.
-        self.checkpoint.borrow().added.contains(id)
+    /// Keeps a case as it ends and tells `events` (a second result for a
+    /// case amends the first, a late write found after it ended: it is not
+    /// another case done). `added` fills on the first add; a resumed run's
+    /// kept cases never come again, so before it nothing is kept twice.
+    pub fn record(&self, c: &Case, events: &mut dyn Events) {
+        let new = !self.checkpoint.borrow().added.contains(&c.id);
+        events.case(c, new);
+        self.add(c);
     }
 
     /// Keeps a finished case (a second result for an ID amends the first).
