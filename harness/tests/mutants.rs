@@ -1014,3 +1014,48 @@ fn caches_emptied_at_several_periods_fail_no_leak_rule() {
         );
     }
 }
+
+/// The frees rules are measured on a covering choice of scenarios: a
+/// schema that leaks on every export is caught on a single-type scenario,
+/// while on a mixed generated one (gen/N) the rule is not exercised, with
+/// the reason; `--all-leaks` measures it there too.
+#[test]
+fn leaks_are_measured_on_mixed_scenarios_only_with_all_leaks() {
+    let (reference, _) = bundled();
+    let ids = ["producer/schema/gen/0", "producer/schema/gen/type:int32"];
+    for all in [false, true] {
+        let report = scratch("mutant-reports").join(format!("all-leaks-{all}.json"));
+        let _ = std::fs::remove_file(&report);
+        let mut cmd = Command::new(arrowcert_exe());
+        cmd.args(["certify", "--producer"])
+            .arg(mutant_lib_cached())
+            .args(["--jobs", "1", "--no-builtin", "--cases", "1", "--seed", "3"])
+            .arg("--report")
+            .arg(&report)
+            .arg("--exact")
+            .args(ids)
+            .env("ARROWCERT_MUTANT", "schema-leak")
+            .env("ARROWCERT_MUTANT_BASE", reference);
+        if all {
+            cmd.arg("--all-leaks");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        let case = |id: &str| r.cases.iter().find(|c| c.id == id).expect(id);
+        let single = case(ids[1]);
+        assert_eq!(single.verdict, Verdict::Fail, "{stdout}");
+        assert!(single.checked.iter().any(|c| c == "schema.release.frees"));
+        let mixed = case(ids[0]);
+        let measured = mixed.checked.iter().any(|c| c == "schema.release.frees");
+        assert_eq!(measured, all, "{}: {:?}", ids[0], mixed.checked);
+        assert_eq!(
+            mixed.verdict,
+            if all { Verdict::Fail } else { Verdict::Pass },
+            "{stdout}"
+        );
+        if all {
+            assert!(single.replay.contains("--all-leaks"), "{}", single.replay);
+        }
+    }
+}

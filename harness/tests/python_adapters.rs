@@ -920,3 +920,59 @@ fn slices_of_a_stream_come_from_the_adapters_slice() {
         }
     }
 }
+
+/// A producer that exports only streams: its array and device array cases
+/// are skipped as not exported before anything else is asked of it (no
+/// schema export first, so no schema rule is judged in them), and the
+/// stream case still runs.
+#[test]
+fn array_cases_of_a_stream_only_producer_skip_before_any_export() {
+    let Some(py) = python() else { return };
+    let dir = scratch("py-adapters");
+    let adapter = dir.join("stream_only.py");
+    std::fs::write(
+        &adapter,
+        r#"import nanoarrow as na
+
+NAME = "streams only (test adapter)"
+
+
+def load(data):
+    return na.c_array_stream(data)
+"#,
+    )
+    .unwrap();
+    let report = dir.join("stream-only.json");
+    let _ = std::fs::remove_file(&report);
+    let ids = [
+        "producer/array/primitive/batch:0",
+        "producer/device_array/primitive/batch:0",
+        "producer/stream/primitive",
+    ];
+    let out = arrowcert(&py)
+        .args(["certify", "--producer", &format!("py:{}", adapter.display())])
+        .args(["--cases", "0", "--report"])
+        .arg(&report)
+        .arg("--exact")
+        .args(ids)
+        .output()
+        .expect("arrowcert runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    for (id, entry) in [
+        (ids[0], "arrowcert_produce_array"),
+        (ids[1], "arrowcert_produce_device_array"),
+    ] {
+        let c = r.cases.iter().find(|c| c.id == id).expect(id);
+        assert_eq!(c.verdict, Verdict::Skip, "{id}: {:?}", c.message);
+        assert_eq!(
+            c.message.as_deref(),
+            Some(format!("{entry} is not exported by the plugin").as_str()),
+            "{id}"
+        );
+        assert!(c.checked.is_empty(), "{id} judged {:?}", c.checked);
+    }
+    let stream = r.cases.iter().find(|c| c.id == ids[2]).expect("stream");
+    assert_ne!(stream.verdict, Verdict::Skip, "{:?}", stream.message);
+    assert!(stream.checked.iter().any(|r| r.starts_with("schema.")));
+}

@@ -13,7 +13,7 @@ use crate::compare;
 use crate::device::Kind as DeviceKind;
 use crate::inspect::probe::{self, walk};
 use crate::inspect::validate::rule;
-use crate::plugin::Plugin;
+use crate::plugin::{CallError, Plugin};
 use crate::roundtrip::{call_range, requested};
 use crate::scenario::Scenario;
 
@@ -121,12 +121,17 @@ fn release_walked<T: Owned>(
 fn frees(
     producer: &Plugin,
     device: DeviceKind,
+    measured: bool,
     rule: &'static str,
     at: &str,
     sequence: &str,
     obs: &mut Observations,
     body: impl FnMut() -> Result<(), String>,
 ) {
+    if !measured {
+        obs.not_exercised(rule, leaks::NOT_MEASURED);
+        return;
+    }
     let counters = leaks::counters_on(producer, device);
     if counters.is_empty() {
         obs.not_exercised(rule, leaks::NO_COUNTER);
@@ -305,7 +310,7 @@ pub fn run(
     obs: &mut Observations,
 ) -> Ended {
     match spec.path {
-        Path::Schema => schema_case(producer, scenario, obs),
+        Path::Schema => schema_case(producer, scenario, opts, obs),
         Path::Array | Path::DeviceArray => array_case(producer, scenario, spec, opts, obs),
         Path::Stream => stream_case::<ArrowArrayStream>(producer, scenario, opts, obs),
         Path::DeviceStream => stream_case::<ArrowDeviceArrayStream>(producer, scenario, opts, obs),
@@ -335,7 +340,12 @@ fn produced_schema(
 /// Schema path: validation, relocation, moving a child out, release with
 /// the children's releases watched, then repeated export-and-release for
 /// leaks.
-fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -> Ended {
+fn schema_case(
+    producer: &Plugin,
+    scenario: &Scenario,
+    opts: &Options,
+    obs: &mut Observations,
+) -> Ended {
     let (mut schema, ok) = match produced_schema(producer, scenario, obs) {
         Ok(s) => s,
         Err(e) => return e,
@@ -394,6 +404,7 @@ fn schema_case(producer: &Plugin, scenario: &Scenario, obs: &mut Observations) -
     frees(
         producer,
         DeviceKind::Cpu,
+        leaks::measured(&scenario.name, opts.all_leaks),
         crate::rule!("schema.release.frees"),
         "schema",
         "export and release of the schema",
@@ -819,6 +830,16 @@ fn array_case(
     opts: &Options,
     obs: &mut Observations,
 ) -> Ended {
+    let entry = if spec.path == Path::DeviceArray {
+        "arrowcert_produce_device_array"
+    } else {
+        "arrowcert_produce_array"
+    };
+    if !producer.may_produce(entry) {
+        // Skipped as the call would be, without the schema export first
+        // (a library's schema export can cost a query).
+        return call_ended(CallError::Missing(entry));
+    }
     let req = ArrayRequest {
         producer,
         scenario,
@@ -933,6 +954,7 @@ fn device_rest(req: &ArrayRequest, schema: &mut Guard<ArrowSchema>, obs: &mut Ob
         frees(
             req.producer,
             req.opts.kind,
+            leaks::measured(&req.scenario.name, req.opts.all_leaks),
             crate::rule!("array.release.frees"),
             "device array",
             "export and release of the batch on the device",
@@ -1011,6 +1033,7 @@ fn array_frees(req: &ArrayRequest, schema: &ArrowSchema, obs: &mut Observations)
     frees(
         req.producer,
         req.opts.kind,
+        leaks::measured(&req.scenario.name, req.opts.all_leaks),
         crate::rule!("array.release.frees"),
         "array",
         "export and release of the batch",

@@ -55,6 +55,27 @@ pub const RETRIES: usize = 3;
 /// smallest growth per repetition, times its length.
 pub const LINEAR_SHARE: f64 = 0.5;
 
+/// Why a frees rule is not measured on a mixed generated scenario by
+/// default ([`measured`]).
+pub const NOT_MEASURED: &str = "not measured on this scenario: the release.frees rules are \
+     measured on a covering choice of scenarios (every built-in, gold, single-type and shape \
+     scenario: each type on each path), not on the mixed generated ones (gen/N); \
+     --all-leaks measures every scenario";
+
+/// Whether the `*.release.frees` rules are measured on `scenario` (its
+/// name). Each measurement repeats the export five times or more, which a
+/// library whose export runs a query pays for in full: by default they are
+/// measured on every scenario but the mixed generated ones (`gen/N`, their
+/// column splits and shrink candidates), which still leaves every type the
+/// generator knows measured on every path through its single-type scenario
+/// (`gen/type:...`). `all` (`--all-leaks`): every scenario.
+pub fn measured(scenario: &str, all: bool) -> bool {
+    let mixed = scenario
+        .strip_prefix("gen/")
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    all || !mixed
+}
+
 /// Why a frees rule is not exercised when nothing counts bytes.
 pub const NO_COUNTER: &str = "nothing counts the bytes this process holds: the allocation \
      tracker is not loaded (worker processes preload it unless ARROWCERT_TRACKER=off; \
@@ -459,6 +480,23 @@ fn push_growth(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_scenario_but_the_mixed_generated_ones_is_measured() {
+        for name in [
+            "primitive",
+            "gold/generated_primitive",
+            "gen/type:int32",
+            "gen/type:list@s1c2",
+            "gen/shape:nested-metadata",
+        ] {
+            assert!(super::measured(name, false), "{name}");
+        }
+        for name in ["gen/0", "gen/17~col:2", "gen/3@s1c1"] {
+            assert!(!super::measured(name, false), "{name}");
+            assert!(super::measured(name, true), "{name}");
+        }
+    }
+
     use super::*;
     use std::cell::{Cell, RefCell};
 

@@ -220,6 +220,9 @@ pub struct Options {
     /// sliced entry points take it (offset, length; -1: to the end);
     /// `None`: the whole stream ([`table_slice`]).
     pub slice: Option<(i64, i64)>,
+    /// `--all-leaks`: the `*.release.frees` rules measured on every
+    /// scenario, not the covering choice ([`leaks::measured`]).
+    pub all_leaks: bool,
 }
 
 impl Default for Options {
@@ -230,6 +233,7 @@ impl Default for Options {
             kind: DeviceKind::Cpu,
             replay_prefix: "arrowcert certify --exact".into(),
             slice: None,
+            all_leaks: false,
         }
     }
 }
@@ -243,6 +247,7 @@ impl Options {
             kind,
             replay_prefix: self.replay_prefix.clone(),
             slice: self.slice,
+            all_leaks: self.all_leaks,
         }
     }
 }

@@ -62,6 +62,9 @@ pub struct Args {
     /// `--all-variations`: every variation of the varied encoding alone on
     /// every consumer data path for every scenario, not the covering choice.
     pub all_variations: bool,
+    /// `--all-leaks`: the frees rules measured on every scenario, not the
+    /// covering choice.
+    pub all_leaks: bool,
     /// `--repeat N`: every case that did not pass runs N more times.
     pub repeat: u32,
     /// `--malformed`: also hand the consumer what each producer mutant
@@ -121,6 +124,9 @@ fn replay_prefix(args: &Args) -> String {
         ));
     }
     replay.push_str(&format!(" --seed {}", args.sources.seed));
+    if args.all_leaks {
+        replay.push_str(" --all-leaks");
+    }
     replay
 }
 
@@ -161,6 +167,7 @@ pub fn run(args: Args) -> Result<i32, BadInput> {
         wrapper: args.wrapper.clone(),
         opts: certify::Options {
             replay_prefix: replay_prefix(&args),
+            all_leaks: args.all_leaks,
             ..Default::default()
         },
         repeat: args.repeat,
@@ -631,6 +638,13 @@ pub struct CertifyFlags {
     /// with every scenario it can change, once).
     #[arg(long)]
     pub all_variations: bool,
+    /// Producer certification: measure the release.frees rules (bytes
+    /// held across repeated exports) on every scenario, not the default
+    /// covering choice (every built-in, gold, single-type and shape
+    /// scenario: each type on each path; the mixed generated ones are
+    /// not measured).
+    #[arg(long)]
+    pub all_leaks: bool,
     /// Run every case that did not pass (a failure, an error, a crash, a
     /// hang, a limitation) N more times, each round in fresh worker
     /// processes: a case whose verdict changes is reported flaky, with
@@ -673,9 +687,15 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         dlpack,
         cai,
         all_variations,
+        all_leaks,
         repeat,
         malformed,
     } = f;
+    if all_leaks && (dlpack || cai) {
+        return Err(BadInput(
+            "--all-leaks measures the Arrow C interface's release.frees rules; --dlpack and --cai have their own".into(),
+        ));
+    }
     if malformed && dlpack {
         return Err(BadInput(
             "--malformed hands consumers broken Arrow C structures; --dlpack certifies DLPack exchange".into(),
@@ -742,6 +762,7 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
         },
         require_devices: device_kinds(&require_devices, "--require-device")?,
         all_variations,
+        all_leaks,
         repeat,
         wrapper: Vec::new(),
         producer: lib(
@@ -826,6 +847,11 @@ pub struct ReplayFlags {
     /// (the checker replaces malloc, so the allocation tracker stays out).
     #[arg(long, value_name = "CHECKER")]
     pub under: Option<String>,
+    /// Measure the release.frees rules whatever the scenario (as a
+    /// certification run with --all-leaks did); with -j 1 or more, since
+    /// bytes are counted in worker processes.
+    #[arg(long)]
+    pub all_leaks: bool,
 }
 
 /// `arrowcert replay`, from its flags.
@@ -842,6 +868,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         max_memory_mb,
         fuzz,
         under,
+        all_leaks,
     } = f;
     if let Some(target) = fuzz {
         return crate::cli::fuzz::replay(&target, &cases, producer, consumer, report);
@@ -919,6 +946,7 @@ pub fn replay_command(f: ReplayFlags) -> Result<i32, BadInput> {
         devices: Some(crate::device::Kind::ALL.to_vec()),
         require_devices: Vec::new(),
         all_variations: false,
+        all_leaks,
         repeat: 0,
         malformed: false,
         wrapper,

@@ -35,6 +35,8 @@ pub struct WorkerFlags {
     pub max_memory_mb: u64,
     #[arg(long)]
     pub case_cpu_seconds: Option<u64>,
+    #[arg(long)]
+    pub all_leaks: bool,
     /// JSON: the consumer's facts; it is loaded when a case first calls it.
     #[arg(long)]
     pub defer_consumer: Option<String>,
@@ -61,6 +63,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         replay_prefix,
         max_memory_mb,
         case_cpu_seconds,
+        all_leaks,
         defer_consumer,
         plan,
     } = f;
@@ -85,6 +88,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         options: crate::roundtrip::Options {
             async_timeout_ms: timeout_ms,
             replay_prefix,
+            all_leaks,
             ..Default::default()
         },
         limits: crate::run::proc::Limits::worker(max_memory_mb),

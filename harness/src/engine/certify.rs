@@ -97,6 +97,7 @@ impl Engine {
             sources: sources.clone(),
             options: crate::roundtrip::Options {
                 replay_prefix: self.opts.replay_prefix.clone(),
+                all_leaks: self.opts.all_leaks,
                 ..Default::default()
             },
             limits: run::proc::Limits::worker(self.max_memory_mb),

@@ -60,6 +60,7 @@ pub fn make<'a>(
             };
             let certify_opts = certify::Options {
                 replay_prefix: options.replay_prefix.clone(),
+                all_leaks: options.all_leaks,
                 ..Default::default()
             };
             Box::new(Planned {

@@ -10,6 +10,13 @@ impl Plugin {
         self.backend.produce_schema(ipc, out)
     }
 
+    /// False when the plugin is known not to export the producer entry
+    /// point `entry` (it would answer `Missing`): an array or device array
+    /// case skips before any other export.
+    pub fn may_produce(&self, entry: &'static str) -> bool {
+        self.backend.may_produce(entry)
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn produce_device_array(
         &self,

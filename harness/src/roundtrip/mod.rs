@@ -193,6 +193,8 @@ pub struct Options {
     pub async_timeout_ms: i64,
     /// The command line that reruns one case when the case ID is appended.
     pub replay_prefix: String,
+    /// Certification's `--all-leaks`, passed on to its workers.
+    pub all_leaks: bool,
 }
 
 impl Default for Options {
@@ -202,6 +204,7 @@ impl Default for Options {
             device_id: -1,
             async_timeout_ms: 30_000,
             replay_prefix: "arrowcert roundtrip --exact".into(),
+            all_leaks: false,
         }
     }
 }

@@ -55,6 +55,11 @@ pub struct Limits {
     /// plugin prints. Writes past it fail (SIGXFSZ is ignored, so the
     /// worker lives on).
     pub file_size: Option<u64>,
+    /// RLIMIT_CORE: 0, so that a crashing plugin writes no core file. A
+    /// library that crashes in hundreds of cases would otherwise leave a
+    /// core of the whole worker (Python and the library with it) for each
+    /// in the working directory, where `ulimit -c` allows one.
+    pub core_size: Option<u64>,
 }
 
 /// Bytes of output (stdout and stderr together) a worker's capture file
@@ -135,6 +140,7 @@ impl Limits {
             open_files: Some(1024),
             cpu_seconds: None,
             file_size: Some(WORKER_OUTPUT_BYTES),
+            core_size: Some(0),
         }
     }
 
@@ -157,6 +163,9 @@ impl Limits {
         }
         if let Some(v) = self.cpu_seconds {
             set(libc::RLIMIT_CPU, v)?;
+        }
+        if let Some(v) = self.core_size {
+            set(libc::RLIMIT_CORE, v)?;
         }
         if let Some(v) = self.file_size {
             // SAFETY: installs the SIG_IGN disposition for SIGXFSZ; no
@@ -892,5 +901,20 @@ mod limit_tests {
         assert!(runs(RESERVE, None), "the reservation itself works");
         assert!(runs(RESERVE, Some(data)), "RLIMIT_DATA lets it through");
         assert!(!runs(RESERVE, Some(address)), "RLIMIT_AS stops it");
+    }
+
+    /// A worker writes no core file, whatever `ulimit -c` the user has:
+    /// its soft and hard RLIMIT_CORE are 0.
+    #[test]
+    fn a_worker_dumps_no_core() {
+        const CORE_IS_ZERO: &str = "import resource, sys\n\
+            sys.exit(0 if resource.getrlimit(resource.RLIMIT_CORE) == (0, 0) else 1)";
+        if !runs("pass", None) {
+            println!("SKIPPED: no python3 to run the child process");
+            return;
+        }
+        let limits = Limits::worker_with(0, false);
+        assert_eq!(limits.core_size, Some(0));
+        assert!(runs(CORE_IS_ZERO, Some(limits)));
     }
 }

@@ -122,6 +122,9 @@ impl WorkerArgs {
             args.push("--consumer".into());
             args.push(abs(c));
         }
+        if self.options.all_leaks {
+            args.push("--all-leaks".into());
+        }
         if let Some(secs) = self.cpu_seconds {
             args.push("--case-cpu-seconds".into());
             args.push(secs.to_string());

@@ -822,6 +822,7 @@ fn stream_frees<S: ProduceStream + Plain>(
         frees(
             producer,
             opts.kind,
+            crate::certify::leaks::measured(&scenario.name, opts.all_leaks),
             crate::rule!("stream.release.frees"),
             "stream",
             sequence,

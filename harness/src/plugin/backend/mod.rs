@@ -50,6 +50,14 @@ pub trait Backend: std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// False only when the producer entry point `entry` (the contract's
+    /// name) is known to answer `Missing` without being called, so that an
+    /// array or device array case can be skipped before its schema export
+    /// (the default: ask).
+    fn may_produce(&self, _entry: &'static str) -> bool {
+        true
+    }
+
     fn produce_schema(&self, _ipc: &[u8], _out: &mut ArrowSchema) -> Result<(), CallError> {
         Err(CallError::Missing("arrowcert_produce_schema"))
     }

@@ -184,6 +184,17 @@ impl Backend for Native {
         }
     }
 
+    fn may_produce(&self, entry: &'static str) -> bool {
+        let e = &self.entries;
+        match entry {
+            "arrowcert_produce_array" => e.produce_array.is_some() || e.produce_array_s.is_some(),
+            "arrowcert_produce_device_array" => {
+                e.produce_device_array.is_some() || e.produce_device_array_s.is_some()
+            }
+            _ => true,
+        }
+    }
+
     fn bytes_allocated(&self) -> Option<i64> {
         // SAFETY: declared type, no arguments.
         self.entries.bytes_allocated.map(|f| unsafe { f() })
