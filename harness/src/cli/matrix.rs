@@ -215,8 +215,12 @@ pub struct MatrixFlags {
     /// A case with no result after this long is a timeout.
     #[arg(long, default_value_t = 60_000)]
     pub case_timeout_ms: u64,
-    /// Candidates tried when shrinking a certification failure.
-    #[arg(long, default_value_t = 200)]
+    /// Candidates tried when shrinking a certification failure. The
+    /// matrix's verdicts do not depend on it; a smaller case than it finds
+    /// is `certify`'s job (1000 by default). Each candidate is a run of its
+    /// own, and one that crashes costs a fresh worker: 200 made shrinking
+    /// a sixth of the full matrix's time (2,785 candidates).
+    #[arg(long, default_value_t = 50)]
     pub shrink_candidates: u64,
     /// Certification units run every case that did not pass N more
     /// times, in fresh workers (`certify --repeat`): a verdict that

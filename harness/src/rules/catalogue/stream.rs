@@ -187,7 +187,7 @@ pub(super) const RULES: &[Rule] = &[
         spec_file: CDATA,
         section: "Release callback semantics -- for producers",
         quote: "The release callback MUST free any data area directly owned by the structure (such as the buffers and children members).",
-        observation: "The allocation tracker preloaded into worker processes counts net live bytes over repeated lives of the same stream (produce, get_schema, get_next, release; schema and chunks released too), once fully drained and once released after one chunk; only growth in every measured repetition that goes on at that rate over 16, 32 and 64 more repetitions fails (a bounded cache is array.release.cache, INFO). The plugin's arrowcert_bytes_allocated is read the same way when it exports one; with no counter the rule is not exercised, with the reason.",
+        observation: "The allocation tracker preloaded into worker processes counts net live bytes over repeated lives of the same stream (produce, get_schema, get_next, release; schema and chunks released too), once fully drained and once released after one chunk, once per scenario (every built-in, gold, single-type and shape scenario, so each type on each stream path; the mixed generated ones with --all-leaks); only growth in every measured repetition that goes on at that rate over 16, 32 and 64 more repetitions fails (a bounded cache is array.release.cache, INFO). The plugin's arrowcert_bytes_allocated is read the same way when it exports one; with no counter the rule is not exercised, with the reason.",
         inferred: None,
     },
     Rule {
