@@ -950,7 +950,11 @@ def load(data):
         "producer/stream/primitive",
     ];
     let out = arrowcert(&py)
-        .args(["certify", "--producer", &format!("py:{}", adapter.display())])
+        .args([
+            "certify",
+            "--producer",
+            &format!("py:{}", adapter.display()),
+        ])
         .args(["--cases", "0", "--report"])
         .arg(&report)
         .arg("--exact")
