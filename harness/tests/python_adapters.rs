@@ -928,10 +928,9 @@ fn slices_of_a_stream_come_from_the_adapters_slice() {
 #[test]
 fn array_cases_of_a_stream_only_producer_skip_before_any_export() {
     let Some(py) = python() else { return };
-    let dir = scratch("py-adapters");
-    let adapter = dir.join("stream_only.py");
-    std::fs::write(
-        &adapter,
+    let spec = py_adapter(
+        "py-adapters",
+        "stream_only.py",
         r#"import nanoarrow as na
 
 NAME = "streams only (test adapter)"
@@ -940,9 +939,8 @@ NAME = "streams only (test adapter)"
 def load(data):
     return na.c_array_stream(data)
 "#,
-    )
-    .unwrap();
-    let report = dir.join("stream-only.json");
+    );
+    let report = scratch("py-adapters").join("stream-only.json");
     let _ = std::fs::remove_file(&report);
     let ids = [
         "producer/array/primitive/batch:0",
@@ -950,11 +948,7 @@ def load(data):
         "producer/stream/primitive",
     ];
     let out = arrowcert(&py)
-        .args([
-            "certify",
-            "--producer",
-            &format!("py:{}", adapter.display()),
-        ])
+        .args(["certify", "--producer", &spec])
         .args(["--cases", "0", "--report"])
         .arg(&report)
         .arg("--exact")

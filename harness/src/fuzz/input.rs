@@ -207,9 +207,15 @@ fn batch_sound(
     a.get().release();
     s.get().release();
     drop(ledger.finish());
+    no_must(&found, "data")
+}
+
+/// `Err` naming the first MUST finding of the harness's checks on its own
+/// export of the input's `part` (schema or data): the input's fault.
+fn no_must(found: &[crate::inspect::Violation], part: &str) -> Result<(), String> {
     match found.iter().find(|v| crate::rules::is_must(v.rule)) {
         Some(v) => Err(format!(
-            "the IPC data breaks {} at {}: {}",
+            "the IPC {part} breaks {} at {}: {}",
             v.rule, v.at, v.message
         )),
         None => Ok(()),
@@ -228,13 +234,7 @@ fn schema_sound(schema: &arrow_schema::Schema) -> Result<(), String> {
     // memory.
     s.get().release();
     drop(ledger.finish());
-    match found.iter().find(|v| crate::rules::is_must(v.rule)) {
-        Some(v) => Err(format!(
-            "the IPC schema breaks {} at {}: {}",
-            v.rule, v.at, v.message
-        )),
-        None => Ok(()),
-    }
+    no_must(&found, "schema")
 }
 
 /// Every type in `dt` (children and dictionary values included) as the
