@@ -10,7 +10,9 @@ be pyarrow's (Arrow C++'s) code. This adapter closes it, so what DuckDB
 reads is read by its own C data interface importer and what it exports is
 its own export of a table in its own storage.
 """
+import itertools
 import sys
+import weakref
 
 sys.modules["pyarrow.dataset"] = None  # see above
 
@@ -34,8 +36,37 @@ def load(data):
     return _table(data)
 
 
+# Reads go into one database per process, each into a table of its own
+# through a connection of its own (a cursor): a fresh database costs about
+# 10 ms, most of a DuckDB consumer case. A read's table is dropped once
+# its relation is gone (at the next read, not from inside the collector).
+# Producers keep a fresh database per object: what a shared database
+# keeps per query (about 240 bytes per from_arrow) would be counted
+# against their exports by the release.frees rules.
+_reads = None
+_gone = []
+_count = itertools.count()
+
+
 def read(data):
-    return _table(data)
+    global _reads
+    try:
+        while _gone:
+            _reads.execute(f'DROP TABLE IF EXISTS "{_gone.pop()}"')
+        _reads.execute("SELECT 1")
+    except Exception:
+        # None yet, or invalidated: a FATAL error (one read's, or one of
+        # its export after it) leaves every later query failing. Nothing
+        # read before is read from it again.
+        _gone.clear()
+        _reads = duckdb.connect()
+    name = f"arrowcert_read_{next(_count)}"
+    con = _reads.cursor()
+    con.execute("SET enable_progress_bar = false")  # it would print to stdout
+    con.from_arrow(data).create(name)
+    rel = con.table(name)
+    weakref.finalize(rel, _gone.append, name)
+    return rel
 
 
 def values(rel):

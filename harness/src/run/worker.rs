@@ -344,7 +344,8 @@ pub fn run(args: WorkerArgs) -> i32 {
     let mut sources = args.sources.clone();
     let mut line = String::new();
     'plan: loop {
-        let scenarios = match sources.load() {
+        // The scratch directory (the socket's) is this run's alone.
+        let scenarios = match sources.load_cached(args.socket.parent()) {
             Ok(s) => s,
             Err(message) => {
                 return fatal(&mut stream, message);
