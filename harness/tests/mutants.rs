@@ -1017,10 +1017,12 @@ fn caches_emptied_at_several_periods_fail_no_leak_rule() {
 
 /// The frees rules are measured on a covering choice of scenarios: a
 /// schema that leaks on every export is caught on a single-type scenario,
-/// while on a mixed generated one (gen/N) the rule is not exercised, with
-/// the reason; `--all-leaks` measures it there too.
+/// while on a mixed generated one (gen/N) and on a column split (`~col:N`,
+/// here of a shape, replayed: a certification splits only what a library
+/// refused) the rule is not exercised, with the reason; `--all-leaks`
+/// measures it there too.
 #[test]
-fn leaks_are_measured_on_mixed_scenarios_only_with_all_leaks() {
+fn leaks_are_measured_on_mixed_scenarios_and_splits_only_with_all_leaks() {
     let (reference, _) = bundled();
     let ids = ["producer/schema/gen/0", "producer/schema/gen/type:int32"];
     for all in [false, true] {
@@ -1057,5 +1059,35 @@ fn leaks_are_measured_on_mixed_scenarios_only_with_all_leaks() {
         if all {
             assert!(single.replay.contains("--all-leaks"), "{}", single.replay);
         }
+        let split = "producer/schema/gen/shape:extension-storage~col:9";
+        let _ = std::fs::remove_file(&report);
+        let mut cmd = Command::new(arrowcert_exe());
+        cmd.args(["replay", "--producer"])
+            .arg(mutant_lib_cached())
+            .args(["--jobs", "1", "--seed", "3", "--report"])
+            .arg(&report)
+            .arg(split)
+            .env("ARROWCERT_MUTANT", "schema-leak")
+            .env("ARROWCERT_MUTANT_BASE", reference);
+        if all {
+            cmd.arg("--all-leaks");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        let case = r.cases.iter().find(|c| c.id == split).expect(split);
+        let measured = case.checked.iter().any(|c| c == "schema.release.frees");
+        assert_eq!(measured, all, "{split}: {:?}", case.checked);
+        if !all {
+            assert!(
+                case.not_exercised
+                    .iter()
+                    .any(|n| n.rule == "schema.release.frees" && n.reason.contains("~col:N")),
+                "{split}: {:?}",
+                case.not_exercised
+            );
+        }
+        let want = if all { Verdict::Fail } else { Verdict::Pass };
+        assert_eq!(case.verdict, want, "{stdout}");
     }
 }

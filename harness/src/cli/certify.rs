@@ -641,8 +641,8 @@ pub struct CertifyFlags {
     /// Producer certification: measure the release.frees rules (bytes
     /// held across repeated exports) on every scenario, not the default
     /// covering choice (every built-in, gold, single-type and shape
-    /// scenario: each type on each path; the mixed generated ones are
-    /// not measured).
+    /// scenario: each type on each path; the mixed generated ones and
+    /// the column splits, `~col:N`, are not measured).
     #[arg(long)]
     pub all_leaks: bool,
     /// Run every case that did not pass (a failure, an error, a crash, a
