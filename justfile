@@ -185,7 +185,7 @@ lint:
 # throughput beside nanoarrow (its first build fetches nanoarrow's source
 # distribution from PyPI with pip; NANOARROW_SDIST=FILE uses a local copy).
 bench:
-    cargo bench -p arrowcert --bench roundtrip --bench certify
+    cargo bench -p arrowcert --bench roundtrip --bench certify --bench scenarios
     cargo bench -p arrowcert-bench-nanoarrow --features nanoarrow --bench validate
 
 # The same seed gives the same verdicts case by case: RUNS certifications of

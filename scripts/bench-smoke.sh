@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ARROWCERT_BENCH_SMOKE=1
-cargo bench -p arrowcert --bench certify --bench roundtrip
+cargo bench -p arrowcert --bench certify --bench roundtrip --bench scenarios
 sdist_dir=target/tools/nanoarrow-sdist
 mkdir -p "$sdist_dir"
 if ls "$sdist_dir"/nanoarrow-0.9.0.tar.gz >/dev/null 2>&1 \
