@@ -54,8 +54,9 @@ pub struct Root {
     /// already released structures the harness hands over on purpose).
     pub unreleased_rule: Option<&'static str>,
     /// For a device array with a sync_event: whether the event had
-    /// completed when the consumer released the array (or, never released,
-    /// when the case ended).
+    /// completed when the consumer first gave the array up: released it,
+    /// or returned from the call it was handed to (whichever came first;
+    /// never released, when the case ended).
     pub synced: Option<bool>,
 }
 
@@ -741,6 +742,24 @@ impl Ledger {
         }
     }
 
+    /// consumer.sync.waits, asked when the consume call returns: a
+    /// consumer that returned what it read had read it by then, so the
+    /// sync_event of every device array it was handed and still holds must
+    /// have completed. Asked at release only, a consumer that read before
+    /// the data landed and let the array go later passed whenever the
+    /// device had caught up in between (the `read-before-wait` mutant on
+    /// CUDA). A root already released keeps what its release saw (earlier).
+    pub fn note_sync_at_return(&self) {
+        let Some(d) = &self.device else { return };
+        let mut b = self.lock();
+        let pending: Vec<(usize, Event)> = b.sync_events.clone();
+        for (root, e) in pending {
+            if b.roots[root].synced.is_none() {
+                b.roots[root].synced = d.dev.event_query(e).ok();
+            }
+        }
+    }
+
     /// Ends the case: reports unreleased base structures and writes to
     /// buffers never released, adds what the callbacks saw, and frees the
     /// case's memory, or leaks it when the consumer may still hold
@@ -855,9 +874,8 @@ fn on_release(rec: &NodeRec, addr: usize, what: &str) -> bool {
                 .find(|(r, _)| *r == rec.root)
                 .map(|(_, e)| *e);
             if let Some(e) = event {
-                let done = dev.event_query(e).ok();
-                if let Some(r) = b.roots.get_mut(rec.root) {
-                    r.synced = done;
+                if let Some(r) = b.roots.get_mut(rec.root).filter(|r| r.synced.is_none()) {
+                    r.synced = dev.event_query(e).ok();
                 }
             }
         }
@@ -958,4 +976,93 @@ unsafe extern "C" fn release_node<T: Exported>(p: *mut T) {
     }
     // SAFETY: p is valid for writes (caller).
     unsafe { (*p).mark_released() };
+}
+
+#[cfg(test)]
+mod sync_tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch};
+
+    use super::*;
+    use crate::abi::ops::Owned;
+    use crate::export::encode::{self, Encoding};
+
+    /// A device array of one int32 column on the emulated device, whose
+    /// writes land only when someone waits on its sync_event.
+    fn handed(ledger: &Ledger) -> (Handed<ArrowDeviceArray>, Event) {
+        let batch = RecordBatch::try_from_iter([(
+            "x",
+            Arc::new(Int32Array::from(vec![1, 2, 3])) as arrow_array::ArrayRef,
+        )])
+        .unwrap();
+        let node = encode::batch(&batch, Encoding::Plain, 0).unwrap();
+        let a = ledger.device_array(&node, "device array");
+        let event = ledger.lock().sync_events[0].1;
+        (a, event)
+    }
+
+    fn synced(findings: &Findings, root: usize) -> Option<bool> {
+        findings.roots[root].synced
+    }
+
+    /// consumer.sync.waits is asked when the consume call returns: a
+    /// consumer that returned without waiting, and released the array only
+    /// after the device had caught up (on CUDA the late write lands by
+    /// itself), read before the data was there; asked at release only, it
+    /// passed.
+    #[test]
+    fn the_event_is_judged_when_the_call_returns_not_only_at_release() {
+        for note_at_return in [true, false] {
+            let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
+            let (mut a, event) = handed(&ledger);
+            if note_at_return {
+                ledger.note_sync_at_return();
+            }
+            // The device catches up, then the consumer lets the array go.
+            let dev = ledger.device.as_ref().unwrap().dev.clone();
+            dev.event_wait(event).unwrap();
+            a.get().release();
+            let root = a.root;
+            let found = ledger.finish();
+            assert_eq!(
+                synced(&found, root),
+                Some(!note_at_return),
+                "{note_at_return}"
+            );
+        }
+    }
+
+    /// A consumer that waited before returning passes; one that released
+    /// the array before returning keeps what its release saw.
+    #[test]
+    fn a_consumer_that_waited_or_released_first_keeps_its_release_state() {
+        let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
+        let (mut a, event) = handed(&ledger);
+        ledger
+            .device
+            .as_ref()
+            .unwrap()
+            .dev
+            .event_wait(event)
+            .unwrap();
+        ledger.note_sync_at_return();
+        let root = a.root;
+        a.get().release();
+        assert_eq!(synced(&ledger.finish(), root), Some(true));
+
+        let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
+        let (mut a, event) = handed(&ledger);
+        a.get().release(); // released unread, the event pending
+        ledger
+            .device
+            .as_ref()
+            .unwrap()
+            .dev
+            .event_wait(event)
+            .unwrap();
+        ledger.note_sync_at_return();
+        let root = a.root;
+        assert_eq!(synced(&ledger.finish(), root), Some(false));
+    }
 }

@@ -61,15 +61,16 @@ pub(super) fn judge_device_move(a: &Attempt, obs: &mut Observations) {
 /// consumer.sync.waits: a consumer that says it read a device array must
 /// have waited on its sync_event first. The harness's writes land only
 /// when the event completes (on the emulated device, only when someone
-/// waits for it; on CUDA, after a slow kernel), so an array the consumer
-/// let go while its event had not completed was read, if at all, before
-/// the data was there.
+/// waits for it; on CUDA, after a slow kernel), so an array whose event
+/// had not completed when the consumer returned from the call (or
+/// released the array, if before) was read, if at all, before the data
+/// was there.
 pub(super) fn judge_sync(a: &Attempt, obs: &mut Observations) {
     for r in &a.findings.roots {
         if let Some(done) = r.synced {
             obs.check(crate::rule!("consumer.sync.waits"), done, &r.what, || {
                 format!(
-                    "the consumer returned what it read, but when it released the {} its sync_event had not completed: it read the buffers without waiting on the event (\"it MUST be used to call the appropriate sync method for the device ... before attempting to access the memory in the buffers\")",
+                    "the consumer returned what it read, but when it gave the {} up (returned from the call, or released it before) its sync_event had not completed: it read the buffers without waiting on the event (\"it MUST be used to call the appropriate sync method for the device ... before attempting to access the memory in the buffers\")",
                     r.what
                 )
             });

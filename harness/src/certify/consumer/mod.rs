@@ -213,6 +213,7 @@ fn attempt(
             } else {
                 let mut a = ledger.device_array(&anode, "device array");
                 let r = consumer.consume_device_array(s.get(), a.get());
+                ledger.note_sync_at_return();
                 take_back(&r, a.get());
                 if !a.get().is_released() {
                     live.push(("device array".to_string(), a.root));
@@ -233,6 +234,7 @@ fn attempt(
             ) {
                 let mut st = ledger.device_stream(plan);
                 let r = consumer.consume_device_stream(st.get());
+                ledger.note_sync_at_return();
                 take_back(&r, st.get());
                 if !st.get().is_released() {
                     live.push(("device stream".to_string(), st.root));
