@@ -65,6 +65,12 @@ gpu CASES="20" GPU_PYTHON="python3":
     target/release/arrowcert --python {{GPU_PYTHON}} dlpack-matrix --cases 5 \
         --library cupy=py:adapters/dlpack/cupy.py --library torch=py:adapters/dlpack/torch_cuda.py \
         --out reports/gpu --expectations expectations
+    # JAX on CUDA through DLPack, producer and consumer (JAX's CUDA plugin,
+    # jax[cuda12], in GPU_PYTHON; not run on a GPU yet). A Python without
+    # it says so in one line (exit 2) and the recipe goes on.
+    -target/release/arrowcert --python {{GPU_PYTHON}} certify --dlpack --require-device cuda \
+        --device cuda --producer py:adapters/dlpack/jax_cuda.py \
+        --consumer py:adapters/dlpack/jax_cuda.py --report reports/gpu/dlpack-jax-cuda.json
     # The CUDA Array Interface (docs/CAI.md) of CuPy, Numba and PyTorch
     # from GPU_PYTHON: the dict rules are judged, and the cai.agree.* rules
     # against each library's own __dlpack__ (CuPy, PyTorch; Numba's arrays
