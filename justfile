@@ -72,11 +72,13 @@ gpu CASES="20" GPU_PYTHON="python3":
         --device cuda --producer py:adapters/dlpack/jax_cuda.py \
         --consumer py:adapters/dlpack/jax_cuda.py --report reports/gpu/dlpack-jax-cuda.json
     # The CUDA Array Interface (docs/CAI.md) of CuPy, Numba and PyTorch
-    # from GPU_PYTHON: the dict rules are judged, and the cai.agree.* rules
-    # against each library's own __dlpack__ (CuPy, PyTorch; Numba's arrays
-    # have none); the memory rules (cai.values, cai.producer.sync, the
-    # lifetimes) are not exercised by this version (it does not read CUDA
-    # memory yet), so these runs are not certified and may exit non-zero.
+    # from GPU_PYTHON: the dict rules, the cai.agree.* rules against each
+    # library's own __dlpack__ (CuPy, PyTorch; Numba's arrays have none),
+    # and the memory rules through the harness's CUDA backend (cai.values,
+    # cai.producer.sync, cai.data.*; not yet run on a GPU). The consumer
+    # cases and cai.stream.lifetime are not exercised on CUDA (the reasons
+    # are in the reports), so these runs are not certified and may exit
+    # non-zero.
     for lib in cupy numba torch; do \
         target/release/arrowcert --python {{GPU_PYTHON}} certify --cai \
             --producer py:adapters/cai/$lib.py --report reports/gpu/cai-$lib.json || true; \

@@ -174,23 +174,41 @@ fn encode(v: i64, kind: char, size: usize) -> Vec<u8> {
     }
 }
 
-/// Reads every element of `l` (C order of its shape) through
-/// process_vm_readv; Err names the first unreadable address.
-fn read_elements(l: &Layout, size: usize) -> Result<Vec<Vec<u8>>, String> {
-    let count = l.elements();
-    let mut out = Vec::with_capacity(count as usize);
+/// Reads every element of `l` (C order of its shape): through
+/// process_vm_readv on the software device, or on CUDA by one copy of the
+/// extent the strides reach to the host (the driver's cuMemcpy), then
+/// indexed there. Err names the first unreadable address.
+fn read_elements_on(
+    cuda: Option<&dyn crate::device::Device>,
+    l: &Layout,
+    size: usize,
+) -> Result<Vec<Vec<u8>>, String> {
+    let Some(dev) = cuda else {
+        return read_elements(l, size);
+    };
+    let Some((lo, nbytes)) = l.extent(size) else {
+        return Ok(Vec::new());
+    };
+    let start = (l.ptr as i64).wrapping_add(lo) as usize;
+    let bytes = dev.copy_to_host(start, nbytes as usize)?;
+    let mut out = Vec::new();
+    for_each_element(l, |offset| {
+        let at = (offset - lo) as usize;
+        out.push(bytes[at..at + size].to_vec());
+    });
+    Ok(out)
+}
+
+/// Calls `f` with the byte offset (from the data pointer) of every element
+/// of `l`, in C order of its shape.
+fn for_each_element(l: &Layout, mut f: impl FnMut(i64)) {
     let mut index = vec![0u64; l.shape.len()];
-    for _ in 0..count {
-        let offset: i64 = index
+    for _ in 0..l.elements() {
+        f(index
             .iter()
             .zip(&l.strides)
             .map(|(i, s)| *i as i64 * s)
-            .sum();
-        let addr = (l.ptr as i64).wrapping_add(offset) as usize;
-        out.push(
-            crate::abi::hostmem::read(addr, size)
-                .ok_or_else(|| format!("{addr:#x} cannot be read"))?,
-        );
+            .sum());
         for d in (0..index.len()).rev() {
             index[d] += 1;
             if index[d] < l.shape[d] {
@@ -199,7 +217,27 @@ fn read_elements(l: &Layout, size: usize) -> Result<Vec<Vec<u8>>, String> {
             index[d] = 0;
         }
     }
-    Ok(out)
+}
+
+/// Reads every element of `l` (C order of its shape) through
+/// process_vm_readv; Err names the first unreadable address.
+fn read_elements(l: &Layout, size: usize) -> Result<Vec<Vec<u8>>, String> {
+    let mut out = Vec::with_capacity(l.elements() as usize);
+    let mut unreadable = None;
+    for_each_element(l, |offset| {
+        if unreadable.is_some() {
+            return;
+        }
+        let addr = (l.ptr as i64).wrapping_add(offset) as usize;
+        match crate::abi::hostmem::read(addr, size) {
+            Some(b) => out.push(b),
+            None => unreadable = Some(addr),
+        }
+    });
+    match unreadable {
+        Some(addr) => Err(format!("{addr:#x} cannot be read")),
+        None => Ok(out),
+    }
 }
 
 /// The first difference between what was read and what was expected.
@@ -220,7 +258,11 @@ fn difference(got: &[Vec<u8>], want: &[Vec<u8>]) -> Option<String> {
 pub enum Reach {
     /// The adapter's software device: host memory, its own sync and tables.
     Software,
-    /// A CUDA device: not read by this version, with the reason.
+    /// A CUDA device, through the driver (the harness's CUDA backend): its
+    /// pointer attributes, copies to the host, stream and context
+    /// synchronization.
+    Cuda,
+    /// Nothing reaches it, with the reason.
     Unreachable(String),
 }
 
@@ -230,10 +272,23 @@ impl Reach {
         if device == "software" {
             return Reach::Software;
         }
-        if crate::device::cuda_driver_loads() {
-            Reach::Unreachable("reading CUDA device memory, its pointer attributes and its streams is not implemented in this version (issue 42 item 5)".into())
-        } else {
-            Reach::Unreachable("no CUDA driver on this machine: the memory behind a CUDA pointer and its streams cannot be reached (SKIPPED: needs a GPU)".into())
+        if !crate::device::cuda_driver_loads() {
+            return Reach::Unreachable("no CUDA driver on this machine: the memory behind a CUDA pointer and its streams cannot be reached (SKIPPED: needs a GPU)".into());
+        }
+        match crate::device::backend(crate::device::Kind::Cuda) {
+            Ok(_) => Reach::Cuda,
+            Err(e) => Reach::Unreachable(format!(
+                "the CUDA driver loads but the harness's CUDA backend cannot start: {e}"
+            )),
+        }
+    }
+
+    /// The device the memory steps go through: the CUDA backend, or
+    /// `None` for the software device (the adapter answers).
+    fn cuda(&self) -> Result<Option<std::sync::Arc<dyn crate::device::Device>>, String> {
+        match self {
+            Reach::Cuda => crate::device::backend(crate::device::Kind::Cuda).map(Some),
+            _ => Ok(None),
         }
     }
 }
@@ -249,6 +304,9 @@ const MEMORY_RULES: [&str; 4] = [
 struct Steps<'a> {
     bridge: &'a Bridge,
     j: Judged,
+    /// The CUDA backend the memory steps go through (`Reach::Cuda`);
+    /// `None`: the software device's adapter answers them.
+    cuda: Option<std::sync::Arc<dyn crate::device::Device>>,
 }
 
 impl Steps<'_> {
@@ -264,11 +322,28 @@ impl Steps<'_> {
     }
 
     fn sync(&self, stream: Option<u64>) -> Result<(), String> {
+        if let Some(dev) = &self.cuda {
+            return match stream {
+                None => dev.synchronize(),
+                Some(h) => dev.synchronize_stream_handle(h),
+            };
+        }
         let text = serde_json::json!({ "stream": stream }).to_string();
         self.ask("cai_sync", &[], &text).map(|_| ())
     }
 
     fn accessible(&self, ptr: i64, nbytes: u64) -> Result<bool, String> {
+        if let Some(dev) = &self.cuda {
+            // Device-accessible: in one live CUDA allocation (device,
+            // managed or pinned host memory), from ptr to its end.
+            let p = ptr as usize;
+            if let Ok(crate::device::MemoryKind::Host) = dev.memory_kind(p) {
+                return Ok(false);
+            }
+            return Ok(dev
+                .allocation_of(p)
+                .is_some_and(|(base, len)| p >= base && p as u64 + nbytes <= (base + len) as u64));
+        }
         let text = serde_json::json!({ "ptr": ptr, "nbytes": nbytes }).to_string();
         Ok(self
             .ask("cai_accessible", &[], &text)?
@@ -277,6 +352,11 @@ impl Steps<'_> {
     }
 
     fn stream_alive(&self, h: u64) -> Result<bool, String> {
+        if self.cuda.is_some() {
+            // cuStreamQuery on a handle its library may have destroyed is
+            // undefined behaviour (a freed handle), in this very process.
+            return Err(format!("not asked on CUDA: the driver has no safe question for whether stream {h:#x} still exists (cuStreamQuery on a destroyed handle is undefined)"));
+        }
         let text = serde_json::json!({ "stream": h }).to_string();
         Ok(self
             .ask("cai_stream_alive", &[], &text)?
@@ -364,8 +444,17 @@ fn judge_object(bridge: &Bridge, obj: Handle, spec: &CaseSpec, reach: &Reach) ->
         Some(e) => Err(format!("reading __cuda_array_interface__ raised {e}")),
         None => Py::from_json(&v["cai"]).map_err(|e| format!("the bridge's description: {e}")),
     };
+    let cuda = match reach.cuda() {
+        Ok(c) => c,
+        Err(e) => {
+            let mut j = Judged::default();
+            j.skip_all(&format!("the CUDA backend: {e}"));
+            return j;
+        }
+    };
     let mut s = Steps {
         bridge,
+        cuda,
         j: match &top {
             Ok(top) => check::check(top),
             Err(e) => {
@@ -497,10 +586,12 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
         Stream::Handle(h) => s.sync(Some(*h)),
         Stream::Unusable(why) => Err(why.clone()),
     };
-    let first = read_elements(&l, size);
+    let cuda = s.cuda.clone();
+    let read = |l: &Layout| read_elements_on(cuda.as_deref(), l, size);
+    let first = read(&l);
     // Then everything: what the values are once no work is pending.
     let _ = s.sync(None);
-    let settled = read_elements(&l, size);
+    let settled = read(&l);
     match &settled {
         Err(e) => s.fail(
             crate::rule!("cai.values"),
@@ -532,7 +623,7 @@ fn memory(s: &mut Steps, dict: &mut Option<Handle>, spec: &CaseSpec, reach: &Rea
     let _ = s.bridge.call("gc", &[], "");
     check_stream(s, "after the dict was dropped");
     let live = s.accessible(start, nbytes);
-    let again = read_elements(&l, size);
+    let again = read(&l);
     match (live, again) {
         (Ok(false), _) => s.fail(
             crate::rule!("cai.data.lifetime"),
@@ -715,5 +806,46 @@ mod tests {
         assert!(read_elements(&bad, 4)
             .unwrap_err()
             .contains("cannot be read"));
+    }
+
+    /// Through a device backend (CUDA's path: one copy of the extent the
+    /// strides reach, then indexed on the host), here the emulated
+    /// device's memory: the same elements as process_vm_readv reads, with
+    /// strides that step and go backwards too.
+    #[test]
+    fn elements_are_read_through_a_device_copy_of_the_extent() {
+        let dev = crate::device::backend(crate::device::Kind::Emulated).unwrap();
+        let data: Vec<u8> = (0..12i32).flat_map(|v| v.to_le_bytes()).collect();
+        let base = dev
+            .alloc(crate::device::Kind::Emulated, data.len())
+            .unwrap();
+        dev.copy_from_host(base, &data).unwrap();
+        let layout = |ptr: usize, shape: Vec<u64>, strides: Vec<i64>| Layout {
+            ptr: ptr as u64,
+            shape,
+            strides,
+            element: Some(('i', 4)),
+            itemsize: Some(4),
+            typestr: Some(('<', 'i', 4)),
+            read_only: Some(false),
+            stream: Stream::None,
+        };
+        let ints =
+            |v: &[i32]| -> Vec<Vec<u8>> { v.iter().map(|v| v.to_le_bytes().to_vec()).collect() };
+        // Every second row of a 3x2 view of 4 columns; then the last row
+        // first (a negative stride from element 8).
+        let step = layout(base, vec![3, 2], vec![16, 4]);
+        let back = layout(base + 32, vec![3, 2], vec![-16, 4]);
+        for (l, want) in [
+            (step, ints(&[0, 1, 4, 5, 8, 9])),
+            (back, ints(&[8, 9, 4, 5, 0, 1])),
+        ] {
+            let got = read_elements_on(Some(&*dev), &l, 4).unwrap();
+            assert_eq!(got, want);
+            assert_eq!(got, read_elements(&l, 4).unwrap(), "the host path agrees");
+        }
+        let empty = layout(base, vec![0, 2], vec![8, 4]);
+        assert!(read_elements_on(Some(&*dev), &empty, 4).unwrap().is_empty());
+        dev.free(base).unwrap();
     }
 }

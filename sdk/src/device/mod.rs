@@ -244,6 +244,16 @@ pub trait Device: Send + Sync {
 
     /// Blocks until all work on the device finished.
     fn synchronize(&self) -> Result<(), String>;
+    /// Blocks until all work on a stream another library made (a raw
+    /// handle, as the CUDA Array Interface's `stream` gives it; 1 and 2
+    /// are CUDA's legacy and per-thread default streams) finished. Only
+    /// backends that take foreign streams answer.
+    fn synchronize_stream_handle(&self, handle: u64) -> Result<(), String> {
+        Err(format!(
+            "the {} device takes no stream handles of other libraries ({handle:#x})",
+            self.name()
+        ))
+    }
 
     /// What memory `addr` is.
     fn memory_kind(&self, addr: usize) -> Result<MemoryKind, String>;
