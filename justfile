@@ -75,13 +75,14 @@ gpu CASES="20" GPU_PYTHON="python3":
     # from GPU_PYTHON: the dict rules, the cai.agree.* rules against each
     # library's own __dlpack__ (CuPy, PyTorch; Numba's arrays have none),
     # and the memory rules through the harness's CUDA backend (cai.values,
-    # cai.producer.sync, cai.data.*; not yet run on a GPU). The consumer
-    # cases and cai.stream.lifetime are not exercised on CUDA (the reasons
-    # are in the reports), so these runs are not certified and may exit
-    # non-zero.
+    # cai.producer.sync, cai.data.*), and as consumers of the harness's own
+    # CUDA arrays with work pending on their stream (cai.consumer.sync);
+    # none of it run on a GPU yet. cai.stream.lifetime is not exercised on
+    # CUDA (the reason is in the reports), so a run may exit non-zero.
     for lib in cupy numba torch; do \
         target/release/arrowcert --python {{GPU_PYTHON}} certify --cai \
-            --producer py:adapters/cai/$lib.py --report reports/gpu/cai-$lib.json || true; \
+            --producer py:adapters/cai/$lib.py --consumer py:adapters/cai/$lib.py \
+            --report reports/gpu/cai-$lib.json || true; \
     done
     # Last: each CUDA mutant must fail its rule (on the H100, read-before-wait
     # did not, and event-by-value's fix is unconfirmed: FINDINGS.md, "On an

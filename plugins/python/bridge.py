@@ -1011,11 +1011,30 @@ class HarnessCAI:
         return self._inner.__cuda_array_interface__
 
 
+class HarnessCudaArray:
+    """The harness's own CUDA array (memory and stream it made, described
+    by the text's "cuda_array"), as a CUDA Array Interface version 3 dict."""
+
+    def __init__(self, d):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(d["shape"]),
+            "typestr": d["typestr"],
+            "data": (d["ptr"], False),
+            "version": 3,
+            "strides": tuple(d["strides"]) if d["strides"] is not None else None,
+            "stream": d["stream"],
+        }
+
+
 def _cai_consume(args, text):
     """What the adapter's cai_consume(obj) read of the harness's array, as
     host values (flat, C order)."""
+    q = _json.loads(text)
     try:
-        obj = HarnessCAI(ADAPTER.cai_device_array(_json.loads(text)))
+        if "cuda_array" in q:
+            obj = HarnessCAI(HarnessCudaArray(q["cuda_array"]))
+        else:
+            obj = HarnessCAI(ADAPTER.cai_device_array(q))
     except Exception as e:
         return None, _json.dumps({"harness_error": _describe_error(e)})
     try:

@@ -2,24 +2,89 @@
 //! `cai_consume(obj)` an array whose values are still being written by work
 //! on the exported stream, and compares what the consumer read with the
 //! finished values (`cai.consumer.sync`). The arrays come from the software
-//! device (the adapter's `cai_device_array(spec)`); on CUDA the harness does
-//! not make arrays with delayed work yet, and says so.
+//! device (the adapter's `cai_device_array(spec)`), or on CUDA from the
+//! harness itself: device memory written late on a stream of its own (a
+//! spin kernel, then the copy), that stream in the dict.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::check::{Judged, Violation};
-use super::run::{finished, CaseSpec};
+use super::run::{finished, kind_and_size, viewed_layout, whole_bytes, CaseSpec};
+use crate::device::{Device, Kind, Stream};
 use crate::dlpack::bridge::Bridge;
 use crate::report::{Case, Verdict};
 
+/// Where the arrays handed to a consumer come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrays {
+    /// The adapter's device: its `cai_device_array(spec)`.
+    Adapter,
+    /// The harness's own CUDA memory and stream.
+    Cuda,
+    /// None can be made here, with the reason (the cases are skipped).
+    Unavailable(String),
+}
+
+/// A CUDA array the harness made for one consume call: freed (after the
+/// device finished its late write) when dropped.
+struct CudaArray {
+    dev: Arc<dyn Device>,
+    ptr: usize,
+    stream: Stream,
+}
+
+impl Drop for CudaArray {
+    fn drop(&mut self) {
+        let _ = self.dev.synchronize();
+        let _ = self.dev.free(self.ptr);
+        let _ = self.dev.stream_destroy(self.stream);
+    }
+}
+
+/// The stale bytes a pending array holds until its late write lands.
+const STALE: u8 = 0xEE;
+
+/// `spec`'s whole array in CUDA memory, its values written late on a new
+/// stream when `pending` (stale bytes until then), and the dict the
+/// bridge's object exports for its view: shape, typestr, strides, data
+/// (0 for a zero-size array), version 3 and that stream.
+fn cuda_array(spec: &CaseSpec, pending: bool) -> Result<(CudaArray, serde_json::Value), String> {
+    let dev = crate::device::backend(Kind::Cuda)?;
+    let (_, size) = kind_and_size(spec.typestr)
+        .ok_or_else(|| format!("typestr {} cannot be made", spec.typestr))?;
+    let bytes =
+        whole_bytes(spec).ok_or_else(|| format!("typestr {} cannot be made", spec.typestr))?;
+    let ptr = dev.alloc(Kind::Cuda, bytes.len().max(1))?;
+    let stream = match dev.stream_create() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = dev.free(ptr);
+            return Err(e);
+        }
+    };
+    let array = CudaArray { dev, ptr, stream };
+    if pending {
+        array.dev.copy_from_host(ptr, &vec![STALE; bytes.len()])?;
+        array.dev.write_late(stream, ptr, &bytes)?;
+    } else {
+        array.dev.copy_from_host(ptr, &bytes)?;
+    }
+    let (shape, strides) = viewed_layout(spec, size);
+    let data = if bytes.is_empty() { 0 } else { ptr };
+    let dict = serde_json::json!({
+        "ptr": data,
+        "shape": shape,
+        "strides": strides,
+        "typestr": spec.typestr,
+        "stream": stream.0,
+    });
+    Ok((array, dict))
+}
+
 /// Runs one consumer case: `spec` (with work pending) handed to the
 /// adapter's cai_consume, after the same array with nothing pending.
-pub fn run_consumer_case(
-    bridge: &Bridge,
-    spec: &CaseSpec,
-    device_arrays: Option<&str>,
-    replay: &str,
-) -> Case {
+pub fn run_consumer_case(bridge: &Bridge, spec: &CaseSpec, arrays: &Arrays, replay: &str) -> Case {
     let start = Instant::now();
     let mut j = Judged::default();
     let id = consumer_id(spec);
@@ -30,18 +95,25 @@ pub fn run_consumer_case(
         c.id = id.clone();
         c
     };
-    if let Some(why) = device_arrays {
+    if let Arrays::Unavailable(why) = arrays {
         j.not_exercised.push((rule, why.to_string()));
         return done(j, Verdict::Skip, Some(why.to_string()));
     }
     let want = spec.expected_values();
     let consume = |pending: bool| -> Result<Result<Vec<f64>, String>, String> {
-        let text = {
-            let mut v: serde_json::Value = serde_json::from_str(&spec.json()).expect("json");
-            v["pending"] = serde_json::Value::Bool(pending);
-            v.to_string()
+        let mut v: serde_json::Value = serde_json::from_str(&spec.json()).expect("json");
+        v["pending"] = serde_json::Value::Bool(pending);
+        // Held until the call returned: the memory outlives the read.
+        let _held = match arrays {
+            Arrays::Cuda => {
+                let (array, dict) = cuda_array(spec, pending)
+                    .map_err(|e| format!("the harness could not make its CUDA array: {e}"))?;
+                v["cuda_array"] = dict;
+                Some(array)
+            }
+            _ => None,
         };
-        let (h, v) = bridge.call("cai_consume", &[], &text)?;
+        let (h, v) = bridge.call("cai_consume", &[], &v.to_string())?;
         if let Some(h) = h {
             bridge.drop_handle(h);
         }

@@ -99,7 +99,7 @@ impl CaseSpec {
     }
 
     /// The values of the whole (unviewed) array, flat, C order.
-    fn values(&self) -> Vec<i64> {
+    pub(super) fn values(&self) -> Vec<i64> {
         let n: u64 = self.shape.iter().product();
         (0..n as i64)
             .map(|i| {
@@ -163,6 +163,41 @@ impl CaseSpec {
             })
             .collect()
     }
+}
+
+/// The element kind and size of a CAI typestr (`<f8`, `|b1`, `<i8`).
+pub(super) fn kind_and_size(typestr: &str) -> Option<(char, usize)> {
+    let mut c = typestr.get(1..)?.chars();
+    let kind = c.next()?;
+    let size = c.as_str().parse().ok()?;
+    Some((kind, size))
+}
+
+/// The whole (unviewed) array's bytes, C order.
+pub(super) fn whole_bytes(spec: &CaseSpec) -> Option<Vec<u8>> {
+    let (kind, size) = kind_and_size(spec.typestr)?;
+    Some(
+        spec.values()
+            .into_iter()
+            .flat_map(|v| encode(v, kind, size))
+            .collect(),
+    )
+}
+
+/// The shape and strides (in bytes; `None`: C-contiguous) of the viewed
+/// array over the whole one: "step" takes every second row.
+pub(super) fn viewed_layout(spec: &CaseSpec, size: usize) -> (Vec<u64>, Option<Vec<i64>>) {
+    let mut shape = spec.shape.to_vec();
+    if spec.view != Some("step") || shape.is_empty() {
+        return (shape, None);
+    }
+    let mut strides = vec![size as i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1] as i64;
+    }
+    strides[0] *= 2;
+    shape[0] = shape[0].div_ceil(2);
+    (shape, Some(strides))
 }
 
 fn encode(v: i64, kind: char, size: usize) -> Vec<u8> {
@@ -806,6 +841,45 @@ mod tests {
         assert!(read_elements(&bad, 4)
             .unwrap_err()
             .contains("cannot be read"));
+    }
+
+    /// The harness's own arrays for a consumer on CUDA are the whole
+    /// array's bytes ([`whole_bytes`]) under the view's shape and strides
+    /// ([`viewed_layout`]): read through them, every case's elements are
+    /// the ones it expects.
+    #[test]
+    fn the_harness_arrays_describe_the_expected_elements() {
+        for spec in CASES {
+            let (kind, size) = kind_and_size(spec.typestr).unwrap();
+            let bytes = whole_bytes(spec).unwrap();
+            let (shape, strides) = viewed_layout(spec, size);
+            let strides = strides.unwrap_or_else(|| {
+                let mut st = vec![size as i64; shape.len()];
+                for d in (0..shape.len().saturating_sub(1)).rev() {
+                    st[d] = st[d + 1] * shape[d + 1] as i64;
+                }
+                st
+            });
+            let l = Layout {
+                ptr: bytes.as_ptr() as u64,
+                shape,
+                strides,
+                element: Some((kind, size)),
+                itemsize: Some(size),
+                typestr: None,
+                read_only: Some(false),
+                stream: Stream::None,
+            };
+            let got = if bytes.is_empty() {
+                Vec::new()
+            } else {
+                read_elements(&l, size).unwrap()
+            };
+            assert_eq!(got, spec.expected(kind, size), "{}", spec.name);
+        }
+        assert_eq!(kind_and_size("<f8"), Some(('f', 8)));
+        assert_eq!(kind_and_size("|b1"), Some(('b', 1)));
+        assert_eq!(kind_and_size("<"), None);
     }
 
     /// Through a device backend (CUDA's path: one copy of the extent the

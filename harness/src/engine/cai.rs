@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use super::session::{Events, Opening, Session};
+use crate::cai::consumer::Arrays;
 use crate::cai::run::{self, CaseSpec, Reach};
 use crate::dlpack::bridge::Bridge;
 use crate::report::{self, expectations::Expectations, Report};
@@ -106,11 +107,18 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
             req.spec
         ));
     }
-    let device_arrays = (!served.contains(&"cai_device_array")).then_some(
-        "the harness makes a consumer's arrays on the software device only (the adapter's cai_device_array(spec)); CUDA arrays with delayed work are not built yet (SKIPPED: needs a GPU, issue 42 item 5)",
-    );
     let device = offers["device"].as_str().unwrap_or("cuda").to_string();
     let reach = Reach::of(&device);
+    // A consumer's arrays: the adapter's device makes them, else the
+    // harness on CUDA, else none can be made here.
+    let arrays = match (&reach, served.contains(&"cai_device_array")) {
+        (_, true) => Arrays::Adapter,
+        (Reach::Cuda, false) => Arrays::Cuda,
+        (Reach::Unreachable(why), false) => Arrays::Unavailable(why.clone()),
+        (Reach::Software, false) => Arrays::Unavailable(
+            "the software device makes a consumer's arrays through the adapter's cai_device_array(spec), which it does not define (docs/CAI.md)".into(),
+        ),
+    };
     let mut prefix = "arrowcert certify --cai".to_string();
     if req.produces {
         prefix.push_str(&format!(" --producer {}", req.spec));
@@ -152,12 +160,9 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
         }
         let c = match i.checked_sub(producer_cases) {
             None => run::run_case(&bridge, plan.producer[i], &reach, &prefix),
-            Some(j) => crate::cai::consumer::run_consumer_case(
-                &bridge,
-                plan.consumer[j],
-                device_arrays,
-                &prefix,
-            ),
+            Some(j) => {
+                crate::cai::consumer::run_consumer_case(&bridge, plan.consumer[j], &arrays, &prefix)
+            }
         };
         session.record(&c, events);
     }

@@ -124,7 +124,7 @@ pub static CAI_RULES: &[Rule] = &[
         spec_file: CAI_SPEC,
         section: SPEC_SECTION,
         quote: "The data must be device-accessible.",
-        observation: "For an array with at least one element, a pointer of 0 fails. On the software device (adapters/cai/softdevice.py) the harness asks the device whether every byte the shape, strides and typestr reach lies in one of its live allocations. On CUDA it needs the driver (cuPointerGetAttribute), which this version does not call: such cases leave the rule not exercised, with the reason.",
+        observation: "For an array with at least one element, a pointer of 0 fails. On the software device (adapters/cai/softdevice.py) the harness asks the device whether every byte the shape, strides and typestr reach lies in one of its live allocations. On CUDA the harness's CUDA backend asks the driver for the allocation holding the pointer (cuMemGetAddressRange, else the pointer's range attributes): the range must lie in one live allocation of device, managed or pinned host memory (not yet run on a GPU); without a driver the rule is not exercised, with the reason.",
         inferred: None,
     },
     Rule {
@@ -196,7 +196,7 @@ pub static CAI_RULES: &[Rule] = &[
         spec_file: CAI_SPEC,
         section: SPEC_SECTION,
         quote: "The first element is the data pointer as a Python int (or long).",
-        observation: "After synchronizing on the stream the dict gives (none for None), the harness reads every element at data + sum(index * stride) (C-contiguous strides when strides is absent or None) and compares its bytes with the values the adapter was asked to hold (contiguous, zero-size and every-second-row views). On the software device the memory is host memory, read through process_vm_readv; on CUDA the read needs a driver and is not done by this version: not exercised, with the reason.",
+        observation: "After synchronizing on the stream the dict gives (none for None), the harness reads every element at data + sum(index * stride) (C-contiguous strides when strides is absent or None) and compares its bytes with the values the adapter was asked to hold (contiguous, zero-size and every-second-row views). On the software device the memory is host memory, read through process_vm_readv; on CUDA the extent the strides reach is copied to the host through the driver (cuMemcpy) after cuStreamSynchronize on the stream's handle, or cuCtxSynchronize for the settled read (not yet run on a GPU); without a driver: not exercised, with the reason.",
         inferred: Some("the entries are defined without an RFC 2119 word; that they describe the object the dict was read from is what they are for"),
     },
     Rule {
@@ -220,7 +220,7 @@ pub static CAI_RULES: &[Rule] = &[
         spec_file: CAI_SPEC,
         section: "Streams",
         quote: "It is therefore required that a Producer exporting data on the interface with an associated stream ensures that the exported stream's lifetime is equal to or surpasses the lifetime of the object from which the interface was exported.",
-        observation: "For an int stream other than 1 and 2 (the default streams, which always live), the harness asks the device, while the object is still alive and after the dict has been dropped and garbage collected, whether the stream still exists: a destroyed stream fails. The software device answers from its stream table; on CUDA it needs the driver (cuStreamQuery), not called by this version: not exercised, with the reason.",
+        observation: "For an int stream other than 1 and 2 (the default streams, which always live), the harness asks the device, while the object is still alive and after the dict has been dropped and garbage collected, whether the stream still exists: a destroyed stream fails. The software device answers from its stream table; on CUDA it is not asked (cuStreamQuery on a destroyed handle is undefined, in the harness's own process): not exercised, with the reason.",
         inferred: None,
     },
     Rule {
@@ -318,7 +318,7 @@ pub static CAI_RULES: &[Rule] = &[
         spec_file: CAI_SPEC,
         section: SPEC_SECTION,
         quote: "An optional stream upon which synchronization must take place at the point of consumption, either by synchronizing on the stream or enqueuing operations on the data on the given stream.",
-        observation: "The harness hands the consumer's cai_consume(obj) an array whose values are still being written by work enqueued on the exported stream (on the software device: the writes happen when that stream is synchronized) and compares the values it returns with the finished ones. Judged only when the same consumer returns the right values for the same array with no work pending (else what it reads is wrong for another reason). On CUDA the harness would need to make device arrays with delayed work, which this version does not: not exercised, with the reason.",
+        observation: "The harness hands the consumer's cai_consume(obj) an array whose values are still being written by work enqueued on the exported stream (on the software device: the writes happen when that stream is synchronized) and compares the values it returns with the finished ones. Judged only when the same consumer returns the right values for the same array with no work pending (else what it reads is wrong for another reason). On CUDA the harness makes the array itself: device memory holding stale bytes, the values written late by a spin kernel and a copy on a non-blocking stream of its own, that stream in the dict (not yet run on a GPU); without a driver: not exercised, with the reason.",
         inferred: None,
     },
 ];
