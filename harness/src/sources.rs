@@ -228,7 +228,7 @@ mod cache {
     /// `None` for anything but a whole file [`encode`] wrote.
     fn decode(bytes: &[u8]) -> Option<Vec<Scenario>> {
         let mut rest = bytes.strip_prefix(MAGIC)?;
-        let mut take = |n: usize| -> Option<&[u8]> {
+        let mut next = |n: usize| -> Option<&[u8]> {
             (rest.len() >= n).then(|| {
                 let (head, tail) = rest.split_at(n);
                 rest = tail;
@@ -238,7 +238,6 @@ mod cache {
         fn u64_of(b: &[u8]) -> u64 {
             u64::from_le_bytes(b.try_into().expect("8 bytes"))
         }
-        let mut next = |n: usize| take(n);
         let count = u64_of(next(8)?);
         let mut out = Vec::new();
         for _ in 0..count {

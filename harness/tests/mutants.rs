@@ -1025,25 +1025,30 @@ fn caches_emptied_at_several_periods_fail_no_leak_rule() {
 fn leaks_are_measured_on_mixed_scenarios_and_splits_only_with_all_leaks() {
     let (reference, _) = bundled();
     let ids = ["producer/schema/gen/0", "producer/schema/gen/type:int32"];
-    for all in [false, true] {
-        let report = scratch("mutant-reports").join(format!("all-leaks-{all}.json"));
+    // `command` (certify or replay) of the schema-leak mutant with `args`,
+    // with --all-leaks when `all`: its report and stdout.
+    let run = |command: &str, args: &[&str], all: bool| {
+        let report = scratch("mutant-reports").join(format!("all-leaks-{command}-{all}.json"));
         let _ = std::fs::remove_file(&report);
         let mut cmd = Command::new(arrowcert_exe());
-        cmd.args(["certify", "--producer"])
+        cmd.args([command, "--producer"])
             .arg(mutant_lib_cached())
-            .args(["--jobs", "1", "--no-builtin", "--cases", "1", "--seed", "3"])
-            .arg("--report")
+            .args(["--jobs", "1", "--seed", "3", "--report"])
             .arg(&report)
-            .arg("--exact")
-            .args(ids)
+            .args(args)
             .env("ARROWCERT_MUTANT", "schema-leak")
             .env("ARROWCERT_MUTANT_BASE", reference);
         if all {
             cmd.arg("--all-leaks");
         }
         let out = cmd.output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        (r, stdout)
+    };
+    for all in [false, true] {
+        let certify_args = ["--no-builtin", "--cases", "1", "--exact", ids[0], ids[1]];
+        let (r, stdout) = run("certify", &certify_args, all);
         let case = |id: &str| r.cases.iter().find(|c| c.id == id).expect(id);
         let single = case(ids[1]);
         assert_eq!(single.verdict, Verdict::Fail, "{stdout}");
@@ -1060,21 +1065,7 @@ fn leaks_are_measured_on_mixed_scenarios_and_splits_only_with_all_leaks() {
             assert!(single.replay.contains("--all-leaks"), "{}", single.replay);
         }
         let split = "producer/schema/gen/shape:extension-storage~col:9";
-        let _ = std::fs::remove_file(&report);
-        let mut cmd = Command::new(arrowcert_exe());
-        cmd.args(["replay", "--producer"])
-            .arg(mutant_lib_cached())
-            .args(["--jobs", "1", "--seed", "3", "--report"])
-            .arg(&report)
-            .arg(split)
-            .env("ARROWCERT_MUTANT", "schema-leak")
-            .env("ARROWCERT_MUTANT_BASE", reference);
-        if all {
-            cmd.arg("--all-leaks");
-        }
-        let out = cmd.output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+        let (r, stdout) = run("replay", &[split], all);
         let case = r.cases.iter().find(|c| c.id == split).expect(split);
         let measured = case.checked.iter().any(|c| c == "schema.release.frees");
         assert_eq!(measured, all, "{split}: {:?}", case.checked);

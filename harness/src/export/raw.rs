@@ -766,17 +766,10 @@ impl Ledger {
     /// pointers into it.
     pub fn finish(self) -> Findings {
         self.wait_for_late_releases();
+        // Events of roots never released: judged as of now, then the
+        // device settles so that the buffers hold their final bytes.
+        self.note_sync_at_return();
         if let Some(d) = &self.device {
-            // Events of roots never released: judged as of now, then the
-            // device settles so that the buffers hold their final bytes.
-            let mut b = self.lock();
-            let pending: Vec<(usize, Event)> = b.sync_events.clone();
-            for (root, e) in pending {
-                if b.roots[root].synced.is_none() {
-                    b.roots[root].synced = d.dev.event_query(e).ok();
-                }
-            }
-            drop(b);
             settle(&self.book, &*d.dev);
         }
         let (roots, mut violations) = {
@@ -1037,15 +1030,13 @@ mod sync_tests {
     /// the array before returning keeps what its release saw.
     #[test]
     fn a_consumer_that_waited_or_released_first_keeps_its_release_state() {
+        let wait = |ledger: &Ledger, event| {
+            let dev = &ledger.device.as_ref().unwrap().dev;
+            dev.event_wait(event).unwrap();
+        };
         let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
         let (mut a, event) = handed(&ledger);
-        ledger
-            .device
-            .as_ref()
-            .unwrap()
-            .dev
-            .event_wait(event)
-            .unwrap();
+        wait(&ledger, event);
         ledger.note_sync_at_return();
         let root = a.root;
         a.get().release();
@@ -1054,13 +1045,7 @@ mod sync_tests {
         let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
         let (mut a, event) = handed(&ledger);
         a.get().release(); // released unread, the event pending
-        ledger
-            .device
-            .as_ref()
-            .unwrap()
-            .dev
-            .event_wait(event)
-            .unwrap();
+        wait(&ledger, event);
         ledger.note_sync_at_return();
         let root = a.root;
         assert_eq!(synced(&ledger.finish(), root), Some(false));
