@@ -84,9 +84,18 @@ gpu CASES="20" GPU_PYTHON="python3":
             --producer py:adapters/cai/$lib.py --consumer py:adapters/cai/$lib.py \
             --report reports/gpu/cai-$lib.json || true; \
     done
+    # Their pairs: each library's CAI arrays (with work pending on their
+    # stream in the -pending cases) into each other's cai_consume.
+    for p in cupy numba torch; do for c in cupy numba torch; do \
+        if [ "$p" != "$c" ]; then \
+            target/release/arrowcert --python {{GPU_PYTHON}} certify --cai \
+                --producer py:adapters/cai/$p.py --consumer py:adapters/cai/$c.py \
+                --report reports/gpu/cai-pair-$p-$c.json || true; \
+        fi; \
+    done; done
     # Last: each CUDA mutant must fail its rule (on the H100, read-before-wait
-    # did not, and event-by-value's fix is unconfirmed: FINDINGS.md, "On an
-    # H100").
+    # did not; the consumer's settled rerun, built since, should catch it,
+    # and event-by-value's fix is unconfirmed: FINDINGS.md, "On an H100").
     bash scripts/gpu-mutants.sh target/release
 
 # The Python wheel (docs/PYTHON_ADAPTERS.md, "From Python and pytest"):

@@ -21,6 +21,8 @@ and alone).
 import ctypes
 import os
 import struct
+import sys
+import types
 
 MUTANT = os.environ.get("ARROWCERT_CAI_MUTANT", "")
 NAME = f"arrowcert software CAI device{f' (mutant {MUTANT})' if MUTANT else ''}"
@@ -120,7 +122,14 @@ class SoftDevice:
         del self.streams[stream]
 
 
-DEVICE = SoftDevice()
+# One software device per process, as one GPU is: two adapters on it (a
+# pair: one library's array read by another's cai_consume) see the same
+# memory and streams, whichever module instance made the device first.
+_HOME = "_arrowcert_cai_software_device"
+if _HOME not in sys.modules:
+    sys.modules[_HOME] = types.ModuleType(_HOME)
+    sys.modules[_HOME].DEVICE = SoftDevice()
+DEVICE = sys.modules[_HOME].DEVICE
 
 _PACK = {("f", 4): "f", ("f", 8): "d", ("i", 1): "b", ("i", 2): "h", ("i", 4): "i",
          ("i", 8): "q", ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q",

@@ -344,6 +344,123 @@ fn every_cai_rule_has_a_mutant_reported_under_it_alone() {
     );
 }
 
+/// A second library on the software device (a module instance of its
+/// own over the same device): the other side of a pair.
+fn soft_reader() -> PathBuf {
+    workspace_dir().join("harness/tests/fixtures/cai/soft_reader.py")
+}
+
+/// `certify --cai --producer py:P --consumer py:C` (a pair) with `mutant`.
+fn pair(py: &Path, p: &Path, c: &Path, mutant: &str, tag: &str) -> (Option<i32>, Report, String) {
+    let report = scratch("cai-pairs").join(format!("{tag}.json"));
+    let _ = std::fs::remove_file(&report);
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(py)
+        .args(["certify", "--cai", "--producer"])
+        .arg(format!("py:{}", p.display()))
+        .arg("--consumer")
+        .arg(format!("py:{}", c.display()))
+        .arg("--report")
+        .arg(&report)
+        .env("ARROWCERT_CAI_MUTANT", mutant)
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (out.status.code(), r, text)
+}
+
+/// The pair cases whose verdict is `v`.
+fn cases_with(r: &Report, v: Verdict) -> BTreeSet<String> {
+    r.cases
+        .iter()
+        .filter(|c| c.verdict == v)
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+#[test]
+fn a_pair_on_the_software_device_reads_each_others_arrays() {
+    let Some(py) = python() else { return };
+    for (p, c, tag) in [
+        (softdevice(), soft_reader(), "soft-reader"),
+        (soft_reader(), softdevice(), "reader-soft"),
+    ] {
+        let (code, r, text) = pair(&py, &p, &c, "", tag);
+        assert_eq!(code, Some(0), "{tag}: {text}");
+        assert!(r.complete, "{tag}: {text}");
+        assert!(r.summary.total >= 7, "{tag}: {text}");
+        assert_eq!(r.summary.passed, r.summary.total, "{tag}: {text}");
+        assert!(
+            r.cases.iter().all(|x| x.id.starts_with("cai/pair/")),
+            "{tag}"
+        );
+        // The pending cases are among them: the consumer synchronized on
+        // the producer's stream.
+        assert!(r.cases.iter().any(|x| x.id.ends_with("-pending")), "{tag}");
+        // A pair's cases are no rule's verdicts.
+        assert!(r.rules.is_empty(), "{tag}: {:?}", r.rules);
+        let roles: Vec<&str> = r.plugins.iter().map(|p| p.role.as_str()).collect();
+        assert_eq!(roles, ["producer", "consumer"], "{tag}");
+    }
+}
+
+/// A consumer that does not synchronize on the stream, or a producer whose
+/// pending work is on no exported stream: exactly the pending cases' values
+/// do not arrive, and the failure names both libraries.
+#[test]
+fn a_pair_with_a_side_that_does_not_synchronize_fails_its_pending_cases() {
+    let Some(py) = python() else { return };
+    for mutant in ["consumer-no-sync", "stream-none-pending"] {
+        let (code, r, text) = pair(&py, &softdevice(), &soft_reader(), mutant, mutant);
+        assert_eq!(code, Some(1), "{mutant}: {text}");
+        let pending: BTreeSet<String> = r
+            .cases
+            .iter()
+            .filter(|x| x.id.ends_with("-pending"))
+            .map(|x| x.id.clone())
+            .collect();
+        assert!(!pending.is_empty(), "{mutant}: {text}");
+        assert_eq!(cases_with(&r, Verdict::Fail), pending, "{mutant}: {text}");
+        for x in r.cases.iter().filter(|x| x.verdict == Verdict::Fail) {
+            let m = x.message.as_deref().unwrap_or("");
+            assert!(
+                m.contains("the values did not arrive")
+                    && m.contains("software CAI device")
+                    && m.contains("second library"),
+                "{mutant}: {m}"
+            );
+            assert!(x.replay.contains(&x.id), "{}", x.replay);
+        }
+        assert!(text.contains("replay: "), "{mutant}: {text}");
+    }
+}
+
+#[test]
+fn gpu_pairs_skip_with_the_reason_without_a_driver() {
+    let Some(py) = python() else { return };
+    if arrowcert::device::cuda_driver_loads() {
+        eprintln!("SKIPPED: this machine has a CUDA driver; this test covers machines without one");
+        return;
+    }
+    let lib = |n: &str| workspace_dir().join(format!("adapters/cai/{n}.py"));
+    let (code, r, text) = pair(&py, &lib("cupy"), &lib("torch"), "", "cupy-torch");
+    assert_eq!(code, Some(3), "{text}");
+    assert_eq!(r.summary.skipped, r.summary.total, "{text}");
+    assert!(
+        r.cases.iter().all(|c| c
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("no CUDA driver"))),
+        "{text}"
+    );
+}
+
 #[test]
 fn gpu_adapters_skip_with_the_reason_without_a_driver() {
     let Some(py) = python() else { return };
@@ -387,13 +504,41 @@ fn bad_input_is_one_line_and_exit_2() {
         "--producer",
         "py:a.py",
         "--consumer",
-        "py:b.py",
+        "libb.so",
     ]);
-    assert_bad_input(&out, "--cai certifies one library");
+    assert_bad_input(&out, "--cai takes py: adapters");
     let Some(py) = python() else { return };
     let dir = scratch("cai-bad");
     let plain = dir.join("plain.py");
     std::fs::write(&plain, "NAME = 'plain'\n").unwrap();
+    // Pairs: each side must serve its part, both on one device.
+    let on_cuda = dir.join("on_cuda.py");
+    std::fs::write(
+        &on_cuda,
+        "NAME = 'a consumer on CUDA'\nCAI_DEVICE = 'cuda'\ndef cai_consume(obj):\n    return []\n",
+    )
+    .unwrap();
+    let fixture = workspace_dir().join("harness/tests/fixtures/cai/numpy_as_cai.py");
+    for (producer, consumer, words) in [
+        (&plain, &on_cuda, "defines no cai_object"),
+        (&softdevice(), &fixture, "defines no cai_consume"),
+        (
+            &softdevice(),
+            &on_cuda,
+            "needs both libraries on one device",
+        ),
+    ] {
+        let out = Command::new(arrowcert_exe())
+            .arg("--python")
+            .arg(&py)
+            .args(["certify", "--cai", "--producer"])
+            .arg(format!("py:{}", producer.display()))
+            .arg("--consumer")
+            .arg(format!("py:{}", consumer.display()))
+            .output()
+            .unwrap();
+        assert_bad_input(&out, words);
+    }
     let out = Command::new(arrowcert_exe())
         .arg("--python")
         .arg(&py)

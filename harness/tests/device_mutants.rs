@@ -103,8 +103,14 @@ const CONSUMER_MUTANTS: &[Mutant] = &[
     Mutant {
         name: "read-before-wait",
         rule: "consumer.sync.waits",
-        follows: &["consumer.read.values"],
+        follows: &[],
         models: "reads the buffers without waiting on sync_event",
+    },
+    Mutant {
+        name: "read-then-wait",
+        rule: "consumer.sync.waits",
+        follows: &[],
+        models: "reads a device array's buffers, then waits on sync_event before it releases the array and returns (the event is complete whenever it is asked; the CUDA read-before-wait mutant's order)",
     },
     Mutant {
         name: "move-without-marking",

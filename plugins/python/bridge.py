@@ -1044,7 +1044,21 @@ def _cai_consume(args, text):
     return None, _json.dumps({"values": values, "reads": obj.reads})
 
 
+def _cai_consume_object(args, text):
+    """A pair: what this adapter's cai_consume(obj) read of another
+    library's array (args[0], the object that library's cai_object made),
+    seen through its __cuda_array_interface__ only (the wrapper hides the
+    object's other protocols, so the pair crosses by this interface)."""
+    obj = HarnessCAI(args[0])
+    try:
+        values = [float(v) for v in ADAPTER.cai_consume(obj)]
+    except Exception as e:
+        return None, _json.dumps({"error": _describe_error(e), "reads": obj.reads})
+    return None, _json.dumps({"values": values, "reads": obj.reads})
+
+
 _DLPACK_OPS["cai_consume"] = _cai_consume
+_DLPACK_OPS["cai_consume_object"] = _cai_consume_object
 _DLPACK_OPS.update({"cai_offers": _cai_offers, "cai_load": _cai_load,
                     "cai_export": _cai_export, "cai_protocols": _cai_protocols,
                     "cai_arrow": _cai_arrow,
@@ -1060,7 +1074,7 @@ def dlpack_call(op, args, text):
     if fn is None:
         raise ValueError(f"unknown DLPack step {op!r}")
     if op in ("view", "device", "export", "info", "take", "read_object", "weakref", "alive",
-              "writeable", "cai_export", "cai_protocols"):
+              "writeable", "cai_export", "cai_protocols", "cai_consume_object"):
         # Handles the harness holds: the objects themselves (the harness
         # keeps a reference to each until it drops it).
         args = [ctypes.cast(a, ctypes.py_object).value for a in args]

@@ -131,18 +131,7 @@ pub fn run_consumer_case(bridge: &Bridge, spec: &CaseSpec, arrays: &Arrays, repl
             .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
             .unwrap_or_default()))
     };
-    let first_difference = |got: &[f64]| -> Option<String> {
-        if got.len() != want.len() {
-            return Some(format!("{} values, not {}", got.len(), want.len()));
-        }
-        got.iter().zip(&want).position(|(g, w)| g != w).map(|i| {
-            format!(
-                "value {i} (C order) is {}, not {}",
-                number(got[i]),
-                number(want[i])
-            )
-        })
-    };
+    let first_difference = |got: &[f64]| first_difference(got, &want);
     let control = match consume(false) {
         Err(e) => return done(j, Verdict::Error, Some(e)),
         Ok(Err(e)) => {
@@ -188,6 +177,20 @@ pub fn run_consumer_case(bridge: &Bridge, spec: &CaseSpec, arrays: &Arrays, repl
             }
         }
     }
+}
+
+/// Where the values a consumer read first differ from `want`, if they do.
+pub(super) fn first_difference(got: &[f64], want: &[f64]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} values, not {}", got.len(), want.len()));
+    }
+    got.iter().zip(want).position(|(g, w)| g != w).map(|i| {
+        format!(
+            "value {i} (C order) is {}, not {}",
+            number(got[i]),
+            number(want[i])
+        )
+    })
 }
 
 /// The ID of the consumer case over `spec`.

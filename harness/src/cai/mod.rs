@@ -3,7 +3,8 @@
 //! [`value`] is the typed description of a dict the Python bridge sends,
 //! [`check`] the pure checker of the dict's rules, [`run`] the cases that
 //! play a strict consumer against it, [`consumer`] the cases that judge a
-//! consumer, [`exports`] the object's other protocols (its DLPack and,
+//! consumer, [`pair`] one library's array read by another's consumer,
+//! [`exports`] the object's other protocols (its DLPack and,
 //! through [`arrow`], its Arrow device array) and
 //! [`agree`] whether they say what the dict says (docs/CAI.md).
 
@@ -14,5 +15,6 @@ pub mod arrow;
 pub mod check;
 pub mod consumer;
 pub mod exports;
+pub mod pair;
 pub mod run;
 pub mod value;

@@ -23,11 +23,7 @@ pub struct Args {
 /// `arrowcert certify --cai ...`.
 pub fn certify(args: Args) -> Result<i32, BadInput> {
     let spec = match (&args.producer, &args.consumer) {
-        (Some(p), Some(c)) if p != c => {
-            return Err(BadInput(format!(
-                "--cai certifies one library: --producer {p} and --consumer {c} differ (run them one at a time)"
-            )))
-        }
+        (Some(p), Some(c)) if p != c => return pair(&args, p, c),
         (Some(p), _) => p.clone(),
         (None, Some(c)) => c.clone(),
         (None, None) => {
@@ -36,11 +32,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
             ))
         }
     };
-    let Some(adapter) = spec.strip_prefix("py:") else {
-        return Err(BadInput(format!(
-            "--cai takes py: adapters (docs/CAI.md); {spec} is not one"
-        )));
-    };
+    let adapter = adapter_of(&spec)?;
     let request = engine::Request {
         spec: &spec,
         adapter,
@@ -59,12 +51,66 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         return Ok(0);
     }
     let ran = engine::certify(request, plan, &mut Quiet).map_err(BadInput)?;
+    Ok(print(&args, ran))
+}
+
+/// The py: adapter file `spec` names.
+fn adapter_of(spec: &str) -> Result<&str, BadInput> {
+    spec.strip_prefix("py:").ok_or_else(|| {
+        BadInput(format!(
+            "--cai takes py: adapters (docs/CAI.md); {spec} is not one"
+        ))
+    })
+}
+
+/// `certify --cai --producer py:A.py --consumer py:B.py`: A's arrays
+/// into B's consumer.
+fn pair(args: &Args, p: &str, c: &str) -> Result<i32, BadInput> {
+    let request = engine::PairRequest {
+        producer: (p, adapter_of(p)?),
+        consumer: (c, adapter_of(c)?),
+        filter: &args.filter,
+        expectations: args.expectations.as_ref(),
+        report: args.report.clone(),
+        invocation: std::env::args().collect(),
+    };
+    let plan = engine::pair_plan(&args.filter);
+    if args.list {
+        for c in &plan {
+            println!("{}", crate::cai::pair::pair_id(c));
+        }
+        return Ok(0);
+    }
+    let ran = engine::certify_pair(request, plan, &mut Quiet).map_err(BadInput)?;
+    Ok(print(args, ran))
+}
+
+/// Prints a finished run; its exit code.
+fn print(args: &Args, ran: engine::Ran) -> i32 {
     let r = &ran.report;
     let judgement = r.outcome.clone().expect("judged");
-    print!(
-        "{}",
-        crate::certify::summary::render(&r.rules, &r.cases, &r.shrunk)
-    );
+    if !r.rules.is_empty() {
+        print!(
+            "{}",
+            crate::certify::summary::render(&r.rules, &r.cases, &r.shrunk)
+        );
+    } else if !args.verbose {
+        // A pair's cases are no rule's: its failures, each with its replay
+        // (--verbose lists every case that did not pass below).
+        for c in r
+            .cases
+            .iter()
+            .filter(|c| c.verdict == report::Verdict::Fail)
+        {
+            println!(
+                "fail {}: {}
+  replay: {}",
+                c.id,
+                report::printable(c.message.as_deref().unwrap_or("")),
+                c.replay
+            );
+        }
+    }
     if let Reach::Unreachable(why) = &ran.reach {
         println!("device {}: {why}", ran.device);
     }
@@ -102,9 +148,9 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
             r.cases.len(),
             r.planned
         );
-        return Ok(128 + sig);
+        return 128 + sig;
     }
-    Ok(judgement.exit_code())
+    judgement.exit_code()
 }
 
 /// A CAI run prints at its end only (its few cases take milliseconds).

@@ -628,7 +628,9 @@ pub struct CertifyFlags {
     #[arg(long)]
     pub dlpack: bool,
     /// Certify the CUDA Array Interface (__cuda_array_interface__, version
-    /// 3) of the py: adapter given as --producer: its cai_object(spec)
+    /// 3) of the py: adapter given as --producer (its cai_object(spec))
+    /// and/or --consumer (its cai_consume(obj)); two different adapters
+    /// run as a pair: the producer's arrays into the consumer
     /// (docs/CAI.md).
     #[arg(long, conflicts_with = "dlpack")]
     pub cai: bool,

@@ -86,15 +86,12 @@ pub struct Ran {
 /// lacks what a side needs), every planned case run in this process, the
 /// report judged on the CAI rules.
 pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran, String> {
-    let path = crate::plugin::python::prepare(req.adapter)?;
-    let bridge = Bridge::open(&path).map_err(|e| format!("{}: {e}", req.spec))?;
-    let (_, offers) = bridge
-        .call("cai_offers", &[], "")
-        .map_err(|e| format!("{}: {e}", req.spec))?;
-    let served: Vec<&str> = offers["offers"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str()).collect())
-        .unwrap_or_default();
+    let Opened {
+        bridge,
+        served,
+        device,
+    } = open(req.spec, req.adapter)?;
+    let served: Vec<&str> = served.iter().map(String::as_str).collect();
     if req.produces && !served.contains(&"cai_object") {
         return Err(format!(
             "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
@@ -107,7 +104,6 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
             req.spec
         ));
     }
-    let device = offers["device"].as_str().unwrap_or("cuda").to_string();
     let reach = Reach::of(&device);
     // A consumer's arrays: the adapter's device makes them, else the
     // harness on CUDA, else none can be made here.
@@ -139,17 +135,7 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
         default_stem: None,
         devices: vec![device.clone()],
         seed: None,
-        plugins: vec![report::PluginIdentity {
-            role: "cai".into(),
-            path: req.spec.to_string(),
-            name: bridge.name.clone(),
-            sha256: std::fs::canonicalize(req.adapter)
-                .ok()
-                .and_then(|p| report::sha256_file(&p).ok())
-                .unwrap_or_default(),
-            abi_version: 0,
-            entry_points: Vec::new(),
-        }],
+        plugins: vec![identity("cai", req.spec, req.adapter, &bridge)],
     })?;
     events.start(session.todo.len(), None);
     crate::run::proc::catch_interrupts();
@@ -197,6 +183,157 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
     Ok(Ran {
         report,
         device,
+        reach,
+        interrupted,
+    })
+}
+
+/// An adapter's bridge, opened, with what it serves and its device.
+struct Opened {
+    bridge: Bridge,
+    served: Vec<String>,
+    device: String,
+}
+
+fn open(spec: &str, adapter: &str) -> Result<Opened, String> {
+    let path = crate::plugin::python::prepare(adapter)?;
+    let bridge = Bridge::open(&path).map_err(|e| format!("{spec}: {e}"))?;
+    let (_, offers) = bridge
+        .call("cai_offers", &[], "")
+        .map_err(|e| format!("{spec}: {e}"))?;
+    let served = offers["offers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let device = offers["device"].as_str().unwrap_or("cuda").to_string();
+    Ok(Opened {
+        bridge,
+        served,
+        device,
+    })
+}
+
+fn identity(role: &str, spec: &str, adapter: &str, bridge: &Bridge) -> report::PluginIdentity {
+    report::PluginIdentity {
+        role: role.into(),
+        path: spec.to_string(),
+        name: bridge.name.clone(),
+        sha256: std::fs::canonicalize(adapter)
+            .ok()
+            .and_then(|p| report::sha256_file(&p).ok())
+            .unwrap_or_default(),
+        abi_version: 0,
+        entry_points: Vec::new(),
+    }
+}
+
+/// The `data` of a pair's report.
+pub const PAIR_DATA: &str = "cai built-in cases, one library's arrays into another's consumer";
+
+/// A pair to run: one library's arrays into another's consumer
+/// ([`crate::cai::pair`]).
+pub struct PairRequest<'a> {
+    /// Each library as named (`py:ADAPTER.py`) and its adapter file.
+    pub producer: (&'a str, &'a str),
+    pub consumer: (&'a str, &'a str),
+    pub filter: &'a Filter,
+    pub expectations: Option<&'a (PathBuf, Expectations)>,
+    pub report: Option<PathBuf>,
+    pub invocation: Vec<String>,
+}
+
+/// The pair cases the filter selects: one per built-in case.
+pub fn pair_plan(filter: &Filter) -> Vec<&'static CaseSpec> {
+    run::CASES
+        .iter()
+        .filter(|c| filter.selects(&crate::cai::pair::pair_id(c)))
+        .collect()
+}
+
+/// Runs a pair: both adapters opened in this process (bad input when the
+/// producer defines no cai_object, the consumer no cai_consume, or they
+/// are on different devices), every planned case, the report judged on
+/// its cases (a pair's cases are no rule's verdicts) and its expectations.
+pub fn certify_pair(
+    req: PairRequest,
+    plan: Vec<&'static CaseSpec>,
+    events: &mut dyn Events,
+) -> Result<Ran, String> {
+    let p = open(req.producer.0, req.producer.1)?;
+    let c = open(req.consumer.0, req.consumer.1)?;
+    if !p.served.iter().any(|s| s == "cai_object") {
+        return Err(format!(
+            "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
+            req.producer.0
+        ));
+    }
+    if !c.served.iter().any(|s| s == "cai_consume") {
+        return Err(format!(
+            "{}: the adapter defines no cai_consume(obj) (docs/CAI.md)",
+            req.consumer.0
+        ));
+    }
+    if p.device != c.device {
+        return Err(format!(
+            "a CAI pair needs both libraries on one device: {} is on {}, {} on {}",
+            req.producer.0, p.device, req.consumer.0, c.device
+        ));
+    }
+    let reach = Reach::of(&p.device);
+    let skip = match &reach {
+        Reach::Unreachable(why) => Some(why.clone()),
+        _ => None,
+    };
+    let prefix = format!(
+        "arrowcert certify --cai --producer {} --consumer {}",
+        req.producer.0, req.consumer.0
+    );
+    let ids: Vec<String> = plan.iter().map(|c| crate::cai::pair::pair_id(c)).collect();
+    let session = Session::open(Opening {
+        command: COMMAND,
+        invocation: req.invocation.clone(),
+        data: PAIR_DATA.into(),
+        selected: (0..ids.len()).collect(),
+        plan: ids,
+        resume: None,
+        files: Vec::new(),
+        report: req.report.clone(),
+        default_stem: None,
+        devices: vec![p.device.clone()],
+        seed: None,
+        plugins: vec![
+            identity("producer", req.producer.0, req.producer.1, &p.bridge),
+            identity("consumer", req.consumer.0, req.consumer.1, &c.bridge),
+        ],
+    })?;
+    events.start(session.todo.len(), None);
+    crate::run::proc::catch_interrupts();
+    let pair = crate::cai::pair::Pair {
+        producer: &p.bridge,
+        consumer: &c.bridge,
+    };
+    for &i in &session.todo {
+        if crate::run::proc::interrupted().is_some() {
+            break;
+        }
+        let case = crate::cai::pair::run_pair_case(&pair, plan[i], skip.as_deref(), &prefix);
+        session.record(&case, events);
+    }
+    events.cases_done();
+    let interrupted = crate::run::proc::interrupted();
+    let report = session.finish(interrupted, |r| {
+        // A pair's cases are the pair's, judged by their values: no rule
+        // verdicts (each library's own certification has those).
+        r.rules = Vec::new();
+        super::judge(r, &[], req.expectations, req.filter.narrows());
+    })?;
+    Ok(Ran {
+        report,
+        device: p.device,
         reach,
         interrupted,
     })

@@ -159,6 +159,9 @@ struct OnDevice {
     kind: Kind,
     dev: Arc<dyn Device>,
     stream: Stream,
+    /// The device catches up with the late writes before each device
+    /// array is handed over ([`Ledger::settled_before_handover`]).
+    settled: bool,
 }
 
 /// The harness's stream on each device (one per process and device kind).
@@ -227,9 +230,26 @@ impl Ledger {
         if kind != Kind::Cpu {
             let dev = crate::device::backend(kind)?;
             let stream = harness_stream(kind, &*dev)?;
-            ledger.device = Some(OnDevice { kind, dev, stream });
+            ledger.device = Some(OnDevice {
+                kind,
+                dev,
+                stream,
+                settled: false,
+            });
         }
         Ok(ledger)
+    }
+
+    /// This ledger's device arrays (and device stream chunks) are handed
+    /// over with their late writes already landed and their sync_event
+    /// completed: the differential rerun that tells a consumer that read
+    /// before waiting apart (a consumer that waits reads the same bytes
+    /// either way). No effect on the CPU.
+    pub fn settled_before_handover(mut self) -> Ledger {
+        if let Some(d) = &mut self.device {
+            d.settled = true;
+        }
+        self
     }
 
     /// The device type and id of this ledger's device arrays.
@@ -460,6 +480,9 @@ impl Ledger {
                 Ok(e) => e,
                 Err(why) => panic!("cannot record an event on the {} device: {why}", d.kind),
             };
+            if d.settled {
+                settle(&self.book, &*d.dev);
+            }
             let slot = self.keep_box(e.0);
             self.lock().sync_events.push((root, e));
             // SAFETY: out is valid for writes (caller).
@@ -999,6 +1022,14 @@ mod sync_tests {
         findings.roots[root].synced
     }
 
+    /// These tests run one at a time: a ledger's finish lets the device
+    /// catch up with every pending write on the harness's stream, which
+    /// would land another test's writes under it.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// consumer.sync.waits is asked when the consume call returns: a
     /// consumer that returned without waiting, and released the array only
     /// after the device had caught up (on CUDA the late write lands by
@@ -1006,6 +1037,7 @@ mod sync_tests {
     /// passed.
     #[test]
     fn the_event_is_judged_when_the_call_returns_not_only_at_release() {
+        let _serial = one_at_a_time();
         for note_at_return in [true, false] {
             let ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
             let (mut a, event) = handed(&ledger);
@@ -1026,10 +1058,41 @@ mod sync_tests {
         }
     }
 
+    /// A settled handover: the writes have landed and the event completed
+    /// before the consumer is handed the array, so a consumer that reads
+    /// without waiting reads the data.
+    #[test]
+    fn a_settled_handover_holds_the_data_and_a_completed_event() {
+        let _serial = one_at_a_time();
+        for settled in [false, true] {
+            let mut ledger = Ledger::on_device(false, Kind::Emulated).unwrap();
+            if settled {
+                ledger = ledger.settled_before_handover();
+            }
+            let (mut a, event) = handed(&ledger);
+            let dev = ledger.device.as_ref().unwrap().dev.clone();
+            assert_eq!(dev.event_query(event).unwrap(), settled);
+            // SAFETY: a live exported batch: a struct array whose one
+            // child is the int32 column, its values buffer (index 1) three
+            // int32s in the emulated device's memory, which is host memory.
+            let values = unsafe {
+                let column = &**a.get().array.children;
+                let p = *column.buffers.add(1) as *const i32;
+                std::slice::from_raw_parts(p, 3).to_vec()
+            };
+            assert_eq!(values == [1, 2, 3], settled, "{values:?}");
+            ledger.note_sync_at_return();
+            a.get().release();
+            let root = a.root;
+            assert_eq!(synced(&ledger.finish(), root), Some(settled));
+        }
+    }
+
     /// A consumer that waited before returning passes; one that released
     /// the array before returning keeps what its release saw.
     #[test]
     fn a_consumer_that_waited_or_released_first_keeps_its_release_state() {
+        let _serial = one_at_a_time();
         let wait = |ledger: &Ledger, event| {
             let dev = &ledger.device.as_ref().unwrap().dev;
             dev.event_wait(event).unwrap();

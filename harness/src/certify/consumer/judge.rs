@@ -175,7 +175,7 @@ pub(super) fn data_case(
     };
     let enc = encoding(e, &spec.id);
     let stream = matches!(kind, Kind::Stream(_) | Kind::DeviceStream(_));
-    let first = match attempt(consumer, scenario, spec, kind, enc, true, None) {
+    let first = match attempt(consumer, scenario, spec, kind, enc, Handover::First, None) {
         Ok(a) => a,
         Err(why) => return Ended::Error(format!("the harness cannot export this scenario: {why}")),
     };
@@ -228,7 +228,23 @@ pub(super) fn data_case(
             // was is no refusal: the consumer read the poison it put there
             // by releasing first (an importer that validates what it reads
             // refuses poisoned offsets instead of reading them wrong).
-            if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
+            // Off the CPU, one that goes away when the device's writes have
+            // landed before the handover was the consumer reading too early.
+            let first = || format!("refused the input ({e})");
+            if read_before_the_data_landed(
+                consumer, scenario, spec, kind, enc, expected, first, obs,
+            ) {
+                return Ended::Ran;
+            }
+            if reads_right(
+                consumer,
+                scenario,
+                spec,
+                kind,
+                enc,
+                Handover::Unpoisoned,
+                expected,
+            ) {
                 obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
                 obs.check(crate::rule!("consumer.read.after-release"), false, "output", || {
                     format!(
@@ -253,9 +269,26 @@ pub(super) fn data_case(
         judge_view(first.values.as_deref(), expected, obs);
         return Ended::Ran;
     };
-    // Read wrong: again without poisoning released memory. Right then means
-    // the first run read memory after releasing it.
-    if reads_right_unpoisoned(consumer, scenario, spec, kind, enc, expected) {
+    // Read wrong: off the CPU, again with the device's writes landed first
+    // (right then: it read before they were there); then again without
+    // poisoning released memory (right then: it read memory after
+    // releasing it). The settled rerun goes first: on CUDA, where the late
+    // write lands by itself, an unpoisoned rerun could read right by the
+    // race alone and charge a reader that never waited with reading after
+    // release.
+    let first = || format!("read wrong ({evidence})");
+    if read_before_the_data_landed(consumer, scenario, spec, kind, enc, expected, first, obs) {
+        return Ended::Ran;
+    }
+    if reads_right(
+        consumer,
+        scenario,
+        spec,
+        kind,
+        enc,
+        Handover::Unpoisoned,
+        expected,
+    ) {
         obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
         obs.check(crate::rule!("consumer.read.after-release"), false, "output", || {
             format!(
@@ -305,16 +338,71 @@ pub(super) fn judge_view(
     );
 }
 
-/// Hands the case over once more with released memory left as it was
-/// (not poisoned): true when the consumer then reads every value right.
-pub(super) fn reads_right_unpoisoned(
+/// Hands the case over once more, `how` ([`Handover::Unpoisoned`]:
+/// released memory left as it was; [`Handover::Settled`]: the device's
+/// writes landed first): true when the consumer then reads every value
+/// right.
+pub(super) fn reads_right(
+    consumer: &Plugin,
+    scenario: &Scenario,
+    spec: &CaseSpec,
+    kind: Kind,
+    enc: Encoding,
+    how: Handover,
+    expected: (&Schema, &[RecordBatch]),
+) -> bool {
+    let again = attempt(consumer, scenario, spec, kind, enc, how, None);
+    matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()))
+}
+
+/// consumer.sync.waits, by difference. Off the CPU the first handover's
+/// writes are still pending (a slow kernel on CUDA, a stream that runs
+/// only when waited on in the emulated device); a consumer that refused
+/// or read wrong then (`first`: what it did) is handed the same data
+/// again with the writes landed and the sync_event completed
+/// ([`Handover::Settled`]). Reading every value right then, it had read
+/// the buffers before the data was there: the two handovers differ in
+/// nothing else, and a consumer that waits on the event sees the same
+/// bytes in both. This catches a consumer that waits only after reading
+/// (the event is complete by its return and its release, which
+/// [`judge_sync`] asks), and keeps the refusals such reads cause from
+/// passing as limitations. Returns true when it judged so; the values
+/// are then judged read right, as the consumer reads them once the data
+/// is there.
+#[allow(clippy::too_many_arguments)]
+fn read_before_the_data_landed(
     consumer: &Plugin,
     scenario: &Scenario,
     spec: &CaseSpec,
     kind: Kind,
     enc: Encoding,
     expected: (&Schema, &[RecordBatch]),
+    first: impl FnOnce() -> String,
+    obs: &mut Observations,
 ) -> bool {
-    let again = attempt(consumer, scenario, spec, kind, enc, false, None);
-    matches!(&again, Ok(a) if matches!(&a.result, Ok(b) if differences(expected, b).values.is_empty()))
+    if spec.device == crate::device::Kind::Cpu
+        || !reads_right(
+            consumer,
+            scenario,
+            spec,
+            kind,
+            enc,
+            Handover::Settled,
+            expected,
+        )
+    {
+        return false;
+    }
+    let what = match kind {
+        Kind::DeviceStream(_) | Kind::Stream(_) => "device stream's arrays",
+        _ => "device array",
+    };
+    obs.check(crate::rule!("consumer.read.values"), true, "", String::new);
+    obs.check(crate::rule!("consumer.sync.waits"), false, "output", || {
+        format!(
+            "handed the {what} while the device's writes behind its sync_event were still pending, the consumer {}; handed the same data with the writes landed and the event completed, it read every value right: it read the buffers before waiting on sync_event (\"it MUST be used to call the appropriate sync method for the device ... before attempting to access the memory in the buffers\")",
+            first()
+        )
+    });
+    true
 }

@@ -184,6 +184,21 @@ pub fn run(
     }
 }
 
+/// How the data is handed over: the first handover, and the differential
+/// reruns that tell two causes of a wrong read apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handover {
+    /// Released memory poisoned, device writes still pending (the first
+    /// handover of every case).
+    First,
+    /// Released memory left as it was: a consumer that reads right then
+    /// read after release.
+    Unpoisoned,
+    /// Device writes landed and sync_event completed before the handover:
+    /// a consumer that reads right then read before waiting.
+    Settled,
+}
+
 /// Hands the case's data to the consumer once.
 fn attempt(
     consumer: &Plugin,
@@ -191,10 +206,13 @@ fn attempt(
     spec: &CaseSpec,
     kind: Kind,
     enc: Encoding,
-    poison: bool,
+    how: Handover,
     fail: Option<Failure>,
 ) -> Result<Attempt, String> {
-    let ledger = Ledger::on_device(poison, spec.device)?;
+    let mut ledger = Ledger::on_device(how != Handover::Unpoisoned, spec.device)?;
+    if how == Handover::Settled {
+        ledger = ledger.settled_before_handover();
+    }
     let mut live = Vec::new();
     let result = match kind {
         Kind::Array(_) | Kind::DeviceArray(_) => {

@@ -48,16 +48,17 @@ pub(super) fn refused(
     if !matches!(limitation, Ended::Limitation(_)) && !panicked {
         return limitation;
     }
-    // Off the CPU a refusal can come from reading before the data was
-    // there (consumer.sync.waits, judged on what the consumer reads); the
-    // twins would tell nothing about the encoding.
+    // Off the CPU a refusal that came from reading before the data was
+    // there was told apart before this (the settled rerun in data_case:
+    // consumer.sync.waits); the twins would hand the data over with its
+    // writes pending again and tell nothing more about the encoding.
     if spec.device != crate::device::Kind::Cpu {
         return limitation;
     }
     // What the consumer answers to the same data in another encoding:
     // Ok(()) read, Err(its words) refused (or could not be handed over).
     let answer = |enc: Encoding| -> Result<(), String> {
-        match attempt(consumer, scenario, spec, kind, enc, true, None) {
+        match attempt(consumer, scenario, spec, kind, enc, Handover::First, None) {
             Ok(a) => a.result.map(|_| ()).map_err(|e| e.to_string()),
             Err(why) => Err(why),
         }

@@ -38,7 +38,7 @@ pub(super) fn stream_error(
         spec,
         kind,
         Encoding::Plain,
-        true,
+        Handover::First,
         Some(fail),
     ) {
         Ok(a) => a,
@@ -132,8 +132,16 @@ pub(super) fn declines_without_the_failure(
     spec: &CaseSpec,
     kind: Kind,
 ) -> bool {
-    attempt(consumer, scenario, spec, kind, Encoding::Plain, true, None)
-        .is_ok_and(|a| matches!(a.result, Err(CallError::Failed { .. })))
+    attempt(
+        consumer,
+        scenario,
+        spec,
+        kind,
+        Encoding::Plain,
+        Handover::First,
+        None,
+    )
+    .is_ok_and(|a| matches!(a.result, Err(CallError::Failed { .. })))
 }
 
 /// An already released structure: a consumer should refuse it.

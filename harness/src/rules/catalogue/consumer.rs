@@ -182,7 +182,7 @@ pub(super) const RULES: &[Rule] = &[
         spec_file: CDEVICE,
         section: "The ArrowDeviceArray structure",
         quote: "If this is non-null then it MUST be used to call the appropriate sync method for the device (e.g. cudaStreamWaitEvent or hipStreamWaitEvent) before attempting to access the memory in the buffers.",
-        observation: "On the emulated device (and on CUDA, by a slow kernel that writes the data late) the harness exports buffers whose final contents land only when the sync_event fires; a consumer that reads without waiting reports the earlier contents, which differ from the expected data every time. The rule itself asks the event's state when the consume call returns (a consumer that returned what it read had read it by then), or at the array's release if that came first: an event not completed by then fails it.",
+        observation: "On the emulated device (and on CUDA, by a slow kernel that writes the data late) the harness exports buffers whose final contents land only when the sync_event fires; a consumer that reads without waiting reports the earlier contents, which differ from the expected data every time. The rule itself asks the event's state when the consume call returns (a consumer that returned what it read had read it by then), or at the array's release if that came first: an event not completed by then fails it. A case the consumer refused or read wrong is handed over once more with the writes already landed and the event completed (the one difference): read right then, the consumer had read before the data was there, even if it waited afterwards, and the rule fails (its refusal is no limitation).",
         inferred: None,
     },
     Rule {
