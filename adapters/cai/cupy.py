@@ -16,11 +16,17 @@ def cai_object(spec):
     if spec.get("view") == "step":
         a = a[::2]
     if spec.get("pending"):
-        # Work on a non-default stream the array is exported on.
+        # Work on a non-default stream the array is exported on. CuPy's
+        # dict names the stream that is current when it is read (its
+        # ndarray keeps none: the legacy default stream is exported as 1),
+        # so the stream is made current, as a CuPy user does, and stays so
+        # while the harness reads the dict; `a`'s upload on the stream
+        # current before is finished first.
+        cp.cuda.get_current_stream().synchronize()
         s = cp.cuda.Stream(non_blocking=True)
-        with s:
-            b = cp.empty_like(a)
-            b[...] = a
+        s.use()
+        b = cp.empty_like(a)
+        b[...] = a
         return b
     return a
 
