@@ -223,7 +223,7 @@ const NO_MUTANT: &[(&str, &str)] = &[
     ),
     (
         "consumer.sync.waits",
-        "needs a device with its own memory and asynchronous work: its mutant (`read-before-wait`) runs on the emulated device, in docs/DEVICE_MUTANTS.md",
+        "needs a device with its own memory and asynchronous work: its mutants (`read-before-wait`, `read-then-wait`) run on the emulated device, in docs/DEVICE_MUTANTS.md",
     ),
     (
         "device.move",
