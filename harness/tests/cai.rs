@@ -441,6 +441,78 @@ fn a_pair_with_a_side_that_does_not_synchronize_fails_its_pending_cases() {
     }
 }
 
+/// Each case runs in a worker: an adapter that aborts in one case and
+/// hangs in another costs those two cases (a crash, a timeout), and every
+/// other case still runs to its verdict.
+#[test]
+fn an_adapter_that_crashes_or_hangs_costs_only_its_case() {
+    let Some(py) = python() else { return };
+    let dir = scratch("cai-hostile");
+    let hostile = dir.join("hostile.py");
+    std::fs::write(
+        &hostile,
+        format!(
+            r#"import importlib.util, os, time
+_SPEC = importlib.util.spec_from_file_location("hostile_base", {path:?})
+_BASE = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_BASE)
+NAME = "a hostile adapter (test)"
+CAI_DEVICE = "software"
+cai_synchronize = _BASE.cai_synchronize
+cai_stream_alive = _BASE.cai_stream_alive
+cai_accessible = _BASE.cai_accessible
+cai_device_array = _BASE.cai_device_array
+def cai_object(spec):
+    if spec["dtype"] == "uint8":
+        os.abort()
+    return _BASE.cai_object(spec)
+def cai_consume(obj):
+    if obj.__cuda_array_interface__["typestr"] == "<i8":
+        time.sleep(3600)
+    return _BASE.cai_consume(obj)
+"#,
+            path = softdevice().display().to_string()
+        ),
+    )
+    .unwrap();
+    let report = dir.join("hostile.json");
+    let _ = std::fs::remove_file(&report);
+    let lib = format!("py:{}", hostile.display());
+    let out = Command::new(arrowcert_exe())
+        .arg("--python")
+        .arg(&py)
+        .args(["certify", "--cai", "--producer", &lib, "--consumer", &lib])
+        .args(["--case-timeout-ms", "3000", "--report"])
+        .arg(&report)
+        .output()
+        .expect("arrowcert runs");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(r.complete, "{text}");
+    let crashed = cases_with(&r, Verdict::Crash);
+    let hung = cases_with(&r, Verdict::Timeout);
+    assert_eq!(
+        crashed,
+        BTreeSet::from(["cai/producer/u1-5".to_string()]),
+        "{text}"
+    );
+    assert_eq!(
+        hung,
+        BTreeSet::from(["cai/consumer/i8-6-step-pending".to_string()]),
+        "{text}"
+    );
+    assert_eq!(
+        r.summary.passed + 2,
+        r.summary.total,
+        "every other case ran to a pass: {text}"
+    );
+}
+
 #[test]
 fn gpu_pairs_skip_with_the_reason_without_a_driver() {
     let Some(py) = python() else { return };

@@ -6,7 +6,8 @@
 //! consumer, [`pair`] one library's array read by another's consumer,
 //! [`exports`] the object's other protocols (its DLPack and,
 //! through [`arrow`], its Arrow device array) and
-//! [`agree`] whether they say what the dict says (docs/CAI.md).
+//! [`agree`] whether they say what the dict says, and [`suite`] the cases
+//! as a worker runs them (docs/CAI.md).
 
 #![forbid(unsafe_code)]
 
@@ -17,4 +18,5 @@ pub mod consumer;
 pub mod exports;
 pub mod pair;
 pub mod run;
+pub mod suite;
 pub mod value;

@@ -18,6 +18,9 @@ pub struct Args {
     pub list: bool,
     pub verbose: bool,
     pub expectations: Option<(PathBuf, report::expectations::Expectations)>,
+    /// `--case-timeout-ms` and `--max-memory-mb`: each case runs in a
+    /// worker process under them.
+    pub limits: engine::Limits,
 }
 
 /// `arrowcert certify --cai ...`.
@@ -42,6 +45,7 @@ pub fn certify(args: Args) -> Result<i32, BadInput> {
         expectations: args.expectations.as_ref(),
         report: args.report.clone(),
         invocation: std::env::args().collect(),
+        limits: args.limits,
     };
     let plan = engine::plan(&request);
     if args.list {
@@ -73,6 +77,7 @@ fn pair(args: &Args, p: &str, c: &str) -> Result<i32, BadInput> {
         expectations: args.expectations.as_ref(),
         report: args.report.clone(),
         invocation: std::env::args().collect(),
+        limits: args.limits,
     };
     let plan = engine::pair_plan(&args.filter);
     if args.list {

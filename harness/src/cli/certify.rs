@@ -722,6 +722,10 @@ pub fn certify_command(f: CertifyFlags) -> Result<i32, BadInput> {
             list,
             verbose,
             expectations: super::read_expectations(expectations)?,
+            limits: crate::engine::cai::Limits {
+                case_timeout_ms,
+                max_memory_mb,
+            },
         });
     }
     if dlpack {

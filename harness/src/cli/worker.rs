@@ -41,7 +41,7 @@ pub struct WorkerFlags {
     #[arg(long)]
     pub defer_consumer: Option<String>,
     /// JSON: the plan and libraries of a suite from above `run`
-    /// (`--mode dlpack`: a DLPack run's).
+    /// (`--mode dlpack`: a DLPack run's; `--mode cai`: a CAI run's).
     #[arg(long)]
     pub plan: Option<String>,
 }
@@ -95,7 +95,7 @@ pub fn worker_command(f: WorkerFlags) -> Result<i32, BadInput> {
         cpu_seconds: case_cpu_seconds,
         defer_consumer,
         plan,
-        open: Some(crate::dlpack::suite::open),
+        open: Some(crate::engine::suites::open_above),
         suites: Some(crate::engine::suites::make),
     }))
 }

@@ -1,6 +1,7 @@
 //! The CUDA Array Interface certification engine: a library's CAI cases
-//! (through its adapter, in this process) run under a session
-//! (checkpoints, interrupts), judged on the CAI rules. `arrowcert certify
+//! (through its adapter, in worker processes: a crash, a hang or a flood
+//! costs one case) run under a session (checkpoints, interrupts), judged
+//! on the CAI rules; a pair's cases judged by their values. `arrowcert certify
 //! --cai` (`cli::cai`) parses and prints.
 
 #![forbid(unsafe_code)]
@@ -8,8 +9,8 @@
 use std::path::PathBuf;
 
 use super::session::{Events, Opening, Session};
-use crate::cai::consumer::Arrays;
 use crate::cai::run::{self, CaseSpec, Reach};
+use crate::cai::suite::{Offers, Plan as SuitePlan};
 use crate::dlpack::bridge::Bridge;
 use crate::report::{self, expectations::Expectations, Report};
 use crate::roundtrip::Filter;
@@ -31,6 +32,7 @@ pub struct Request<'a> {
     /// The report file, checkpointed as cases end (`None`: in memory).
     pub report: Option<PathBuf>,
     pub invocation: Vec<String>,
+    pub limits: Limits,
 }
 
 /// The planned cases: the producer's, then the consumer's.
@@ -83,38 +85,24 @@ pub struct Ran {
 }
 
 /// Certifies the library: its adapter's offers checked (bad input when it
-/// lacks what a side needs), every planned case run in this process, the
+/// lacks what a side needs), every planned case run in a worker, the
 /// report judged on the CAI rules.
 pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran, String> {
-    let Opened {
-        bridge,
-        served,
-        device,
-    } = open(req.spec, req.adapter)?;
-    let served: Vec<&str> = served.iter().map(String::as_str).collect();
-    if req.produces && !served.contains(&"cai_object") {
+    let opened = open(req.spec, req.adapter)?;
+    if req.produces && !opened.offers.serves("cai_object") {
         return Err(format!(
             "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
             req.spec
         ));
     }
-    if req.consumes && !served.contains(&"cai_consume") {
+    if req.consumes && !opened.offers.serves("cai_consume") {
         return Err(format!(
             "{}: the adapter defines no cai_consume(obj) (docs/CAI.md)",
             req.spec
         ));
     }
+    let device = opened.offers.device.clone();
     let reach = Reach::of(&device);
-    // A consumer's arrays: the adapter's device makes them, else the
-    // harness on CUDA, else none can be made here.
-    let arrays = match (&reach, served.contains(&"cai_device_array")) {
-        (_, true) => Arrays::Adapter,
-        (Reach::Cuda, false) => Arrays::Cuda,
-        (Reach::Unreachable(why), false) => Arrays::Unavailable(why.clone()),
-        (Reach::Software, false) => Arrays::Unavailable(
-            "the software device makes a consumer's arrays through the adapter's cai_device_array(spec), which it does not define (docs/CAI.md)".into(),
-        ),
-    };
     let mut prefix = "arrowcert certify --cai".to_string();
     if req.produces {
         prefix.push_str(&format!(" --producer {}", req.spec));
@@ -128,32 +116,27 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
         invocation: req.invocation.clone(),
         data: DATA.into(),
         selected: (0..ids.len()).collect(),
-        plan: ids,
+        plan: ids.clone(),
         resume: None,
         files: Vec::new(),
         report: req.report.clone(),
         default_stem: None,
         devices: vec![device.clone()],
         seed: None,
-        plugins: vec![identity("cai", req.spec, req.adapter, &bridge)],
+        plugins: vec![identity("cai", req.spec, req.adapter, &opened.bridge)],
     })?;
+    // The workers load the adapter themselves.
+    let bridge_path = opened.path.clone();
+    drop(opened);
     events.start(session.todo.len(), None);
-    crate::run::proc::catch_interrupts();
-    let producer_cases = plan.producer.len();
-    for &i in &session.todo {
-        if crate::run::proc::interrupted().is_some() {
-            break;
-        }
-        let c = match i.checked_sub(producer_cases) {
-            None => run::run_case(&bridge, plan.producer[i], &reach, &prefix),
-            Some(j) => {
-                crate::cai::consumer::run_consumer_case(&bridge, plan.consumer[j], &arrays, &prefix)
-            }
-        };
-        session.record(&c, events);
-    }
+    let suite = SuitePlan {
+        bridge: bridge_path,
+        pair_consumer: None,
+        ids,
+        replay_prefix: prefix,
+    };
+    let interrupted = in_workers(&suite, &session, req.limits, events)?;
     events.cases_done();
-    let interrupted = crate::run::proc::interrupted();
     let (produces, consumes) = (req.produces, req.consumes);
     let report = session.finish(interrupted, |r| {
         r.rules = crate::certify::summary::verdicts_of(
@@ -188,32 +171,102 @@ pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran,
     })
 }
 
-/// An adapter's bridge, opened, with what it serves and its device.
+/// How long a case may run, and the memory a worker may use.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub case_timeout_ms: u64,
+    pub max_memory_mb: u64,
+}
+
+/// Runs the session's cases in worker processes (one at a time; a worker
+/// that crashes, hangs or floods costs its case, which is charged, and a
+/// new worker goes on); each case is recorded as it ends. Returns the
+/// signal that interrupted the run, if one did.
+fn in_workers(
+    suite: &SuitePlan,
+    session: &Session,
+    limits: Limits,
+    events: &mut dyn Events,
+) -> Result<Option<i32>, String> {
+    use crate::run::worker::{Mode, WorkerArgs};
+    crate::run::proc::catch_interrupts();
+    let worker_args = WorkerArgs {
+        socket: PathBuf::new(),
+        mode: Mode::Cai,
+        producer: None,
+        consumer: None,
+        sources: Default::default(),
+        options: crate::roundtrip::Options {
+            replay_prefix: suite.replay_prefix.clone(),
+            ..Default::default()
+        },
+        limits: crate::run::proc::Limits::worker(limits.max_memory_mb),
+        cpu_seconds: None,
+        defer_consumer: None,
+        plan: Some(serde_json::to_string(suite).map_err(|e| e.to_string())?),
+        open: None,
+        suites: None,
+    };
+    let cfg = crate::run::Config::for_workers(
+        worker_args,
+        1,
+        limits.case_timeout_ms,
+        limits.max_memory_mb,
+    )
+    .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+    // No case measures allocations: no tracker preloaded.
+    let cfg = crate::run::Config {
+        tracker: false,
+        ..cfg
+    };
+    let jobs: Vec<crate::run::Job> = session
+        .todo
+        .iter()
+        .filter_map(|&index| {
+            let id = suite.ids.get(index)?;
+            // What a case lost with its worker is reported as: the runner
+            // says how it ended (crash, timeout, ...).
+            let record = crate::cai::suite::ended_without_verdict(
+                id,
+                &suite.replay_prefix,
+                report::Verdict::Crash,
+            )?;
+            Some(crate::run::Job { index, record })
+        })
+        .collect();
+    if jobs.is_empty() {
+        return Ok(crate::run::proc::interrupted());
+    }
+    let pool = crate::run::Pool::new(&cfg, false).map_err(|e| e.0)?;
+    let outcome = crate::run::run(
+        &cfg,
+        &pool,
+        suite.ids.len(),
+        jobs,
+        |_| {},
+        |c| session.record(c, events),
+    )
+    .map_err(|e| e.0)?;
+    Ok(outcome.interrupted)
+}
+
+/// An adapter's bridge, opened in this process to ask what it serves, its
+/// device and its name (the cases run in workers, which open it again).
 struct Opened {
+    /// The prepared bridge copy the workers load.
+    path: PathBuf,
     bridge: Bridge,
-    served: Vec<String>,
-    device: String,
+    offers: Offers,
 }
 
 fn open(spec: &str, adapter: &str) -> Result<Opened, String> {
     let path = crate::plugin::python::prepare(adapter)?;
     let bridge = Bridge::open(&path).map_err(|e| format!("{spec}: {e}"))?;
-    let (_, offers) = bridge
-        .call("cai_offers", &[], "")
-        .map_err(|e| format!("{spec}: {e}"))?;
-    let served = offers["offers"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let device = offers["device"].as_str().unwrap_or("cuda").to_string();
+    let offers = Offers::of(&bridge).map_err(|e| format!("{spec}: {e}"))?;
     Ok(Opened {
+        path,
         bridge,
-        served,
-        device,
+        offers,
     })
 }
 
@@ -244,6 +297,7 @@ pub struct PairRequest<'a> {
     pub expectations: Option<&'a (PathBuf, Expectations)>,
     pub report: Option<PathBuf>,
     pub invocation: Vec<String>,
+    pub limits: Limits,
 }
 
 /// The pair cases the filter selects: one per built-in case.
@@ -254,7 +308,7 @@ pub fn pair_plan(filter: &Filter) -> Vec<&'static CaseSpec> {
         .collect()
 }
 
-/// Runs a pair: both adapters opened in this process (bad input when the
+/// Runs a pair: both adapters opened here to ask what they serve (bad input when the
 /// producer defines no cai_object, the consumer no cai_consume, or they
 /// are on different devices), every planned case, the report judged on
 /// its cases (a pair's cases are no rule's verdicts) and its expectations.
@@ -265,29 +319,26 @@ pub fn certify_pair(
 ) -> Result<Ran, String> {
     let p = open(req.producer.0, req.producer.1)?;
     let c = open(req.consumer.0, req.consumer.1)?;
-    if !p.served.iter().any(|s| s == "cai_object") {
+    if !p.offers.serves("cai_object") {
         return Err(format!(
             "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
             req.producer.0
         ));
     }
-    if !c.served.iter().any(|s| s == "cai_consume") {
+    if !c.offers.serves("cai_consume") {
         return Err(format!(
             "{}: the adapter defines no cai_consume(obj) (docs/CAI.md)",
             req.consumer.0
         ));
     }
-    if p.device != c.device {
+    let device = p.offers.device.clone();
+    if device != c.offers.device {
         return Err(format!(
-            "a CAI pair needs both libraries on one device: {} is on {}, {} on {}",
-            req.producer.0, p.device, req.consumer.0, c.device
+            "a CAI pair needs both libraries on one device: {} is on {device}, {} on {}",
+            req.producer.0, req.consumer.0, c.offers.device
         ));
     }
-    let reach = Reach::of(&p.device);
-    let skip = match &reach {
-        Reach::Unreachable(why) => Some(why.clone()),
-        _ => None,
-    };
+    let reach = Reach::of(&device);
     let prefix = format!(
         "arrowcert certify --cai --producer {} --consumer {}",
         req.producer.0, req.consumer.0
@@ -303,28 +354,23 @@ pub fn certify_pair(
         files: Vec::new(),
         report: req.report.clone(),
         default_stem: None,
-        devices: vec![p.device.clone()],
+        devices: vec![device.clone()],
         seed: None,
         plugins: vec![
             identity("producer", req.producer.0, req.producer.1, &p.bridge),
             identity("consumer", req.consumer.0, req.consumer.1, &c.bridge),
         ],
     })?;
-    events.start(session.todo.len(), None);
-    crate::run::proc::catch_interrupts();
-    let pair = crate::cai::pair::Pair {
-        producer: &p.bridge,
-        consumer: &c.bridge,
+    let suite = SuitePlan {
+        bridge: p.path.clone(),
+        pair_consumer: Some(c.path.clone()),
+        ids: plan.iter().map(|c| crate::cai::pair::pair_id(c)).collect(),
+        replay_prefix: prefix,
     };
-    for &i in &session.todo {
-        if crate::run::proc::interrupted().is_some() {
-            break;
-        }
-        let case = crate::cai::pair::run_pair_case(&pair, plan[i], skip.as_deref(), &prefix);
-        session.record(&case, events);
-    }
+    drop((p, c));
+    events.start(session.todo.len(), None);
+    let interrupted = in_workers(&suite, &session, req.limits, events)?;
     events.cases_done();
-    let interrupted = crate::run::proc::interrupted();
     let report = session.finish(interrupted, |r| {
         // A pair's cases are the pair's, judged by their values: no rule
         // verdicts (each library's own certification has those).
@@ -333,7 +379,7 @@ pub fn certify_pair(
     })?;
     Ok(Ran {
         report,
-        device: p.device,
+        device,
         reach,
         interrupted,
     })

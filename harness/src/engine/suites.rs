@@ -14,6 +14,16 @@ use crate::run::{
 };
 use crate::scenario::Scenario;
 
+/// The suite of a mode that lives above `run` (DLPack, CAI), opened in the
+/// worker from its `--plan` JSON ([`run::worker::Opener`]).
+pub fn open_above(mode: Mode, plan: &str) -> Result<Box<dyn Suite>, String> {
+    match mode {
+        Mode::Dlpack => crate::dlpack::suite::open(plan),
+        Mode::Cai => crate::cai::suite::open(plan),
+        _ => Err(format!("a {} worker has no plan to open", mode.name())),
+    }
+}
+
 /// The suite a worker runs over `scenarios`: its planned case IDs and how
 /// to run one (each guarded: a panic of arrowcert's code is that case's
 /// harness error). `Err` is the message of a fatal error (a mode without
@@ -26,7 +36,9 @@ pub fn make<'a>(
     options: &'a Options,
 ) -> Result<Box<dyn Suite + 'a>, String> {
     Ok(match (mode, loaded.consumer_side) {
-        (Mode::Dlpack, _) => return Err("a dlpack worker needs --plan".to_string()),
+        (Mode::Dlpack | Mode::Cai, _) => {
+            return Err(format!("a {} worker needs --plan", mode.name()))
+        }
         (Mode::Roundtrip, Some(consumer)) if loaded.producer.is_some() => {
             let producer = loaded.producer.expect("checked");
             let plan = roundtrip::plan(scenarios);

@@ -30,6 +30,9 @@ pub enum Mode {
     /// DLPack exchange through its adapter: a suite from above this module
     /// ([`WorkerArgs::plan`], [`WorkerArgs::open`]).
     Dlpack,
+    /// `arrowcert certify --cai`: a Python library's CUDA Array Interface
+    /// through its adapter (a pair's two): a suite from above, as DLPack.
+    Cai,
 }
 
 impl Mode {
@@ -38,10 +41,11 @@ impl Mode {
             Mode::Roundtrip => "roundtrip",
             Mode::Certify => "certify",
             Mode::Dlpack => "dlpack",
+            Mode::Cai => "cai",
         }
     }
     pub fn parse(s: &str) -> Option<Mode> {
-        [Mode::Roundtrip, Mode::Certify, Mode::Dlpack]
+        [Mode::Roundtrip, Mode::Certify, Mode::Dlpack, Mode::Cai]
             .into_iter()
             .find(|m| m.name() == s)
     }
@@ -81,7 +85,7 @@ pub struct WorkerArgs {
 
 /// Opens a suite that lives above this module from its `--plan` JSON: its
 /// libraries loaded, its cases planned. `Err`: one line saying why not.
-pub type Opener = fn(&str) -> Result<Box<dyn Suite>, String>;
+pub type Opener = fn(Mode, &str) -> Result<Box<dyn Suite>, String>;
 
 /// Makes the suite of a plan over `scenarios` (with their seed) for the
 /// plugins a worker loaded, in `mode`, with the run's options. `Err`: the
@@ -461,8 +465,10 @@ fn identities(producer: Option<&Plugin>, consumer: Option<&Plugin>) -> Vec<Plugi
 /// error.
 fn open_above(args: &WorkerArgs) -> Result<Option<Box<dyn Suite>>, String> {
     match (args.mode, &args.plan, args.open) {
-        (Mode::Dlpack, Some(plan), Some(open)) => open(plan).map(Some),
-        (Mode::Dlpack, _, _) => Err("a dlpack worker needs --plan".to_string()),
+        (Mode::Dlpack | Mode::Cai, Some(plan), Some(open)) => open(args.mode, plan).map(Some),
+        (Mode::Dlpack | Mode::Cai, _, _) => {
+            Err(format!("a {} worker needs --plan", args.mode.name()))
+        }
         _ => Ok(None),
     }
 }
