@@ -619,6 +619,36 @@ fn bad_input_is_one_line_and_exit_2() {
         .output()
         .unwrap();
     assert_bad_input(&out, "defines no cai_object");
+    // An adapter that aborts or raises on import: loaded in a worker first,
+    // so the harness never opens it itself.
+    for (body, words) in [
+        ("import os\nos.abort()\n", "killed by SIGABRT"),
+        ("raise RuntimeError('no device here')\n", "no device here"),
+    ] {
+        let file = dir.join("on_import.py");
+        std::fs::write(&file, body).unwrap();
+        let lib = format!("py:{}", file.display());
+        for args in [
+            vec!["certify", "--cai", "--producer", &lib],
+            vec![
+                "certify",
+                "--cai",
+                "--producer",
+                "py:adapters/cai/softdevice.py",
+                "--consumer",
+                &lib,
+            ],
+        ] {
+            let out = Command::new(arrowcert_exe())
+                .current_dir(workspace_dir())
+                .arg("--python")
+                .arg(&py)
+                .args(&args)
+                .output()
+                .unwrap();
+            assert_bad_input(&out, words);
+        }
+    }
     let out = Command::new(arrowcert_exe())
         .arg("--python")
         .arg(&py)

@@ -262,15 +262,20 @@ fn bad_dlpack_input_is_one_line_and_exit_2() {
         assert!(stderr.contains(words), "{args:?}: {stderr}");
     }
     let Some(py) = python() else { return };
-    // An adapter file that does not exist, and one that raises on import.
+    // An adapter file that does not exist, one that raises on import, and
+    // one that aborts on import (loaded in a worker first: the harness
+    // never opens it itself).
     let bad = scratch("dlpack").join("raises.py");
     std::fs::write(&bad, "raise RuntimeError('broken adapter')\n").unwrap();
+    let aborts = scratch("dlpack").join("aborts.py");
+    std::fs::write(&aborts, "import os\nos.abort()\n").unwrap();
     for (spec, words) in [
         (
             "py:/nonexistent/adapter.py".to_string(),
             "no such adapter file",
         ),
         (format!("py:{}", bad.display()), "broken adapter"),
+        (format!("py:{}", aborts.display()), "killed by SIGABRT"),
     ] {
         let out = Command::new(arrowcert_exe())
             .arg("--python")

@@ -165,17 +165,8 @@ pub struct Ran {
     pub interrupted: Option<i32>,
 }
 
-/// Runs the planned cases at `todo` (every one when `None`) in worker
-/// processes; each case goes to `on_case` as it ends (charged: [`charge`]).
-/// SIGINT or SIGTERM, once caught ([`proc::catch_interrupts`]), stops the
-/// run with the cases that ended.
-pub fn run(
-    args: &RunArgs,
-    todo: Option<&[usize]>,
-    on_case: &mut dyn FnMut(&Case),
-) -> Result<Ran, String> {
-    let plan = Plan::of(args);
-    let cases = plan.cases();
+/// The workers' configuration for `plan` (its `cases`, planned).
+fn config(args: &RunArgs, plan: &Plan, cases: &[DlCase]) -> Result<crate::run::Config, String> {
     let worker_args = WorkerArgs {
         socket: PathBuf::new(),
         mode: Mode::Dlpack,
@@ -189,7 +180,7 @@ pub fn run(
         limits: proc::Limits::worker(args.max_memory_mb),
         cpu_seconds: None,
         defer_consumer: None,
-        plan: Some(serde_json::to_string(&plan).map_err(|e| e.to_string())?),
+        plan: Some(serde_json::to_string(plan).map_err(|e| e.to_string())?),
         open: None,
         suites: None,
     };
@@ -217,6 +208,36 @@ pub fn run(
         env,
         ..cfg
     };
+    Ok(cfg)
+}
+
+/// Loads the libraries in a worker and runs nothing: `Err` with one line
+/// when the worker dies or fails while loading them (an adapter that
+/// aborts or raises on import), so that the orchestrator, which then
+/// opens the adapter itself to read its name, never loads one that kills
+/// it.
+pub fn probe(args: &RunArgs) -> Result<(), String> {
+    let plan = Plan::of(args);
+    let cases = plan.cases();
+    let cfg = config(args, &plan, &cases)?;
+    let pool = crate::run::Pool::new(&cfg, false).map_err(|e| e.0)?;
+    crate::run::run(&cfg, &pool, cases.len(), Vec::new(), |_| {}, |_| {})
+        .map(|_| ())
+        .map_err(|e| e.0)
+}
+
+/// Runs the planned cases at `todo` (every one when `None`) in worker
+/// processes; each case goes to `on_case` as it ends (charged: [`charge`]).
+/// SIGINT or SIGTERM, once caught ([`proc::catch_interrupts`]), stops the
+/// run with the cases that ended.
+pub fn run(
+    args: &RunArgs,
+    todo: Option<&[usize]>,
+    on_case: &mut dyn FnMut(&Case),
+) -> Result<Ran, String> {
+    let plan = Plan::of(args);
+    let cases = plan.cases();
+    let cfg = config(args, &plan, &cases)?;
     let pool = crate::run::Pool::new(&cfg, false).map_err(|e| e.0)?;
     let jobs: Vec<Job> = match todo {
         Some(todo) => todo.to_vec(),

@@ -88,7 +88,7 @@ pub struct Ran {
 /// lacks what a side needs), every planned case run in a worker, the
 /// report judged on the CAI rules.
 pub fn certify(req: Request, plan: Plan, events: &mut dyn Events) -> Result<Ran, String> {
-    let opened = open(req.spec, req.adapter)?;
+    let opened = open(req.spec, req.adapter, req.limits)?;
     if req.produces && !opened.offers.serves("cai_object") {
         return Err(format!(
             "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",
@@ -188,37 +188,8 @@ fn in_workers(
     limits: Limits,
     events: &mut dyn Events,
 ) -> Result<Option<i32>, String> {
-    use crate::run::worker::{Mode, WorkerArgs};
     crate::run::proc::catch_interrupts();
-    let worker_args = WorkerArgs {
-        socket: PathBuf::new(),
-        mode: Mode::Cai,
-        producer: None,
-        consumer: None,
-        sources: Default::default(),
-        options: crate::roundtrip::Options {
-            replay_prefix: suite.replay_prefix.clone(),
-            ..Default::default()
-        },
-        limits: crate::run::proc::Limits::worker(limits.max_memory_mb),
-        cpu_seconds: None,
-        defer_consumer: None,
-        plan: Some(serde_json::to_string(suite).map_err(|e| e.to_string())?),
-        open: None,
-        suites: None,
-    };
-    let cfg = crate::run::Config::for_workers(
-        worker_args,
-        1,
-        limits.case_timeout_ms,
-        limits.max_memory_mb,
-    )
-    .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
-    // No case measures allocations: no tracker preloaded.
-    let cfg = crate::run::Config {
-        tracker: false,
-        ..cfg
-    };
+    let cfg = worker_config(suite, limits)?;
     let jobs: Vec<crate::run::Job> = session
         .todo
         .iter()
@@ -250,6 +221,41 @@ fn in_workers(
     Ok(outcome.interrupted)
 }
 
+/// The workers' configuration for `suite`.
+fn worker_config(suite: &SuitePlan, limits: Limits) -> Result<crate::run::Config, String> {
+    use crate::run::worker::{Mode, WorkerArgs};
+    let worker_args = WorkerArgs {
+        socket: PathBuf::new(),
+        mode: Mode::Cai,
+        producer: None,
+        consumer: None,
+        sources: Default::default(),
+        options: crate::roundtrip::Options {
+            replay_prefix: suite.replay_prefix.clone(),
+            ..Default::default()
+        },
+        limits: crate::run::proc::Limits::worker(limits.max_memory_mb),
+        cpu_seconds: None,
+        defer_consumer: None,
+        plan: Some(serde_json::to_string(suite).map_err(|e| e.to_string())?),
+        open: None,
+        suites: None,
+    };
+    let cfg = crate::run::Config::for_workers(
+        worker_args,
+        1,
+        limits.case_timeout_ms,
+        limits.max_memory_mb,
+    )
+    .map_err(|e| format!("cannot find the arrowcert executable: {e}"))?;
+    // No case measures allocations: no tracker preloaded.
+    let cfg = crate::run::Config {
+        tracker: false,
+        ..cfg
+    };
+    Ok(cfg)
+}
+
 /// An adapter's bridge, opened in this process to ask what it serves, its
 /// device and its name (the cases run in workers, which open it again).
 struct Opened {
@@ -259,8 +265,21 @@ struct Opened {
     offers: Offers,
 }
 
-fn open(spec: &str, adapter: &str) -> Result<Opened, String> {
+fn open(spec: &str, adapter: &str, limits: Limits) -> Result<Opened, String> {
     let path = crate::plugin::python::prepare(adapter)?;
+    // Loaded in a worker first: an adapter that aborts or raises on import
+    // ends the run with one line here, before this process opens it and
+    // would die with it.
+    let probe = SuitePlan {
+        bridge: path.clone(),
+        pair_consumer: None,
+        ids: Vec::new(),
+        replay_prefix: String::new(),
+    };
+    let cfg = worker_config(&probe, limits)?;
+    let pool = crate::run::Pool::new(&cfg, false).map_err(|e| e.0)?;
+    crate::run::run(&cfg, &pool, 0, Vec::new(), |_| {}, |_| {})
+        .map_err(|e| format!("{spec}: {}", e.0))?;
     let bridge = Bridge::open(&path).map_err(|e| format!("{spec}: {e}"))?;
     let offers = Offers::of(&bridge).map_err(|e| format!("{spec}: {e}"))?;
     Ok(Opened {
@@ -317,8 +336,8 @@ pub fn certify_pair(
     plan: Vec<&'static CaseSpec>,
     events: &mut dyn Events,
 ) -> Result<Ran, String> {
-    let p = open(req.producer.0, req.producer.1)?;
-    let c = open(req.consumer.0, req.consumer.1)?;
+    let p = open(req.producer.0, req.producer.1, req.limits)?;
+    let c = open(req.consumer.0, req.consumer.1, req.limits)?;
     if !p.offers.serves("cai_object") {
         return Err(format!(
             "{}: the adapter defines no cai_object(spec) (docs/CAI.md)",

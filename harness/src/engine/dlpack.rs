@@ -65,6 +65,20 @@ pub fn certify(req: Request, events: &mut dyn Events) -> Result<(Report, Option<
         }
         None => None,
     };
+    let run_args = RunArgs {
+        bridge: bridge.clone(),
+        pair_consumer: None,
+        generated: req.generated.clone(),
+        sides: req.sides,
+        filter: req.filter.clone(),
+        max_memory_mb: req.max_memory_mb,
+        case_timeout_ms: req.case_timeout_ms,
+        replay_prefix: req.replay_prefix.clone(),
+    };
+    // The adapter is loaded in a worker first: one that aborts or raises on
+    // import ends the run with one line here, before this process opens it
+    // (for its name) and would die with it.
+    run::probe(&run_args).map_err(|e| format!("py:{}: {e}", req.adapter))?;
     let session = Session::open(Opening {
         command: COMMAND,
         invocation: req.invocation.clone(),
@@ -92,20 +106,9 @@ pub fn certify(req: Request, events: &mut dyn Events) -> Result<(Report, Option<
     })?;
     events.start(session.todo.len(), session.resuming_words().as_deref());
     crate::run::proc::catch_interrupts();
-    let ran = run::run(
-        &RunArgs {
-            bridge: bridge.clone(),
-            pair_consumer: None,
-            generated: req.generated.clone(),
-            sides: req.sides,
-            filter: req.filter.clone(),
-            max_memory_mb: req.max_memory_mb,
-            case_timeout_ms: req.case_timeout_ms,
-            replay_prefix: req.replay_prefix.clone(),
-        },
-        Some(&session.todo),
-        &mut |c| session.record(c, events),
-    )?;
+    let ran = run::run(&run_args, Some(&session.todo), &mut |c| {
+        session.record(c, events)
+    })?;
     events.cases_done();
     let path = session.path.clone();
     let mut r = session.finish(ran.interrupted, |r| judge(r, req.sides, &req))?;
