@@ -55,15 +55,29 @@ fn certify(
     mutant: &str,
     tag: &str,
 ) -> (Option<i32>, Report, String) {
-    let report = scratch("cai").join(format!("{tag}.json"));
+    run_cai(py, adapter, consumer.then_some(adapter), mutant, "cai", tag)
+}
+
+/// `arrowcert --python PY certify --cai --producer py:P [--consumer py:C]`
+/// with `mutant`, its report in the scratch directory `dir`: the exit
+/// code, the report and the output.
+fn run_cai(
+    py: &Path,
+    producer: &Path,
+    consumer: Option<&Path>,
+    mutant: &str,
+    dir: &str,
+    tag: &str,
+) -> (Option<i32>, Report, String) {
+    let report = scratch(dir).join(format!("{tag}.json"));
     let _ = std::fs::remove_file(&report);
     let out = Command::new(arrowcert_exe())
         .arg("--python")
         .arg(py)
         .args(["certify", "--cai", "--producer"])
-        .arg(format!("py:{}", adapter.display()))
-        .args(consumer.then_some("--consumer"))
-        .args(consumer.then(|| format!("py:{}", adapter.display())))
+        .arg(format!("py:{}", producer.display()))
+        .args(consumer.map(|_| "--consumer"))
+        .args(consumer.map(|c| format!("py:{}", c.display())))
         .arg("--report")
         .arg(&report)
         .env("ARROWCERT_CAI_MUTANT", mutant)
@@ -352,27 +366,7 @@ fn soft_reader() -> PathBuf {
 
 /// `certify --cai --producer py:P --consumer py:C` (a pair) with `mutant`.
 fn pair(py: &Path, p: &Path, c: &Path, mutant: &str, tag: &str) -> (Option<i32>, Report, String) {
-    let report = scratch("cai-pairs").join(format!("{tag}.json"));
-    let _ = std::fs::remove_file(&report);
-    let out = Command::new(arrowcert_exe())
-        .arg("--python")
-        .arg(py)
-        .args(["certify", "--cai", "--producer"])
-        .arg(format!("py:{}", p.display()))
-        .arg("--consumer")
-        .arg(format!("py:{}", c.display()))
-        .arg("--report")
-        .arg(&report)
-        .env("ARROWCERT_CAI_MUTANT", mutant)
-        .output()
-        .expect("arrowcert runs");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = arrowcert::report::read(&report).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    (out.status.code(), r, text)
+    run_cai(py, p, Some(c), mutant, "cai-pairs", tag)
 }
 
 /// The pair cases whose verdict is `v`.

@@ -368,7 +368,7 @@ pub fn certify_pair(
         invocation: req.invocation.clone(),
         data: PAIR_DATA.into(),
         selected: (0..ids.len()).collect(),
-        plan: ids,
+        plan: ids.clone(),
         resume: None,
         files: Vec::new(),
         report: req.report.clone(),
@@ -383,7 +383,7 @@ pub fn certify_pair(
     let suite = SuitePlan {
         bridge: p.path.clone(),
         pair_consumer: Some(c.path.clone()),
-        ids: plan.iter().map(|c| crate::cai::pair::pair_id(c)).collect(),
+        ids,
         replay_prefix: prefix,
     };
     drop((p, c));
